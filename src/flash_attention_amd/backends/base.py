@@ -1,0 +1,55 @@
+"""What a backend is: the seam every implementation (Triton, SDPA, CK, PyTorch) plugs into."""
+from __future__ import annotations
+
+import torch
+
+from ..params import AttnParams, Problem
+
+
+class Backend:
+    """One way to compute attention.
+
+    - ``available()``: None if usable in this install, else why not (package missing, ...).
+    - ``supports(problem)``: None if it computes this call exactly, else the reason it declines.
+    - ``run(q, k, v, params)``: the whole autograd-capable call -> (out, lse or None).
+
+    Kernel-style backends (``KernelBackend``: triton, torch) instead provide ``forward`` and
+    ``backward``; ``run`` wires them into the ``flash_attention_amd::fwd``/``bwd`` custom ops
+    so torch.compile traces through without graph breaks.
+    ``decode(...)`` serves ``flash_attn_with_kvcache`` (forward only) where implemented.
+    """
+
+    name: str = "?"
+
+    def available(self) -> str | None:
+        return None
+
+    def supports(self, problem: Problem) -> str | None:
+        raise NotImplementedError
+
+    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams):
+        raise NotImplementedError
+
+    def supports_decode(self, problem: Problem) -> str | None:
+        return f"{self.name} has no KV-cache decoding path"
+
+
+class KernelBackend(Backend):
+    """A backend made of a forward and a backward function (our own kernels or PyTorch ops).
+
+    Shapes: dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] -> out [b, sq, h, dv], lse [b, h, sq];
+    varlen (params.cu_seqlens_q set) q [total_q, h, d], k/v [total_k, hk, d|dv]
+    -> out [total_q, h, dv], lse [h, total_q]. lse is fp32, natural log, +inf on empty rows.
+    """
+
+    def forward(self, q, k, v, params: AttnParams) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
+        """-> (dq, dk, dv) shaped like q, k, v (dk/dv summed over the heads sharing a KV head)."""
+        raise NotImplementedError
+
+    def run(self, q, k, v, params: AttnParams):
+        from ..ops import attention_op
+
+        return attention_op(self.name, q, k, v, params)

@@ -1,0 +1,64 @@
+"""The ``triton`` backend: our own kernels (forward, backward, decode).
+
+Runs on CUDA and ROCm GPUs, and on CPU tensors under TRITON_INTERPRET=1 (CI).
+The launchers live in ``flash_attention_amd.launch`` and are imported on first use.
+"""
+from __future__ import annotations
+
+from .. import config
+from ..params import AttnParams, Problem
+from .base import KernelBackend
+
+
+class TritonBackend(KernelBackend):
+    name = "triton"
+
+    def available(self) -> str | None:
+        try:
+            import triton  # noqa: F401
+        except Exception as exc:  # ImportError, or a broken install
+            return f"triton is not importable ({exc.__class__.__name__}: {exc})"
+        return None
+
+    def _device_reason(self, problem: Problem) -> str | None:
+        if problem.device_type == "cuda":
+            return None
+        if problem.device_type == "cpu" and config.triton_interpret():
+            return None
+        return f"runs on CUDA/ROCm GPUs (or CPU with TRITON_INTERPRET=1), not on {problem.device_type}"
+
+    def supports(self, problem: Problem) -> str | None:
+        reason = self.available() or self._device_reason(problem)
+        if reason:
+            return reason
+        from ..launch import fwd
+
+        reason = fwd.supports(problem)
+        if reason is None and problem.needs_grad:
+            from ..launch import bwd
+
+            reason = bwd.supports(problem)
+        return reason
+
+    def forward(self, q, k, v, params: AttnParams):
+        from ..launch import fwd
+
+        return fwd.attention_forward(q, k, v, params)
+
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
+        from ..launch import bwd
+
+        return bwd.attention_backward(dout, q, k, v, out, lse, params)
+
+    def supports_decode(self, problem: Problem) -> str | None:
+        reason = self.available() or self._device_reason(problem)
+        if reason:
+            return reason
+        from ..launch import decode
+
+        return decode.supports(problem)
+
+    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, **cache_args):
+        from ..launch import decode
+
+        return decode.decode(q, k_cache, v_cache, cache_seqlens, params, **cache_args)

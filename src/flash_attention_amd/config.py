@@ -1,0 +1,44 @@
+"""Every environment variable the library reads, read here and nowhere else.
+
+Values are read at call time (never at import), so tests and users can change them
+between calls.
+
+- ``FLASH_ATTENTION_BACKEND``: ``triton`` | ``sdpa`` | ``ck`` | ``torch`` forces a backend
+  (a forced backend that cannot serve a call raises with its reason).
+- ``FLASH_ATTENTION_DEBUG``: ``1`` logs each distinct dispatch decision once, with the
+  reasons of the backends passed over, and turns on host-side value checks for GPU
+  tensors (cu_seqlens order, block_table range, cache room).
+- ``TRITON_INTERPRET``: ``1`` lets the Triton backend run on CPU tensors (Triton's
+  interpreter): the way CI tests the real kernel code without a GPU.
+"""
+from __future__ import annotations
+
+import os
+
+BACKEND_NAMES = ("triton", "sdpa", "ck", "torch")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def forced_backend() -> str | None:
+    """The backend named by FLASH_ATTENTION_BACKEND, or None."""
+    value = os.environ.get("FLASH_ATTENTION_BACKEND", "").strip().lower()
+    if not value or value == "auto":
+        return None
+    if value not in BACKEND_NAMES:
+        raise ValueError(
+            f"FLASH_ATTENTION_BACKEND={value!r} is not a backend; allowed: {', '.join(BACKEND_NAMES)} or auto"
+        )
+    return value
+
+
+def debug() -> bool:
+    """FLASH_ATTENTION_DEBUG=1: log dispatch decisions and run host-side value checks."""
+    return _flag("FLASH_ATTENTION_DEBUG")
+
+
+def triton_interpret() -> bool:
+    """TRITON_INTERPRET=1: Triton kernels run on CPU tensors in the interpreter."""
+    return _flag("TRITON_INTERPRET")

@@ -1,0 +1,1 @@
+"""``@triton.jit`` kernels. Imported only by the Triton backend (never at package import)."""

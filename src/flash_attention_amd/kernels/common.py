@@ -1,0 +1,111 @@
+"""Small ``@triton.jit`` helpers shared by the forward, backward and decode kernels.
+
+Conventions inside every kernel:
+- ``offs_m`` [BLOCK_M] query rows, ``offs_n`` [BLOCK_N] key columns, counted inside the
+  sequence; ``diag`` = seqlen_k - seqlen_q (bottom-right alignment).
+- Scores are kept in log2 units (``qk * softmax_scale * log2(e)``) so the online softmax
+  uses ``exp2``; the LSE written out is in natural log.
+"""
+import triton
+import triton.language as tl
+
+LOG2E: tl.constexpr = 1.4426950408889634
+LN2: tl.constexpr = 0.6931471805599453
+
+
+@triton.jit
+def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
+    """Dropout keep mask: Philox-4x32-7 word of counters (c0, c1, c2, 0) >= threshold.
+
+    Twin of ``flash_attention_amd.philox.dropout_keep_mask``; c0 = key column, c1 = query
+    row, c2 = b * nheads + h. All uint32 (broadcastable tensors).
+    """
+    c0 = c0.to(tl.uint32)
+    c1 = c1.to(tl.uint32)
+    c2 = c2.to(tl.uint32)
+    c3 = tl.zeros_like(c0)
+    k0 = seed_lo.to(tl.uint32)
+    k1 = seed_hi.to(tl.uint32)
+    m0 = tl.full([1], 0xD2511F53, tl.uint32)
+    m1 = tl.full([1], 0xCD9E8D57, tl.uint32)
+    for _ in tl.static_range(7):
+        hi0 = tl.umulhi(m0, c0)
+        lo0 = m0 * c0
+        hi1 = tl.umulhi(m1, c2)
+        lo1 = m1 * c2
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = k0 + 0x9E3779B9
+        k1 = k1 + 0xBB67AE85
+    return c0 >= threshold.to(tl.uint32)
+
+
+@triton.jit
+def tanh_f32(x):
+    """tanh for fp32 tensors, written with exp2 so it runs on every target and the interpreter."""
+    e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
+            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, MASK_N: tl.constexpr):
+    """[BLOCK_M, BLOCK_N] bool: key offs_n visible from query offs_m (bottom-right aligned).
+
+    window_left / window_right < 0 mean unbounded; IS_CAUSAL means window_right == 0.
+    MASK_N also hides keys at or past seqlen_k.
+    """
+    i = offs_m[:, None] + (seqlen_k - seqlen_q)
+    j = offs_n[None, :]
+    ok = j >= 0
+    if MASK_N:
+        ok = ok & (j < seqlen_k)
+    if IS_CAUSAL:
+        ok = ok & (j <= i)
+    if HAS_WINDOW:
+        if window_left >= 0:
+            ok = ok & (j >= i - window_left)
+        if window_right >= 0:
+            ok = ok & (j <= i + window_right)
+    return ok
+
+
+@triton.jit
+def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
+    """[lo, hi) key columns that any row of query block start_m.. can see, lo aligned to BLOCK_N."""
+    diag = seqlen_k - seqlen_q
+    lo = 0
+    hi = seqlen_k
+    if IS_CAUSAL:
+        hi = tl.minimum(hi, start_m + BLOCK_M + diag)
+    if HAS_WINDOW:
+        if window_right >= 0:
+            hi = tl.minimum(hi, start_m + BLOCK_M + diag + window_right)
+        if window_left >= 0:
+            lo = tl.maximum(0, start_m + diag - window_left)
+            lo = (lo // BLOCK_N) * BLOCK_N
+    hi = tl.maximum(hi, lo)
+    return lo, hi
+
+
+@triton.jit
+def score_mod(qk, offs_m, offs_n, seqlen_q, seqlen_k, sm_scale, softcap, slope,
+              HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr):
+    """fp32 scores in log2 units from raw dot products qk [BLOCK_M, BLOCK_N].
+
+    s = sm_scale * qk; softcap: s = softcap * tanh(s / softcap); ALiBi: s -= slope * |i + d - j|.
+    Returns (s * log2(e), tanh) where tanh is what the backward pass needs for softcap
+    (qk itself when HAS_SOFTCAP is off).
+    """
+    if HAS_SOFTCAP:
+        t = tanh_f32(qk * (sm_scale / softcap))
+        s = t * (softcap * LOG2E)
+    else:
+        t = qk
+        s = qk * (sm_scale * LOG2E)
+    if HAS_ALIBI:
+        dist = (offs_m[:, None] + (seqlen_k - seqlen_q)) - offs_n[None, :]
+        s = s - (slope * LOG2E) * tl.abs(dist).to(tl.float32)
+    return s, t

@@ -1,0 +1,23 @@
+"""Static compile specs: how ``check-amd`` compiles every kernel config without a GPU."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """One kernel in one launchable configuration, for ``triton.compile(ASTSource(...), target=...)``.
+
+    ``signature`` maps every non-constexpr argument name to its Triton type string
+    ("*fp16", "*bf16", "*fp32", "*i32", "i32", "i64", "fp32"); ``constexprs`` maps the
+    constexpr argument names to values; ``options`` holds num_warps, num_stages and, on
+    AMD, waves_per_eu / matrix_instr_nonkdim / kpack.
+    """
+
+    kernel: str  # "fwd", "bwd_dkdv", "bwd_dq", "bwd_pre", "decode", "combine", ...
+    fn: Callable[..., Any]
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    label: str = ""  # human-readable: "bf16 d=128 causal BLOCK 128x64 w4 s2"

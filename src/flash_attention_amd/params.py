@@ -1,0 +1,112 @@
+"""The normalised description of one attention call, shared by every backend.
+
+``AttnParams`` carries everything but q, k, v (what a backend needs to compute);
+``Problem`` carries only metadata (what a backend needs to decide whether it can).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class AttnParams:
+    """Options of one call after validation and normalisation.
+
+    Masks are bottom-right aligned (offset ``seqlen_k - seqlen_q`` per sequence).
+    ``window_left``/``window_right`` use -1 for unbounded; ``causal`` implies
+    ``window_right == 0`` (normalised that way by the API layer).
+    """
+
+    softmax_scale: float
+    causal: bool = False
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
+    dropout_p: float = 0.0
+    alibi_slopes: torch.Tensor | None = None  # (nheads,) or (batch, nheads), fp32
+    cu_seqlens_q: torch.Tensor | None = None  # (batch + 1,) int32, varlen only
+    cu_seqlens_k: torch.Tensor | None = None
+    max_seqlen_q: int = 0
+    max_seqlen_k: int = 0
+    seed: int = 0  # 64-bit Philox key of the dropout mask (see philox.py)
+    deterministic: bool = False
+    return_lse: bool = False
+
+    @property
+    def is_varlen(self) -> bool:
+        return self.cu_seqlens_q is not None
+
+    @property
+    def has_window(self) -> bool:
+        """True when some key is hidden by a window bound other than plain causal."""
+        return self.window_left >= 0 or (self.window_right >= 0 and not self.causal)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Metadata of a call: what ``Backend.supports`` looks at. No tensors."""
+
+    device_type: str  # "cuda" (also ROCm), "cpu", ...
+    is_rocm: bool
+    arch: str | None  # "sm90", "sm80", "gfx942", "gfx90a", "gfx1100", ... None on CPU
+    dtype: torch.dtype
+    batch: int
+    seqlen_q: int  # max over sequences when varlen
+    seqlen_k: int
+    nheads: int
+    nheads_k: int
+    headdim: int
+    headdim_v: int
+    is_varlen: bool = False
+    causal: bool = False
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
+    has_alibi: bool = False
+    dropout_p: float = 0.0
+    needs_grad: bool = False
+    return_lse: bool = False
+    deterministic: bool = False
+    kind: str = "attn"  # "attn" or "kvcache"
+    extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
+
+    @property
+    def has_window(self) -> bool:
+        return self.window_left >= 0 or (self.window_right >= 0 and not self.causal)
+
+    def describe(self) -> str:
+        opts = [self.kind, str(self.dtype).replace("torch.", ""), self.device_type]
+        if self.arch:
+            opts.append(self.arch)
+        opts.append(
+            f"b={self.batch} sq={self.seqlen_q} sk={self.seqlen_k} h={self.nheads}/{self.nheads_k} d={self.headdim}"
+            + (f"/{self.headdim_v}" if self.headdim_v != self.headdim else "")
+        )
+        for flag, on in (
+            ("varlen", self.is_varlen),
+            ("causal", self.causal),
+            (f"window=({self.window_left},{self.window_right})", self.has_window),
+            (f"softcap={self.softcap}", self.softcap > 0),
+            ("alibi", self.has_alibi),
+            (f"dropout={self.dropout_p}", self.dropout_p > 0),
+            ("grad", self.needs_grad),
+            ("lse", self.return_lse),
+            ("deterministic", self.deterministic),
+        ):
+            if on:
+                opts.append(flag)
+        opts.extend(f"{k}={v}" for k, v in self.extra)
+        return " ".join(opts)
+
+
+def device_arch(device: torch.device) -> tuple[bool, str | None]:
+    """(is_rocm, arch name) of a device: ("sm90"), ("gfx942"), or (False, None) off-GPU."""
+    if device.type != "cuda":
+        return False, None
+    is_rocm = torch.version.hip is not None
+    props = torch.cuda.get_device_properties(device)
+    if is_rocm:
+        return True, getattr(props, "gcnArchName", "gfx").split(":")[0]
+    return False, f"sm{props.major}{props.minor}"

@@ -1,0 +1,63 @@
+"""The dropout mask's random numbers: Philox-4x32 (7 rounds), the PyTorch twin.
+
+Every backend that implements dropout draws the mask from the same counter-based
+function, so a mask is never stored: the backward pass regenerates it, and the Triton
+kernels and the PyTorch path agree bit for bit (tests check this). Element (b, h, i, j)
+(sequence b, query head h, query row i and key column j, counted inside the sequence)
+uses counter ``(j, i, b * nheads + h, 0)`` and key ``(seed & 0xffffffff, seed >> 32)``;
+it is kept when the first output word is ``>= dropout_threshold(p)``.
+
+The Triton twin is ``kernels/common.py:philox_keep``.
+"""
+from __future__ import annotations
+
+import torch
+
+PHILOX_ROUNDS = 7
+_M0, _M1 = 0xD2511F53, 0xCD9E8D57
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85
+_MASK32 = 0xFFFFFFFF
+
+
+def dropout_threshold(p: float) -> int:
+    """uint32 threshold: a word below it drops the element (probability p)."""
+    return min(int(p * 4294967296.0), _MASK32)
+
+
+def new_seed(generator: torch.Generator | None = None) -> int:
+    """A fresh 64-bit Philox key from torch's CPU generator (reproducible under torch.manual_seed)."""
+    words = torch.randint(0, 2**31, (2,), generator=generator, dtype=torch.int64)
+    return int(words[0]) | (int(words[1]) << 32)
+
+
+def _mulhilo(a: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hi, lo) 32-bit words of a * m for uint32 values held in int64, without overflow."""
+    m_lo, m_hi = m & 0xFFFF, m >> 16
+    p_lo = a * m_lo  # < 2**48
+    p_hi = a * m_hi  # < 2**48
+    mid = p_hi + (p_lo >> 16)  # a * m >> 16, < 2**49
+    hi = mid >> 16
+    lo = ((mid & 0xFFFF) << 16) | (p_lo & 0xFFFF)
+    return hi & _MASK32, lo & _MASK32
+
+
+def philox_word(seed: int, c0: torch.Tensor, c1: torch.Tensor, c2: torch.Tensor) -> torch.Tensor:
+    """First output word of Philox-4x32-7 for counters (c0, c1, c2, 0), as int64 in [0, 2**32)."""
+    k0, k1 = seed & _MASK32, (seed >> 32) & _MASK32
+    c0, c1, c2 = (torch.as_tensor(c).to(torch.int64) & _MASK32 for c in (c0, c1, c2))
+    c0, c1, c2 = torch.broadcast_tensors(c0, c1, c2)
+    c3 = torch.zeros_like(c0)
+    for _ in range(PHILOX_ROUNDS):
+        hi0, lo0 = _mulhilo(c0, _M0)
+        hi1, lo1 = _mulhilo(c2, _M1)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
+    return c0
+
+
+def dropout_keep_mask(
+    seed: int, p: float, bh: torch.Tensor | int, rows: torch.Tensor, cols: torch.Tensor
+) -> torch.Tensor:
+    """Bool keep mask for rows x cols (broadcast), bh = b * nheads + h (broadcastable)."""
+    word = philox_word(seed, cols, rows, torch.as_tensor(bh, device=rows.device))
+    return word >= dropout_threshold(p)

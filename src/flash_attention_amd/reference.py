@@ -1,0 +1,86 @@
+"""The plain attention of CONTRACT.md: materialised scores, float64-capable. The test oracle.
+
+Not a dispatch target (memory is O(seqlen_q * seqlen_k)). Shape legend:
+b batch, sq/sk query/key length, h query heads, hk key/value heads, d head dim, dv value head dim.
+
+Example::
+
+    out, lse = attention_ref(q.double(), k.double(), v.double(), causal=True)
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .philox import dropout_keep_mask
+
+
+def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+               alibi_slopes=None, batch_index=0):
+    """Masked scores [b, h, sq, sk] (-inf where hidden) of q [b, sq, h, d] and k [b, sk, hk, d]."""
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    scale = d ** -0.5 if softmax_scale is None else softmax_scale
+    k = k.repeat_interleave(h // hk, dim=2)
+    s = torch.einsum("bihd,bjhd->bhij", q, k) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=q.device)[None, :]
+    if alibi_slopes is not None:
+        slopes = alibi_slopes.to(s.dtype)
+        slopes = slopes.view(1, h, 1, 1) if slopes.dim() == 1 else slopes[batch_index:batch_index + b].view(b, h, 1, 1)
+        s = s - slopes * (i - j).abs().to(s.dtype)
+    left, right = window_size
+    if causal:
+        right = 0
+    visible = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if left >= 0:
+        visible &= j >= i - left
+    if right >= 0:
+        visible &= j <= i + right
+    return s.masked_fill(~visible, -math.inf)
+
+
+def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                  alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0):
+    """out [b, sq, h, dv] and lse [b, h, sq] (fp32-or-wider, natural log, +inf on empty rows).
+
+    Computes in the inputs' dtype: pass float64 tensors for the oracle, or the kernel's
+    dtype to measure "the same math done in the input dtype". Dropout uses the Philox
+    mask of ``philox.py`` (element (b, h, i, j) with b counted from ``batch_index``).
+    """
+    b, sq, h, _ = q.shape
+    s = scores_ref(q, k, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
+                   softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index)
+    s32 = s.float() if s.dtype in (torch.float16, torch.bfloat16) else s
+    lse = torch.logsumexp(s32, dim=-1)  # -inf on empty rows
+    p = torch.exp(s32 - lse[..., None]).nan_to_num(0.0)  # empty rows: 0
+    if dropout_p > 0:
+        bh = (torch.arange(b, device=q.device)[:, None] + batch_index) * h + torch.arange(h, device=q.device)
+        keep = dropout_keep_mask(seed, dropout_p, bh[:, :, None, None],
+                                 torch.arange(sq, device=q.device)[:, None],
+                                 torch.arange(s.shape[-1], device=q.device)[None, :])
+        p = p * keep / (1.0 - dropout_p)
+    v = v.repeat_interleave(h // v.shape[2], dim=2)
+    out = torch.einsum("bhij,bjhd->bihd", p.to(v.dtype), v)
+    lse = torch.where(torch.isneginf(lse), torch.full_like(lse, math.inf), lse)
+    return out, lse
+
+
+def attention_ref_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, **kwargs):
+    """Varlen twin: q [total_q, h, d], k/v [total_k, hk, d]; returns out [total_q, h, dv], lse [h, total_q]."""
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    alibi = kwargs.get("alibi_slopes")
+    outs, lses = [], []
+    for bi in range(len(cq) - 1):
+        qs, ks = q[cq[bi]:cq[bi + 1]][None], k[ck[bi]:ck[bi + 1]][None]
+        vs = v[ck[bi]:ck[bi + 1]][None]
+        kw = dict(kwargs)
+        if alibi is not None and alibi.dim() == 2:
+            kw["alibi_slopes"] = alibi  # indexed by batch_index
+        o, l = attention_ref(qs, ks, vs, batch_index=bi, **kw)
+        outs.append(o[0])
+        lses.append(l[0])
+    return torch.cat(outs, 0), torch.cat(lses, 1)

@@ -1,0 +1,44 @@
+"""Comparison helpers: every backend is checked against the float64 reference."""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+POISON = float("nan")
+
+
+def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative Frobenius error ||x - ref|| / ||ref|| in float64 (inf where x has NaN/inf and ref not)."""
+    x, ref = x.double(), ref.double()
+    finite = torch.isfinite(ref)
+    if not torch.equal(torch.isfinite(x), finite):
+        return float("inf")
+    diff = (x - ref)[finite].norm()
+    den = ref[finite].norm()
+    return float(diff / den) if den > 0 else float(diff)
+
+
+def assert_matches(x, ref64, lowp_ref=None, *, name="out", fp32_tol=1e-5, lowp_tol=1e-2, factor=2.0):
+    """x is close to the float64 oracle ref64.
+
+    fp32: relative error < fp32_tol. fp16/bf16: when lowp_ref (the same plain math done in
+    the input dtype) is given, error <= factor * its error + 1e-4 (flash_attn's rule);
+    always < lowp_tol.
+    """
+    err = rel_err(x, ref64)
+    if x.dtype in (torch.float32, torch.float64):
+        assert err < fp32_tol, f"{name}: rel err {err:.3e} >= {fp32_tol:.1e}"
+        return err
+    assert err < lowp_tol, f"{name}: rel err {err:.3e} >= {lowp_tol:.1e}"
+    if lowp_ref is not None:
+        base = rel_err(lowp_ref, ref64)
+        assert err <= factor * base + 1e-4, f"{name}: rel err {err:.3e} > {factor} x plain-math {base:.3e}"
+    return err
+
+
+def randn(*shape, dtype=torch.float32, device=DEVICE, requires_grad=False):
+    t = torch.randn(*shape, dtype=dtype, device=device)
+    return t.requires_grad_(requires_grad)
