@@ -1,0 +1,295 @@
+"""The ``torch`` backend: FlashAttention written with plain PyTorch ops. Runs anywhere.
+
+Every option of CONTRACT.md (causal, window, softcap, ALiBi, dropout, GQA, varlen, any
+head dim 1..512 with its own ``headdim_v``) in fp16 / bf16 / fp32 / fp64, forward and
+backward, on any device. The FlashAttention algorithm: queries in blocks of ``block_m``
+rows, keys in blocks of ``block_n`` columns, an online softmax with a running max and
+sum, so the [seqlen_q, seqlen_k] score matrix never exists: memory is O(seqlen) plus one
+[block_m, block_n] tile per (batch, head). fp16/bf16 compute in fp32, fp64 stays fp64.
+Key blocks that the causal / window masks hide entirely are skipped by the loop bounds.
+
+The backward pass recomputes P tile by tile from q, k and the saved LSE, with
+``delta = rowsum(dO * O)``; dropout masks are regenerated from Philox (``philox.py``),
+never stored.
+
+Shape legend: b batch, sq/sk query/key length, h query heads, hk key/value heads,
+g = h // hk query heads per KV head, d q/k head dim, dv value head dim,
+bm/bn query/key block sizes.
+Inside the tile loops tensors are 5-D [b, hk, g, bm, *]: query head ``hk_idx * g + g_idx``
+reads KV head ``hk_idx``, and K/V tiles are [b, hk, bn, *] (shared by the g query heads
+through a reshape of q to [b, hk, g * bm, d], never repeated).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..params import AttnParams, Problem
+from ..philox import dropout_keep_mask
+from .base import KernelBackend
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+MAX_HEADDIM = 512
+# Elements of one score tile summed over batch and heads: bounds the working set to a few
+# such tiles (fp32: 2**21 elements = 8 MiB each) whatever the sequence length.
+TILE_ELEMS = 1 << 21
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+class _Tiles:
+    """Per-call constants of a dense (one batch slice) problem and the tile helpers.
+
+    q5 [b, hk, g, sq, d], k4/v4 [b, hk, sk, d|dv] are views of the caller's tensors.
+    """
+
+    def __init__(self, q, k, v, params: AttnParams, batch_offset: int, block_m, block_n):
+        b, sq, h, d = q.shape
+        sk, hk = k.shape[1], k.shape[2]
+        self.b, self.sq, self.sk, self.h, self.hk, self.g = b, sq, sk, h, hk, h // hk
+        self.d, self.dv = d, v.shape[-1]
+        self.cdt = _compute_dtype(q.dtype)
+        self.device = q.device
+        self.params = params
+        self.scale = params.softmax_scale
+        self.softcap = params.softcap
+        self.diag = sk - sq
+        self.left = params.window_left
+        self.right = 0 if params.causal else params.window_right
+        self.batch_offset = batch_offset
+        self.q5 = q.unflatten(2, (hk, self.g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
+        self.k4 = k.permute(0, 2, 1, 3)  # [b, hk, sk, d]
+        self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
+        self.block_n = max(1, min(block_n, max(sk, 1)))
+        if block_m is None:
+            block_m = TILE_ELEMS // max(1, b * h * self.block_n)
+        self.block_m = max(1, min(block_m, max(sq, 1)))
+        self.slopes = None
+        if params.alibi_slopes is not None:
+            s = params.alibi_slopes.to(device=self.device, dtype=self.cdt)
+            s = s.view(1, h) if s.dim() == 1 else s[batch_offset:batch_offset + b]
+            self.slopes = s.reshape(-1, hk, self.g, 1, 1)  # [b|1, hk, g, 1, 1]
+        self.bh = None
+        if params.dropout_p > 0:
+            bi = torch.arange(b, device=self.device) + batch_offset
+            bh = bi[:, None] * h + torch.arange(h, device=self.device)  # [b, h]
+            self.bh = bh.view(b, hk, self.g, 1, 1)
+
+    def query_blocks(self):
+        for m0 in range(0, self.sq, self.block_m):
+            yield m0, min(m0 + self.block_m, self.sq)
+
+    def key_blocks(self, m0: int, m1: int):
+        """Key blocks [n0, n1) that some row of queries [m0, m1) can see, and whether the
+        block needs the mask (some element hidden)."""
+        lo, hi = 0, self.sk
+        if self.left >= 0:
+            lo = max(lo, m0 + self.diag - self.left)
+        if self.right >= 0:
+            hi = min(hi, m1 - 1 + self.diag + self.right + 1)
+        if hi <= lo:
+            return
+        for n0 in range(lo, hi, self.block_n):
+            n1 = min(n0 + self.block_n, hi)
+            partial = (self.left >= 0 and m1 - 1 + self.diag - self.left > n0) or (
+                self.right >= 0 and m0 + self.diag + self.right < n1 - 1
+            )
+            yield n0, n1, partial
+
+    def q_tile(self, m0, m1):
+        """[b, hk, g * bm, d] compute-dtype copy of a query block."""
+        qt = self.q5[:, :, :, m0:m1].to(self.cdt)
+        return qt.reshape(self.b, self.hk, self.g * (m1 - m0), self.d)
+
+    def kv_tile(self, t4, n0, n1):
+        return t4[:, :, n0:n1].to(self.cdt)  # [b, hk, bn, d|dv]
+
+    def scores(self, qt, kt, m0, m1, n0, n1, partial):
+        """Scores [b, hk, g, bm, bn] (-inf where hidden) and tanh (softcap) or None."""
+        raw = torch.matmul(qt, kt.transpose(-1, -2)).view(self.b, self.hk, self.g, m1 - m0, n1 - n0)
+        t = None
+        if self.softcap > 0:
+            t = torch.tanh(raw * (self.scale / self.softcap))
+            s = t * self.softcap
+        else:
+            s = raw * self.scale
+        if self.slopes is not None or partial:
+            i = torch.arange(m0, m1, device=self.device)[:, None] + self.diag  # [bm, 1]
+            j = torch.arange(n0, n1, device=self.device)[None, :]  # [1, bn]
+            if self.slopes is not None:
+                s = s - self.slopes * (i - j).abs().to(self.cdt)
+            if partial:
+                vis = torch.ones(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
+                if self.left >= 0:
+                    vis &= j >= i - self.left
+                if self.right >= 0:
+                    vis &= j <= i + self.right
+                s = s.masked_fill(~vis, -math.inf)
+        return s, t
+
+    def dropout_scale(self, m0, m1, n0, n1):
+        """Kept-element scale [b, hk, g, bm, bn]: 1 / (1 - p) where kept, 0 where dropped."""
+        p = self.params.dropout_p
+        rows = torch.arange(m0, m1, device=self.device)[:, None]
+        cols = torch.arange(n0, n1, device=self.device)[None, :]
+        keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols)
+        return keep.to(self.cdt) * (1.0 / (1.0 - p))
+
+
+def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
+    """Writes out [b, sq, h, dv] and lse [b, h, sq] (views allowed) for one dense slice."""
+    T = _Tiles(q, k, v, params, batch_offset, block_m, block_n)
+    b, hk, g = T.b, T.hk, T.g
+    out5 = out.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
+    lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
+    for m0, m1 in T.query_blocks():
+        bm = m1 - m0
+        qt = T.q_tile(m0, m1)
+        row_max = torch.full((b, hk, g, bm, 1), -math.inf, dtype=T.cdt, device=T.device)
+        row_sum = torch.zeros((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
+        acc = torch.zeros((b, hk, g, bm, T.dv), dtype=T.cdt, device=T.device)
+        for n0, n1, partial in T.key_blocks(m0, m1):
+            s, _ = T.scores(qt, T.kv_tile(T.k4, n0, n1), m0, m1, n0, n1, partial)
+            new_max = torch.maximum(row_max, s.amax(dim=-1, keepdim=True))
+            # rows with nothing visible yet keep max -inf: shift by 0 so exp gives 0, not NaN
+            shift = torch.where(torch.isneginf(new_max), 0.0, new_max)
+            p = torch.exp(s - shift)
+            alpha = torch.exp(row_max - shift)
+            row_sum = row_sum * alpha + p.sum(dim=-1, keepdim=True)
+            if T.bh is not None:
+                p = p * T.dropout_scale(m0, m1, n0, n1)
+            pv = torch.matmul(p.view(b, hk, g * bm, n1 - n0), T.kv_tile(T.v4, n0, n1))
+            acc = acc * alpha + pv.view(b, hk, g, bm, T.dv)
+            row_max = new_max
+        empty = row_sum == 0
+        o = acc / torch.where(empty, 1.0, row_sum)
+        out5[:, :, :, m0:m1] = o
+        blk_lse = torch.where(empty, math.inf, row_max + torch.log(row_sum))
+        lse4[:, :, :, m0:m1] = blk_lse.squeeze(-1)
+
+
+def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n):
+    """Writes dq [b, sq, h, d], dk [b, sk, hk, d], dv [b, sk, hk, dv] for one dense slice.
+
+    dk / dv accumulate in the compute dtype over query blocks ([b, hk, sk, *] buffers), dq
+    per query block over its key blocks.
+    """
+    T = _Tiles(q, k, v, params, batch_offset, block_m, block_n)
+    b, hk, g, cdt = T.b, T.hk, T.g, T.cdt
+    do5 = dout.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
+    o5 = out.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
+    lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
+    dq5 = dq.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
+    dk_acc = torch.zeros((b, hk, T.sk, T.d), dtype=cdt, device=T.device)
+    dv_acc = torch.zeros((b, hk, T.sk, T.dv), dtype=cdt, device=T.device)
+    for m0, m1 in T.query_blocks():
+        bm = m1 - m0
+        blocks = list(T.key_blocks(m0, m1))
+        if not blocks:
+            dq5[:, :, :, m0:m1] = 0
+            continue
+        qt = T.q_tile(m0, m1)  # [b, hk, g * bm, d]
+        dot = do5[:, :, :, m0:m1].to(cdt)  # [b, hk, g, bm, dv]
+        delta = (dot * o5[:, :, :, m0:m1].to(cdt)).sum(-1, keepdim=True)  # [b, hk, g, bm, 1]
+        row_lse = lse4[:, :, :, m0:m1].to(cdt).unsqueeze(-1)  # [b, hk, g, bm, 1]
+        dot = dot.reshape(b, hk, g * bm, T.dv)
+        dq_acc = torch.zeros((b, hk, g * bm, T.d), dtype=cdt, device=T.device)
+        for n0, n1, partial in blocks:
+            bn = n1 - n0
+            kt, vt = T.kv_tile(T.k4, n0, n1), T.kv_tile(T.v4, n0, n1)
+            s, t = T.scores(qt, kt, m0, m1, n0, n1, partial)
+            p = torch.exp(s - row_lse)  # [b, hk, g, bm, bn]; 0 where hidden (incl. empty rows)
+            dp = torch.matmul(dot, vt.transpose(-1, -2)).view(b, hk, g, bm, bn)
+            if T.bh is not None:
+                z = T.dropout_scale(m0, m1, n0, n1)
+                p_used = p * z
+                dp = dp * z
+            else:
+                p_used = p
+            dv_acc[:, :, n0:n1] += torch.matmul(p_used.view(b, hk, g * bm, bn).transpose(-1, -2), dot)
+            ds = p * (dp - delta)
+            if t is not None:
+                ds = ds * (1.0 - t * t)
+            ds = (ds * T.scale).view(b, hk, g * bm, bn)
+            dq_acc += torch.matmul(ds, kt)
+            dk_acc[:, :, n0:n1] += torch.matmul(ds.transpose(-1, -2), qt)
+        dq5[:, :, :, m0:m1] = dq_acc.view(b, hk, g, bm, T.d)
+    dk.copy_(dk_acc.permute(0, 2, 1, 3))
+    dv.copy_(dv_acc.permute(0, 2, 1, 3))
+
+
+class TorchBackend(KernelBackend):
+    """FlashAttention in PyTorch ops: every option, every dtype, any device.
+
+    ``block_m`` (None: sized so one tile holds about ``TILE_ELEMS`` elements over batch and
+    heads) and ``block_n`` set the tile shape; tests use small ones to exercise the loops.
+    """
+
+    name = "torch"
+
+    def __init__(self, block_m: int | None = None, block_n: int = 256):
+        self.block_m = block_m
+        self.block_n = block_n
+
+    def available(self) -> str | None:
+        return None
+
+    def supports(self, problem: Problem) -> str | None:
+        if problem.dtype not in _DTYPES:
+            return f"dtype {problem.dtype} is not one of fp16, bf16, fp32, fp64"
+        for name, d in (("headdim", problem.headdim), ("headdim_v", problem.headdim_v)):
+            if not 1 <= d <= MAX_HEADDIM:
+                return f"{name}={d} is outside 1..{MAX_HEADDIM}"
+        return None
+
+    def forward(self, q, k, v, params: AttnParams):
+        """-> out like q with v's head dim, lse fp32 (see KernelBackend for the shapes)."""
+        h, dv = q.shape[-2], v.shape[-1]
+        if not params.is_varlen:
+            b, sq = q.shape[0], q.shape[1]
+            out = torch.empty((b, sq, h, dv), dtype=q.dtype, device=q.device)
+            lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+            _forward_dense(q, k, v, out, lse, params, 0, self.block_m, self.block_n)
+            return out, lse
+        total_q = q.shape[0]
+        out = torch.zeros((total_q, h, dv), dtype=q.dtype, device=q.device)
+        lse = torch.full((h, total_q), math.inf, dtype=torch.float32, device=q.device)
+        for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
+            if q1 == q0:
+                continue
+            _forward_dense(q[q0:q1][None], k[k0:k1][None], v[k0:k1][None], out[q0:q1][None],
+                           lse[:, q0:q1][None], params, bi, self.block_m, self.block_n)
+        return out, lse
+
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
+        """-> (dq, dk, dv) like q, k, v; zero for rows / keys that take part in nothing."""
+        if not params.is_varlen:
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, 0, self.block_m, self.block_n)
+            return dq, dk, dv
+        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
+            if q1 == q0 or k1 == k0:
+                continue
+            _backward_dense(dout[q0:q1][None], q[q0:q1][None], k[k0:k1][None], v[k0:k1][None],
+                            out[q0:q1][None], lse[:, q0:q1][None], dq[q0:q1][None],
+                            dk[k0:k1][None], dv[k0:k1][None], params, bi, self.block_m, self.block_n)
+        return dq, dk, dv
+
+    def supports_decode(self, problem: Problem) -> str | None:
+        return None
+
+    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, **cache_args):
+        from . import torch_decode
+
+        return torch_decode.decode(q, k_cache, v_cache, cache_seqlens, params, **cache_args)
+
+
+def _segments(params: AttnParams):
+    """(q0, q1, k0, k1) row ranges of each sequence of a varlen call."""
+    cq = params.cu_seqlens_q.tolist()
+    ck = params.cu_seqlens_k.tolist()
+    return [(cq[i], cq[i + 1], ck[i], ck[i + 1]) for i in range(len(cq) - 1)]
