@@ -1,0 +1,79 @@
+"""The ``sdpa`` backend: torch's fused ``scaled_dot_product_attention`` kernels.
+
+CUDA: cuDNN, FlashAttention-2 and memory-efficient kernels; ROCm: CK / AOTriton inside
+torch; CPU: torch's flash CPU kernel. Restricted to the fused kernels (never SDPA's math
+path, which materialises the scores), and only for the calls they compute exactly.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..params import AttnParams, Problem
+from .base import Backend
+
+
+def _fused_kernels(device_type: str):
+    from torch.nn.attention import SDPBackend
+
+    if device_type == "cpu":
+        return [SDPBackend.FLASH_ATTENTION]
+    return [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+
+
+class SdpaBackend(Backend):
+    name = "sdpa"
+
+    def available(self) -> str | None:
+        try:
+            from torch.nn.attention import sdpa_kernel  # noqa: F401
+            from torch.nn.attention.bias import causal_lower_right  # noqa: F401
+        except ImportError as exc:
+            return f"this torch has no torch.nn.attention ({exc})"
+        if torch.torch_version.TorchVersion(torch.__version__) < (2, 5):
+            return f"SDPA's enable_gqa needs torch >= 2.5, this is {torch.__version__}"
+        return None
+
+    def supports(self, p: Problem) -> str | None:
+        if p.kind != "attn":
+            return "serves flash_attn_func-style calls only"
+        if p.device_type not in ("cpu", "cuda"):
+            return f"no fused SDPA kernel on {p.device_type}"
+        reasons = (
+            (p.is_varlen, "varlen (cu_seqlens) is not expressible without nested tensors"),
+            (p.has_window, "sliding window is not expressible without a materialised mask"),
+            (p.has_alibi, "ALiBi is not expressible without a materialised bias"),
+            (p.softcap > 0, "softcap is not supported by SDPA"),
+            (p.return_lse, "SDPA does not return the softmax LSE"),
+            (p.headdim_v != p.headdim, "headdim of v differs from q/k"),
+            (p.causal and p.seqlen_q > p.seqlen_k,
+             "causal with seqlen_q > seqlen_k leaves rows with no visible key, which SDPA returns as NaN (contract: 0)"),
+            (p.device_type == "cpu" and p.dropout_p > 0, "SDPA's CPU dropout runs the math path (materialised scores)"),
+            (p.device_type == "cuda" and p.dtype not in (torch.float16, torch.bfloat16),
+             f"fused CUDA kernels take fp16/bf16, not {p.dtype}"),
+            (p.device_type == "cuda" and (p.headdim > 256 or p.headdim % 8 != 0),
+             f"headdim {p.headdim}: fused CUDA kernels need a multiple of 8 up to 256"),
+            (p.device_type == "cuda" and p.deterministic and p.needs_grad,
+             "SDPA's CUDA backward is not bitwise deterministic"),
+            (p.seqlen_q == 0 or p.seqlen_k == 0, "empty sequence"),
+        )
+        for bad, reason in reasons:
+            if bad:
+                return reason
+        return None
+
+    def run(self, q, k, v, params: AttnParams):
+        from torch.nn.attention import sdpa_kernel
+        from torch.nn.attention.bias import causal_lower_right
+
+        sq, sk = q.shape[1], k.shape[1]
+        mask, is_causal = None, params.causal
+        if params.causal and sq != sk:
+            mask, is_causal = causal_lower_right(sq, sk), False
+        with sdpa_kernel(_fused_kernels(q.device.type)):
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
+                dropout_p=params.dropout_p, is_causal=is_causal, scale=params.softmax_scale,
+                enable_gqa=q.shape[2] != k.shape[2],
+            )
+        return out.transpose(1, 2), None
