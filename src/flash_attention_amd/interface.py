@@ -92,6 +92,7 @@ def _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, al
         softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p,
         needs_grad=torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad),
         return_lse=bool(return_lse), deterministic=bool(deterministic),
+        compiling=torch.compiler.is_compiling(),
     )
     return q, k, v, params, problem
 

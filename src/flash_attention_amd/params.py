@@ -69,6 +69,7 @@ class Problem:
     needs_grad: bool = False
     return_lse: bool = False
     deterministic: bool = False
+    compiling: bool = False  # traced by torch.compile
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
 

@@ -48,6 +48,8 @@ class SdpaBackend(Backend):
             (p.headdim_v != p.headdim, "headdim of v differs from q/k"),
             (p.causal and p.seqlen_q > p.seqlen_k,
              "causal with seqlen_q > seqlen_k leaves rows with no visible key, which SDPA returns as NaN (contract: 0)"),
+            (p.causal and p.seqlen_q != p.seqlen_k and p.compiling,
+             "bottom-right causal needs torch's CausalBias, which torch.compile cannot build in a graph"),
             (p.device_type == "cpu" and p.dropout_p > 0, "SDPA's CPU dropout runs the math path (materialised scores)"),
             (p.device_type == "cuda" and p.dtype not in (torch.float16, torch.bfloat16),
              f"fused CUDA kernels take fp16/bf16, not {p.dtype}"),

@@ -1,0 +1,70 @@
+"""Command line: ``flash-attention-amd bench | info | check-amd`` (also ``python -m flash_attention_amd``)."""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+import torch
+
+
+def _info() -> int:
+    from .dispatch import registry
+    from .params import Problem, device_arch
+
+    print(f"flash_attention_amd on Python {platform.python_version()}, torch {torch.__version__}"
+          f" ({'ROCm ' + torch.version.hip if torch.version.hip else 'CUDA ' + str(torch.version.cuda)})")
+    try:
+        import triton
+
+        print(f"triton {triton.__version__}")
+    except ImportError:
+        print("triton: not installed")
+    devices = [torch.device("cpu")] + [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    for dev in devices:
+        is_rocm, arch = device_arch(dev)
+        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu"
+        print(f"\n{dev}: {name}{' (' + arch + ')' if arch else ''}")
+        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+        for label, extra in (("forward+backward, causal", dict(causal=True, needs_grad=True)),
+                             ("forward, softcap + window", dict(softcap=30.0, window_left=256, window_right=0, causal=True)),
+                             ("kvcache decode", dict(kind="kvcache"))):
+            problem = Problem(device_type=dev.type, is_rocm=is_rocm, arch=arch, dtype=dtype, batch=2,
+                              seqlen_q=1 if extra.get("kind") else 1024, seqlen_k=1024, nheads=16,
+                              nheads_k=16, headdim=128, headdim_v=128, **extra)
+            print(f"  {label}:")
+            for backend in registry().values():
+                reason = backend.available()
+                if reason is None:
+                    reason = backend.supports_decode(problem) if problem.kind == "kvcache" else backend.supports(problem)
+                print(f"    {backend.name:7s} {'can serve' if reason is None else 'no: ' + reason}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="flash-attention-amd", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    bench = sub.add_parser("bench", help="forward time of standard attention and each backend")
+    bench.add_argument("--device", default=None, help="cpu (default when no GPU) or cuda")
+    bench.add_argument("--causal", action="store_true")
+    bench.add_argument("--seqlens", type=int, nargs="*", default=None)
+    bench.add_argument("--backends", nargs="*", default=None, help="subset of triton sdpa ck torch")
+    sub.add_parser("info", help="devices, and which backends can serve and why not")
+    check = sub.add_parser("check-amd", help="compile every kernel config for AMD/NVIDIA targets and check resources")
+    check.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+    if ns.command == "info":
+        return _info()
+    if ns.command == "check-amd":
+        from .check_amd import main as check_main
+
+        return check_main(ns.args)
+    from . import bench as bench_mod
+
+    device = ns.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    bench_mod.run(device=device, causal=ns.causal, seqlens=ns.seqlens, backends=ns.backends)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
