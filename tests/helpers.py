@@ -12,7 +12,7 @@ POISON = float("nan")
 
 def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
     """Relative Frobenius error ||x - ref|| / ||ref|| in float64 (inf where x has NaN/inf and ref not)."""
-    x, ref = x.double(), ref.double()
+    x, ref = x.detach().double(), ref.detach().double()
     finite = torch.isfinite(ref)
     if not torch.equal(torch.isfinite(x), finite):
         return float("inf")

@@ -1,0 +1,95 @@
+"""Dispatch: registry, policy, forcing (env and context manager), explain, debug log, no silent fallback."""
+import logging
+
+import pytest
+import torch
+
+import flash_attention_amd as fa
+from flash_attention_amd import dispatch
+from flash_attention_amd.params import Problem
+from helpers import randn
+
+
+def _qkv(**kw):
+    return randn(1, 16, 2, 32), randn(1, 16, 2, 32), randn(1, 16, 2, 32)
+
+
+def test_every_backend_registered_and_torch_last():
+    assert set(dispatch.registry()) == {"triton", "sdpa", "ck", "torch"}
+    for plat in ("nvidia", "rocm-cdna", "rocm-rdna", "cpu"):
+        for kind in ("attn", "kvcache"):
+            order = dispatch._PREFERENCE[(plat, kind)]
+            assert order[-1] == "torch", (plat, kind)
+            if plat != "cpu":
+                assert order.index("triton") < order.index("torch")
+
+
+def test_rocm_rules_never_softcap_or_rdna3_backward_to_ck():
+    ck = dispatch.registry()["ck"]
+    base = dict(device_type="cuda", is_rocm=True, dtype=torch.bfloat16, batch=1, seqlen_q=128, seqlen_k=128,
+                nheads=8, nheads_k=8, headdim=128, headdim_v=128)
+    assert "softcap" in ck.supports(Problem(arch="gfx942", softcap=30.0, **base))
+    assert "RDNA3" in ck.supports(Problem(arch="gfx1100", needs_grad=True, **base))
+    assert ck.supports(Problem(arch="gfx942", **base)) is None
+
+
+def test_auto_choice_and_explain_reasons():
+    q, k, v = _qkv()
+    text = fa.explain(q, k, v, causal=True, softcap=5.0)
+    assert "-> torch (auto)" in text and "sdpa: softcap" in text
+    assert "-> sdpa (auto)" in fa.explain(q, k, v, causal=True)
+
+
+def test_forced_by_env_and_context(monkeypatch):
+    q, k, v = _qkv()
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "torch")
+    assert "-> torch (forced)" in fa.explain(q, k, v)
+    with fa.use_backend("sdpa"):  # the context manager wins over the environment
+        assert "-> sdpa (forced)" in fa.explain(q, k, v)
+        with fa.use_backend("auto"):
+            assert "(auto)" in fa.explain(q, k, v)
+    assert "-> torch (forced)" in fa.explain(q, k, v)
+
+
+def test_forced_backend_that_declines_raises_with_reason(monkeypatch):
+    q, k, v = _qkv()
+    with fa.use_backend("sdpa"):
+        with pytest.raises(fa.BackendUnavailable, match="softcap"):
+            fa.flash_attn_func(q, k, v, softcap=2.0)
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "ck")
+    with pytest.raises(fa.BackendUnavailable, match="flash_attn"):
+        fa.flash_attn_func(q, k, v)
+
+
+def test_bad_backend_names():
+    with pytest.raises(ValueError, match="use_backend"):
+        with fa.use_backend("cudnn"):
+            pass
+    q, k, v = _qkv()
+    import os
+
+    os.environ["FLASH_ATTENTION_BACKEND"] = "nope"
+    try:
+        with pytest.raises(ValueError, match="FLASH_ATTENTION_BACKEND"):
+            fa.flash_attn_func(q, k, v)
+    finally:
+        del os.environ["FLASH_ATTENTION_BACKEND"]
+
+
+def test_debug_logs_each_decision_once(monkeypatch, caplog):
+    monkeypatch.setenv("FLASH_ATTENTION_DEBUG", "1")
+    dispatch._logged.clear()
+    q, k, v = _qkv()
+    with caplog.at_level(logging.WARNING, logger="flash_attention_amd"):
+        for _ in range(3):
+            fa.flash_attn_func(q, k, v, softcap=1.5)
+    lines = [r.getMessage() for r in caplog.records if "dispatch" in r.getMessage()]
+    assert len(lines) == 1 and "-> torch" in lines[0] and "sdpa: softcap" in lines[0]
+
+
+def test_nothing_logged_without_debug(caplog):
+    dispatch._logged.clear()
+    q, k, v = _qkv()
+    with caplog.at_level(logging.DEBUG, logger="flash_attention_amd"):
+        fa.flash_attn_func(q, k, v, softcap=1.5)
+    assert not caplog.records
