@@ -1,0 +1,213 @@
+"""Split-KV decoding ("flash decoding") for ``flash_attn_with_kvcache``.
+
+Two kernels:
+- ``decode_split_kernel``: grid (batch * nheads_k, num_splits, m_blocks). One program
+  takes one KV head of one sequence, a block of packed query rows and one slice of the
+  sequence's keys. GQA packing: the rows of a tile are (query token i, head g of the
+  group sharing this KV head), row r = i * GROUP + g, so every K/V tile is read once for
+  the whole group. With SPLIT it writes a normalised partial output and its LSE per
+  split; without, the final output and LSE directly.
+- ``decode_combine_kernel``: grid (batch * nheads * seqlen_q,). Merges the splits of one
+  row weighted by exp(lse_split - lse_max).
+
+Shape legend: b batch, sq query tokens, h query heads, hk KV heads (GROUP = h / hk),
+d / dv head dims, S splits, cap keys one sequence can hold (seqlen_cache, or
+max_pages * PAGE_SIZE when paged).
+- Q [b, sq, h, d]; K/V [b_cache, cap, hk, d|dv], or paged [num_blocks, PAGE_SIZE, hk, d|dv]
+  addressed through BlockTable [b, max_pages] (int32); CacheSeqlens [b] int32 = end of
+  each sequence in the cache (appended tokens included); LeftPad [b] int32 = its start.
+- Out [b, sq, h, dv]; Lse [b, h, sq] fp32; OPart [b, h, sq, S, dv] fp32; LsePart [b, h, sq, S].
+
+Key j of a sequence sits at cache position LeftPad + j; seqlen_k = CacheSeqlens - LeftPad
+and masks are bottom-right aligned with it. Every index read from memory (seqlens,
+leftpad, batch index, block table entry) is clamped into range, so bad values on the GPU
+give wrong numbers but never an out-of-bounds access.
+"""
+import triton
+import triton.language as tl
+
+from .common import LN2, score_mod, visible
+
+
+@triton.jit
+def decode_split_kernel(
+    Q, K, V, Out, Lse, OPart, LsePart,
+    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi,
+    sm_scale, softcap, window_left, window_right,
+    seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits,
+    stride_qb, stride_qs, stride_qh,
+    stride_kb, stride_ks, stride_kh,
+    stride_vb, stride_vs, stride_vh,
+    stride_ob, stride_os, stride_oh,
+    stride_bt, stride_ab,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+    PAGE_SIZE: tl.constexpr, PAGED: tl.constexpr, HAS_BATCH_IDX: tl.constexpr,
+    HAS_LEFTPAD: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    HAS_ALIBI: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+):
+    pid_bh = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    b = pid_bh // nheads_k
+    hk = pid_bh % nheads_k
+
+    # the sequence's keys: cache positions [start, end)
+    end = tl.load(CacheSeqlens + b)
+    end = tl.minimum(tl.maximum(end, 0), capacity)
+    if HAS_LEFTPAD:
+        start = tl.load(LeftPad + b)
+        start = tl.minimum(tl.maximum(start, 0), end)
+    else:
+        start = 0
+    seqlen_k = end - start
+
+    # packed rows: query token i, query head hk * GROUP + g
+    offs_r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_i = offs_r // GROUP
+    offs_h = hk * GROUP + offs_r % GROUP
+    row_ok = offs_r < seqlen_q * GROUP
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    d_ok = offs_d < HEAD_DIM
+    dv_ok = offs_dv < HEAD_DIM_V
+    q_ptrs = (Q + b.to(tl.int64) * stride_qb + offs_i[:, None] * stride_qs
+              + offs_h[:, None] * stride_qh + offs_d[None, :])
+    q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_M, BLOCK_D]
+    if UPCAST:  # fp32 dots (Triton 3.6's interpreter multiplies bf16 bit patterns as integers)
+        q = q.to(tl.float32)
+    if HAS_ALIBI:
+        slope = tl.load(Alibi + b * stride_ab + offs_h, mask=row_ok, other=0.0)[:, None]  # [BLOCK_M, 1]
+    else:
+        slope = 0.0
+
+    # this split's slice of keys, narrowed to what the block's rows can see
+    chunk = tl.cdiv(tl.cdiv(seqlen_k, num_splits), BLOCK_N) * BLOCK_N
+    lo = pid_s * chunk
+    hi = tl.minimum(lo + chunk, seqlen_k)
+    diag = seqlen_k - seqlen_q
+    i_first = (pid_m * BLOCK_M) // GROUP
+    i_last = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // GROUP, seqlen_q - 1)
+    if IS_CAUSAL:
+        hi = tl.minimum(hi, i_last + diag + 1)
+    if HAS_WINDOW:
+        if window_right >= 0:
+            hi = tl.minimum(hi, i_last + diag + window_right + 1)
+        if window_left >= 0:
+            lo = tl.maximum(lo, (tl.maximum(i_first + diag - window_left, 0) // BLOCK_N) * BLOCK_N)
+
+    if PAGED:
+        bt_row = BlockTable + b.to(tl.int64) * stride_bt
+        k_base = K + hk * stride_kh
+        v_base = V + hk * stride_vh
+    else:
+        if HAS_BATCH_IDX:
+            crow = tl.load(BatchIdx + b)
+            crow = tl.minimum(tl.maximum(crow, 0), num_kv_rows - 1)
+        else:
+            crow = b
+        k_base = K + crow.to(tl.int64) * stride_kb + hk * stride_kh
+        v_base = V + crow.to(tl.int64) * stride_vb + hk * stride_vh
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)  # key index in the sequence
+        n_ok = offs_n < hi
+        pos = start + offs_n  # cache position
+        if PAGED:
+            page = tl.minimum(pos // PAGE_SIZE, max_pages - 1)
+            blk = tl.load(bt_row + page, mask=n_ok, other=0)  # [BLOCK_N]
+            blk = tl.minimum(tl.maximum(blk, 0), num_kv_rows - 1).to(tl.int64)
+            slot = pos % PAGE_SIZE
+            k_rows = blk * stride_kb + slot * stride_ks
+            v_rows = blk * stride_vb + slot * stride_vs
+        else:
+            k_rows = pos.to(tl.int64) * stride_ks
+            v_rows = pos.to(tl.int64) * stride_vs
+        k = tl.load(k_base + k_rows[:, None] + offs_d[None, :],
+                    mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+        if UPCAST:
+            k = k.to(tl.float32)
+        qk = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # [BLOCK_M, BLOCK_N]
+        s, _ = score_mod(qk, offs_i, offs_n, seqlen_q, seqlen_k, sm_scale, softcap, slope,
+                         HAS_SOFTCAP, HAS_ALIBI)
+        ok = visible(offs_i, offs_n, seqlen_q, seqlen_k, window_left, window_right,
+                     IS_CAUSAL, HAS_WINDOW, False) & n_ok[None, :]
+        s = tl.where(ok, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_use)
+        p = tl.exp2(s - m_use[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + v_rows[:, None] + offs_dv[None, :],
+                    mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
+        if UPCAST:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    empty = l_i == 0.0
+    l_safe = tl.where(empty, 1.0, l_i)
+    o = acc / l_safe[:, None]
+    lse = (m_i + tl.log2(l_safe)) * LN2
+    row_lse = (b * nheads + offs_h) * seqlen_q + offs_i  # [BLOCK_M] index into [b, h, sq]
+    if SPLIT:
+        part = row_lse.to(tl.int64) * num_splits + pid_s
+        tl.store(LsePart + part, tl.where(empty, float("-inf"), lse), mask=row_ok)
+        tl.store(OPart + part[:, None] * HEAD_DIM_V + offs_dv[None, :], o,
+                 mask=row_ok[:, None] & dv_ok[None, :])
+    else:
+        tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
+        o_ptrs = (Out + b.to(tl.int64) * stride_ob + offs_i[:, None] * stride_os
+                  + offs_h[:, None] * stride_oh + offs_dv[None, :])
+        tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
+
+
+@triton.jit
+def decode_combine_kernel(
+    OPart, LsePart, Out, Lse,
+    num_splits, nheads, seqlen_q,
+    stride_ob, stride_os, stride_oh,
+    HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """Out[b, i, h] = sum_s w_s OPart[b, h, i, s] / sum_s w_s, w_s = exp(LsePart[b, h, i, s] - max).
+
+    Lse = max + log(sum_s w_s); a row whose splits are all empty gets Out 0 and Lse +inf.
+    """
+    row = tl.program_id(0)  # (b * nheads + h) * seqlen_q + i
+    i = row % seqlen_q
+    h = (row // seqlen_q) % nheads
+    b = row // (seqlen_q * nheads)
+    base = row.to(tl.int64) * num_splits
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    dv_ok = offs_dv < HEAD_DIM_V
+
+    m_vec = tl.full([BLOCK_S], float("-inf"), tl.float32)
+    for s0 in range(0, num_splits, BLOCK_S):
+        lse = tl.load(LsePart + base + s0 + offs_s, mask=s0 + offs_s < num_splits,
+                      other=float("-inf"))  # [BLOCK_S]
+        m_vec = tl.maximum(m_vec, lse)
+    m = tl.max(m_vec, 0)
+    m_use = tl.where(m == float("-inf"), 0.0, m)
+
+    acc = tl.zeros([BLOCK_DV], tl.float32)
+    w_vec = tl.zeros([BLOCK_S], tl.float32)
+    for s0 in range(0, num_splits, BLOCK_S):
+        s_ok = s0 + offs_s < num_splits
+        lse = tl.load(LsePart + base + s0 + offs_s, mask=s_ok, other=float("-inf"))  # [BLOCK_S]
+        w = tl.exp(lse - m_use)
+        o = tl.load(OPart + (base + s0 + offs_s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
+                    mask=s_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_S, BLOCK_DV]
+        acc += tl.sum(w[:, None] * o, 0)
+        w_vec += w
+    w_sum = tl.sum(w_vec, 0)
+    empty = w_sum == 0.0
+    out = acc / tl.where(empty, 1.0, w_sum)
+    lse_out = tl.where(empty, float("inf"), m_use + tl.log(tl.where(empty, 1.0, w_sum)))
+    tl.store(Lse + row, lse_out)
+    o_ptrs = Out + b.to(tl.int64) * stride_ob + i * stride_os + h * stride_oh + offs_dv
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=dv_ok)

@@ -1,0 +1,322 @@
+"""``flash_attn_with_kvcache``: attention of new query tokens over a KV cache, with in-place append.
+
+Same signature, defaults and returns as Dao-AILab flash_attn 2.x. Order of work:
+validate -> rotary on q and the new k -> append k/v into the cache in place at
+``cache_seqlens`` -> dispatch (``dispatch.select``) -> ``backend.decode``.
+
+GPU fast path: no host synchronisation and no allocation whose size depends on tensor
+values, so a whole decode step (append + attention) can be captured in a CUDA graph.
+Checks that read tensor values (cache room, block_table range, batch indices, leftpad,
+rotary table length) run for CPU tensors always and for GPU tensors only under
+FLASH_ATTENTION_DEBUG=1, never while a CUDA graph is being captured; the kernels clamp
+every index they read, so bad values on the GPU give wrong numbers, not a crash.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import config
+from .params import AttnParams, Problem, device_arch
+from .rotary import apply_rotary, rotary_positions
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_INTS = (torch.int32, torch.int64)
+MAX_HEADDIM = 512
+
+
+def _shape(t) -> str:
+    return f"shape {tuple(t.shape)}"
+
+
+def _tensor(name, t, rank=None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if rank is not None and t.dim() != rank:
+        raise ValueError(f"{name} must have {rank} dims, got {_shape(t)}")
+
+
+def _int_tensor(name, t, shape):
+    _tensor(name, t)
+    if t.dtype not in _INTS:
+        raise TypeError(f"{name} has dtype {t.dtype}; allowed: int32 (or int64)")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name} has {_shape(t)}; allowed: {tuple(shape)}")
+
+
+def _reads_values_ok(device: torch.device) -> bool:
+    if device.type == "cpu":
+        return True
+    if not config.debug():
+        return False
+    return not (device.type == "cuda" and torch.cuda.is_current_stream_capturing())
+
+
+def _check_scalars(softmax_scale, causal, window_size, softcap, num_splits, headdim):
+    if softmax_scale is None:
+        softmax_scale = headdim ** -0.5
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)) \
+            or not math.isfinite(softmax_scale):
+        raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal is {causal!r}; allowed: True or False")
+    if (not isinstance(window_size, (tuple, list)) or len(window_size) != 2
+            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
+        raise ValueError(f"window_size is {window_size!r}; allowed: a pair of ints (left, right), -1 = unbounded")
+    if window_size[0] < -1 or window_size[1] < -1:
+        raise ValueError(f"window_size is {tuple(window_size)}; each side must be >= 0 or -1 (unbounded)")
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) \
+            or softcap < 0:
+        raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0")
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 0:
+        raise ValueError(f"num_splits is {num_splits!r}; allowed: 0 (heuristic) or an int >= 1")
+    return float(softmax_scale)
+
+
+def _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache_leftpad, block_table,
+                  rotary_cos, q_consecutive, seqlen_q):
+    """Host-side value checks (the caller decides whether reading values is allowed)."""
+    end = seqlens.to(torch.int64).cpu()
+    if end.numel() and int(end.min()) < 0:
+        raise ValueError(f"cache_seqlens holds {int(end.min())}; allowed: values >= 0")
+    after = end + seqlen_new
+    if after.numel() and int(after.max()) > capacity:
+        bi = int(after.argmax())
+        raise ValueError(
+            f"cache_seqlens[{bi}] is {int(end[bi])} and {seqlen_new} new tokens are appended, but the cache "
+            f"holds {capacity} per sequence; allowed: cache_seqlens + seqlen_new <= {capacity}")
+    if cache_batch_idx is not None:
+        idx = cache_batch_idx.to(torch.int64).cpu()
+        bad = (idx < 0) | (idx >= k_cache.shape[0])
+        if bool(bad.any()):
+            bi = int(bad.nonzero()[0, 0])
+            raise ValueError(f"cache_batch_idx[{bi}] is {int(idx[bi])}; allowed: 0 to {k_cache.shape[0] - 1} "
+                             f"(k_cache has {k_cache.shape[0]} sequences)")
+    if cache_leftpad is not None:
+        pad = cache_leftpad.to(torch.int64).cpu()
+        bad = (pad < 0) | (pad > end)
+        if bool(bad.any()):
+            bi = int(bad.nonzero()[0, 0])
+            raise ValueError(f"cache_leftpad[{bi}] is {int(pad[bi])}; allowed: 0 to cache_seqlens[{bi}] = {int(end[bi])}")
+    if block_table is not None:
+        table = block_table.to(torch.int64).cpu()
+        used = (after.clamp(min=0) + k_cache.shape[1] - 1) // k_cache.shape[1]  # pages each sequence uses
+        in_use = torch.arange(table.shape[1])[None, :] < used[:, None]
+        bad = in_use & ((table < 0) | (table >= k_cache.shape[0]))
+        if bool(bad.any()):
+            bi, pi = (int(x) for x in bad.nonzero()[0])
+            raise ValueError(f"block_table[{bi}, {pi}] is {int(table[bi, pi])}; allowed: 0 to {k_cache.shape[0] - 1} "
+                             f"(k_cache has {k_cache.shape[0]} blocks)")
+    if rotary_cos is not None and after.numel():
+        last_q = end + (seqlen_q - 1 if q_consecutive else 0)
+        need = int(torch.maximum(after - 1, last_q).max()) + 1
+        if need > rotary_cos.shape[0]:
+            raise ValueError(f"rotary_cos has {rotary_cos.shape[0]} rows but positions up to {need - 1} are "
+                             f"rotated; allowed: seqlen_ro >= {need}")
+
+
+def _append(cache, new, positions, cache_batch_idx, block_table, capacity):
+    """cache[row(b), positions[b, i]] = new[b, i] in place (positions and rows clamped into range)."""
+    pos = positions.clamp(0, max(capacity - 1, 0))
+    if block_table is not None:
+        page_size = cache.shape[1]
+        page = (pos // page_size).clamp(max=block_table.shape[1] - 1)
+        blk = block_table.to(torch.int64).gather(1, page).clamp(0, cache.shape[0] - 1)
+        cache.index_put_((blk, pos % page_size), new.to(cache.dtype))
+        return
+    if cache_batch_idx is not None:
+        rows = cache_batch_idx.to(torch.int64).clamp(0, cache.shape[0] - 1)
+    else:
+        rows = torch.arange(new.shape[0], device=new.device)
+    cache.index_put_((rows[:, None].expand_as(pos), pos), new.to(cache.dtype))
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """Attention of q over a KV cache, appending the new k/v to the cache in place first (no backward).
+
+    Arguments (b batch, sq query tokens, h query heads, hk KV heads with h % hk == 0, d/dv head dims):
+        q: (b, sq, h, d).
+        k_cache, v_cache: (b_cache, seqlen_cache, hk, d|dv), or paged (num_blocks, page_block_size, hk, d|dv)
+            with block_table; page_block_size may be any value >= 1. Last dim contiguous.
+        k, v [optional]: (b, seqlen_new, hk, d|dv): written into the cache at positions
+            cache_seqlens[b], cache_seqlens[b] + 1, ... (requires cache_seqlens).
+        rotary_cos, rotary_sin [optional]: (seqlen_ro, rotary_dim / 2), rotary_dim <= d; requires k.
+            The new k is rotated at positions cache_seqlens + i; q at cache_seqlens + i when causal or
+            local (a window), else every q token at cache_seqlens. rotary_interleaved: pairs (0, 1), (2, 3)...
+            (GPT-J) if True, else (i, i + rotary_dim / 2) (GPT-NeoX).
+        cache_seqlens: int or (b,) int32: tokens already in each sequence's cache (None: the whole cache).
+        cache_batch_idx [optional]: (b,) int32: the k_cache row of each sequence (not with block_table).
+        cache_leftpad [optional]: (b,) int32: where each sequence starts in the cache; it attends to cache
+            positions [cache_leftpad, cache_seqlens + seqlen_new).
+        block_table [optional]: (b, max_blocks_per_seq) int32: page numbers of each sequence.
+        softmax_scale: default d ** -0.5. causal / window_size (left, right), bottom-right aligned with
+            seqlen_k = cache_seqlens + seqlen_new - cache_leftpad. softcap > 0: softcapping.
+        alibi_slopes: (h,) or (b, h) fp32: adds -slope * |i + seqlen_k - sq - j| to the scores.
+        num_splits: key splits across programs (0 = heuristic from shapes and the GPU).
+        return_softmax_lse: also return the log-sum-exp (b, h, sq) fp32 (+inf on rows that see no key).
+
+    Returns out (b, sq, h, dv) in q's dtype, and softmax_lse when return_softmax_lse.
+
+    Example::
+
+        out = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new,
+                                      cache_seqlens=seqlens, causal=True)
+    """
+    _tensor("q", q, 4)
+    _tensor("k_cache", k_cache, 4)
+    _tensor("v_cache", v_cache, 4)
+    if q.dtype not in _DTYPES:
+        raise TypeError(f"q has dtype {q.dtype}; allowed: float16, bfloat16 (float32/float64 on the PyTorch path)")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}; q and the caches must share one dtype")
+    device = q.device
+    batch, seqlen_q, nheads, headdim = q.shape
+    paged = block_table is not None
+    num_rows, row_len, nheads_k, _ = k_cache.shape
+    headdim_v = v_cache.shape[3]
+    if tuple(v_cache.shape[:3]) != tuple(k_cache.shape[:3]):
+        raise ValueError(f"v_cache has {_shape(v_cache)} but k_cache has {_shape(k_cache)}; the first 3 dims must match")
+    if k_cache.shape[3] != headdim:
+        raise ValueError(f"k_cache has head dim {k_cache.shape[3]} but q has {headdim}; they must match")
+    if nheads_k < 1 or nheads % nheads_k != 0:
+        raise ValueError(f"nheads ({nheads}) must be divisible by nheads_k ({nheads_k}) for MQA/GQA")
+    for name, dim in (("headdim", headdim), ("headdim of v_cache", headdim_v)):
+        if not 1 <= dim <= MAX_HEADDIM:
+            raise ValueError(f"{name} is {dim}; allowed: 1 to {MAX_HEADDIM}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.stride(-1) != 1:
+            raise ValueError(f"{name} has strides {t.stride()}; its last dim must be contiguous (it is written in place)")
+        if t.device != device:
+            raise ValueError(f"{name} is on {t.device} but q is on {device}; all tensors must be on one device")
+    softmax_scale = _check_scalars(softmax_scale, causal, window_size, softcap, num_splits, headdim)
+
+    if paged:
+        _tensor("block_table", block_table, 2)
+        _int_tensor("block_table", block_table, (batch, block_table.shape[1]))
+        if block_table.shape[1] < 1:
+            raise ValueError(f"block_table has {_shape(block_table)}; allowed: ({batch}, max_blocks >= 1)")
+        if cache_batch_idx is not None:
+            raise ValueError("cache_batch_idx cannot be combined with block_table: the block table already maps "
+                             "each sequence to its pages")
+        capacity = block_table.shape[1] * row_len
+    else:
+        if cache_batch_idx is None and num_rows != batch:
+            raise ValueError(f"k_cache has {_shape(k_cache)}: {num_rows} sequences but q has batch {batch}; "
+                             f"they must match (or pass cache_batch_idx)")
+        capacity = row_len
+    if cache_batch_idx is not None:
+        _int_tensor("cache_batch_idx", cache_batch_idx, (batch,))
+    if cache_leftpad is not None:
+        _int_tensor("cache_leftpad", cache_leftpad, (batch,))
+        if cache_seqlens is None:
+            raise ValueError("cache_leftpad needs cache_seqlens (where each sequence ends)")
+
+    if (k is None) != (v is None):
+        raise ValueError(f"k is {'None' if k is None else 'given'} but v is {'None' if v is None else 'given'}; "
+                         f"pass both or neither")
+    seqlen_new = 0
+    if k is not None:
+        _tensor("k", k, 4)
+        _tensor("v", v, 4)
+        seqlen_new = k.shape[1]
+        for name, t, dim in (("k", k, headdim), ("v", v, headdim_v)):
+            want = (batch, seqlen_new, nheads_k, dim)
+            if tuple(t.shape) != want:
+                raise ValueError(f"{name} has {_shape(t)}; allowed: {want} (batch, seqlen_new, nheads_k, head dim)")
+            if t.dtype != q.dtype:
+                raise TypeError(f"{name} has dtype {t.dtype} but q and the caches have {q.dtype}")
+        if cache_seqlens is None:
+            raise ValueError("k/v are given but cache_seqlens is None; pass cache_seqlens (where to append)")
+    if isinstance(cache_seqlens, bool) or not (cache_seqlens is None or isinstance(cache_seqlens, (int, torch.Tensor))):
+        raise TypeError(f"cache_seqlens is {type(cache_seqlens).__name__}; allowed: None, an int or a ({batch},) int32 tensor")
+    if isinstance(cache_seqlens, int):
+        if cache_seqlens < 0 or cache_seqlens + seqlen_new > capacity:
+            raise ValueError(f"cache_seqlens is {cache_seqlens} with {seqlen_new} new tokens, but the cache holds "
+                             f"{capacity} per sequence; allowed: 0 <= cache_seqlens <= {capacity - seqlen_new}")
+    elif isinstance(cache_seqlens, torch.Tensor):
+        _int_tensor("cache_seqlens", cache_seqlens, (batch,))
+
+    if (rotary_cos is None) != (rotary_sin is None):
+        raise ValueError("rotary_cos and rotary_sin must be given together")
+    if rotary_cos is not None:
+        _tensor("rotary_cos", rotary_cos, 2)
+        _tensor("rotary_sin", rotary_sin, 2)
+        if rotary_sin.shape != rotary_cos.shape:
+            raise ValueError(f"rotary_sin has {_shape(rotary_sin)} but rotary_cos has {_shape(rotary_cos)}; they must match")
+        if 2 * rotary_cos.shape[1] > headdim:
+            raise ValueError(f"rotary_cos has {_shape(rotary_cos)}: rotary_dim {2 * rotary_cos.shape[1]} > headdim "
+                             f"{headdim}; allowed: (seqlen_ro, rotary_dim / 2) with rotary_dim <= {headdim}")
+        for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
+            if not t.is_floating_point():
+                raise TypeError(f"{name} has dtype {t.dtype}; allowed: a float dtype")
+        if k is None:
+            raise ValueError("rotary_cos/rotary_sin are given but k/v are not; rotary is applied to the new k and q")
+    if alibi_slopes is not None:
+        _tensor("alibi_slopes", alibi_slopes)
+        if alibi_slopes.dtype != torch.float32:
+            raise TypeError(f"alibi_slopes has dtype {alibi_slopes.dtype}; allowed: float32")
+        if tuple(alibi_slopes.shape) not in ((nheads,), (batch, nheads)):
+            raise ValueError(f"alibi_slopes has {_shape(alibi_slopes)}; allowed: ({nheads},) or ({batch}, {nheads})")
+    for name, t in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
+                    ("cache_seqlens", cache_seqlens if isinstance(cache_seqlens, torch.Tensor) else None),
+                    ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad),
+                    ("block_table", block_table), ("alibi_slopes", alibi_slopes)):
+        if t is not None and t.device != device:
+            raise ValueError(f"{name} is on {t.device} but q is on {device}; all tensors must be on one device")
+
+    # normalised masks (flash_attn: a window side >= the cache capacity is unbounded)
+    left, right = window_size
+    left = -1 if left >= capacity else left
+    right = 0 if causal else (-1 if right >= capacity else right)
+    q_consecutive = causal or left >= 0 or right >= 0  # where q's rotary positions advance per token
+
+    if cache_seqlens is None:
+        seqlens = torch.full((batch,), capacity, dtype=torch.int32, device=device)
+    elif isinstance(cache_seqlens, int):
+        seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=device)
+    else:
+        seqlens = cache_seqlens.to(torch.int32)
+    if _reads_values_ok(device):
+        _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache_leftpad, block_table,
+                      rotary_cos, q_consecutive, seqlen_q)
+    elif isinstance(cache_seqlens, int) and rotary_cos is not None:
+        need = cache_seqlens + max(seqlen_new, seqlen_q if q_consecutive else 1)
+        if need > rotary_cos.shape[0]:
+            raise ValueError(f"rotary_cos has {rotary_cos.shape[0]} rows but positions up to {need - 1} are "
+                             f"rotated; allowed: seqlen_ro >= {need}")
+
+    with torch.no_grad():
+        q = q if q.stride(-1) == 1 else q.contiguous()
+        if rotary_cos is not None:
+            q = apply_rotary(q, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_q, q_consecutive),
+                             rotary_interleaved)
+            k = apply_rotary(k, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_new), rotary_interleaved)
+        if k is not None and seqlen_new > 0:
+            positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
+            _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
+            _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
+            seqlens = seqlens + seqlen_new
+
+        params = AttnParams(softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right,
+                            softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_softmax_lse)
+        is_rocm, arch = device_arch(device)
+        problem = Problem(
+            device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
+            seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,
+            causal=causal, window_left=left, window_right=right, softcap=float(softcap),
+            has_alibi=alibi_slopes is not None, return_lse=return_softmax_lse, kind="kvcache",
+            extra=(("paged", paged), ("page_block_size", row_len if paged else 0),
+                   ("leftpad", cache_leftpad is not None), ("batch_idx", cache_batch_idx is not None)),
+        )
+        from . import dispatch
+
+        backend = dispatch.select(problem)
+        out, lse = backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
+                                  cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
+                                  num_splits=num_splits)
+    return (out, lse) if return_softmax_lse else out

@@ -1,0 +1,220 @@
+"""Launcher of the split-KV decode kernels (kernels/decode.py).
+
+``supports(problem)`` says whether the kernels compute a kvcache call; ``decode(...)``
+allocates by shape, picks the split count from shapes and the GPU's multiprocessor count
+(never from tensor values, so a decode step can be captured in a CUDA graph), and
+launches. Shape legend as in kernels/decode.py.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+
+from ..kernels import decode as kernels
+from ..params import AttnParams, Problem
+from .spec import CompileSpec
+
+MAX_HEADDIM = 256
+MAX_SPLITS = 128
+
+# Per-architecture tuning: BLOCK_N keys per tile, warps, pipeline stages, and the split
+# heuristic's target (programs per multiprocessor) and smallest slice (tiles per split).
+_CONFIGS: dict[str, dict] = {
+    "sm90": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
+    "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
+    "gfx942": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
+    "gfx90a": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
+    "gfx1100": dict(BLOCK_N=32, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
+    "default": dict(BLOCK_N=64, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2),
+    # the interpreter: small tiles so that short test sequences span several tiles and splits
+    "interpret": dict(BLOCK_N=16, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=1),
+}
+_overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep sets entries here
+
+
+def supports(problem: Problem) -> str | None:
+    if problem.kind != "kvcache":
+        return f"the decode kernel serves kvcache calls, not {problem.kind!r}"
+    if problem.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        return f"dtype {problem.dtype} is not float16, bfloat16 or float32"
+    if problem.headdim > MAX_HEADDIM or problem.headdim_v > MAX_HEADDIM:
+        return f"head dims {problem.headdim}/{problem.headdim_v} exceed {MAX_HEADDIM}"
+    if problem.dropout_p > 0 or problem.needs_grad:
+        return "decoding is forward-only without dropout"
+    return None
+
+
+def _arch_key(device: torch.device) -> str:
+    if device.type != "cuda":
+        return "interpret"
+    from ..params import device_arch
+
+    _, arch = device_arch(device)
+    if arch in _CONFIGS:
+        return arch
+    return "default"
+
+
+def get_config(device: torch.device) -> dict:
+    cfg = dict(_CONFIGS[_arch_key(device)])
+    cfg.update(_overrides)
+    return cfg
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4
+    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def block_m(rows: int) -> int:
+    """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64."""
+    return min(max(16, triton.next_power_of_2(rows)), 64)
+
+
+def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
+                cfg: dict | None = None) -> int:
+    """Splits so that about ctas_per_sm programs run per multiprocessor, from shapes only.
+
+    Each split keeps at least min_tiles tiles of the cache's capacity (the longest a
+    sequence can be), so short caches are not cut into slivers.
+    """
+    cfg = cfg or get_config(device)
+    base = batch * nheads_k * m_blocks
+    want = triton.cdiv(cfg["ctas_per_sm"] * sm_count(device), max(base, 1))
+    most = triton.cdiv(triton.cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
+    return max(1, min(want, most, MAX_SPLITS))
+
+
+def _empty(shape, dtype, device):
+    """Output allocation; tests replace it to poison outputs before the kernel runs."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _int32(t):
+    return None if t is None else t.to(torch.int32).contiguous()
+
+
+def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
+           cache_batch_idx=None, cache_leftpad=None, num_splits=0):
+    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode."""
+    b, sq, h, d = q.shape
+    hk, dv = k_cache.shape[2], v_cache.shape[3]
+    group = h // hk
+    device = q.device
+    paged = block_table is not None
+    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    out = _empty((b, sq, h, dv), q.dtype, device)
+    lse = _empty((b, h, sq), torch.float32, device)
+    if b == 0 or sq == 0:
+        return out, lse
+    cfg = get_config(device)
+    bm = block_m(sq * group)
+    m_blocks = triton.cdiv(sq * group, bm)
+    splits = int(num_splits) if num_splits and num_splits > 0 else auto_splits(b, hk, m_blocks, capacity, device, cfg)
+    split = splits > 1
+    if split:
+        o_part = _empty((b, h, sq, splits, dv), torch.float32, device)
+        lse_part = _empty((b, h, sq, splits), torch.float32, device)
+    else:
+        o_part, lse_part = out, lse
+
+    seqlens = _int32(cache_seqlens)
+    table = _int32(block_table)
+    batch_idx = _int32(cache_batch_idx)
+    leftpad = _int32(cache_leftpad)
+    alibi = params.alibi_slopes
+    if alibi is not None:
+        alibi = alibi.to(torch.float32).contiguous()
+    stride_ab = h if alibi is not None and alibi.dim() == 2 else 0
+    dummy = seqlens
+    upcast = device.type != "cuda" and q.dtype != torch.float32  # the interpreter's low-precision dot is wrong
+    grid = (b * hk, splits, m_blocks)
+    kernels.decode_split_kernel[grid](
+        q, k_cache, v_cache, out, lse, o_part, lse_part,
+        seqlens, table if paged else dummy, batch_idx if batch_idx is not None else dummy,
+        leftpad if leftpad is not None else dummy, alibi if alibi is not None else lse,
+        float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+        sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits,
+        q.stride(0), q.stride(1), q.stride(2),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        out.stride(0), out.stride(1), out.stride(2),
+        table.stride(0) if paged else 0, stride_ab,
+        GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv,
+        BLOCK_M=bm, BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_D=max(16, triton.next_power_of_2(d)), BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+        PAGE_SIZE=k_cache.shape[1] if paged else 1, PAGED=paged,
+        HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
+        IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
+        HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else "tf32", UPCAST=upcast,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )
+    if split:
+        kernels.decode_combine_kernel[(b * h * sq,)](
+            o_part, lse_part, out, lse, splits, h, sq,
+            out.stride(0), out.stride(1), out.stride(2),
+            HEAD_DIM_V=dv, BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+            BLOCK_S=min(triton.next_power_of_2(splits), 16), num_warps=4,
+        )
+    return out, lse
+
+
+# ---------------------------------------------------------------------------------------
+# Compile specs: every tuned configuration, for check-amd's offline compilation.
+
+_TYPES = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
+
+
+def _split_signature(ptr: str) -> dict[str, str]:
+    sig = {n: ptr for n in ("Q", "K", "V", "Out")}
+    sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
+    sig.update({n: "*i32" for n in ("CacheSeqlens", "BlockTable", "BatchIdx", "LeftPad")})
+    sig["Alibi"] = "*fp32"
+    sig.update({"sm_scale": "fp32", "softcap": "fp32"})
+    for n in ("window_left", "window_right", "seqlen_q", "nheads", "nheads_k", "capacity",
+              "num_kv_rows", "max_pages", "num_splits",
+              "stride_qb", "stride_qs", "stride_qh", "stride_kb", "stride_ks", "stride_kh",
+              "stride_vb", "stride_vs", "stride_vh", "stride_ob", "stride_os", "stride_oh",
+              "stride_bt", "stride_ab"):
+        sig[n] = "i32"
+    return sig
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
+    with and without splitting, plus the combine kernel per dv."""
+    cfg = dict(_CONFIGS.get(arch, _CONFIGS["default"]))
+    opts = dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    specs = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for d in (64, 128, 256):
+            for paged in (False, True):
+                for group in (1, 8):
+                    for split in (False, True):
+                        const = dict(
+                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group),
+                            BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d, BLOCK_DV=d,
+                            PAGE_SIZE=16 if paged else 1, PAGED=paged, HAS_BATCH_IDX=False,
+                            HAS_LEFTPAD=False, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False,
+                            HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION="tf32",
+                            UPCAST=False)
+                        label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
+                                 f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
+                                 f"BLOCK_N {cfg['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}")
+                        specs.append(CompileSpec("decode", kernels.decode_split_kernel,
+                                                 _split_signature(_TYPES[dtype]), const, dict(opts), label))
+            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32"}
+            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q", "stride_ob", "stride_os", "stride_oh")})
+            specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig,
+                                     dict(HEAD_DIM_V=d, BLOCK_DV=d, BLOCK_S=16), dict(num_warps=4),
+                                     f"combine {str(dtype).replace('torch.', '')} dv={d}"))
+    return specs

@@ -1,0 +1,440 @@
+"""``flash_attn_with_kvcache`` against the float64 oracle, on the torch path and the Triton
+decode kernels (Triton's interpreter on CPU, the real kernels on a GPU).
+
+Each case builds a cache (contiguous, contiguous with cache_batch_idx, or paged with a
+shuffled block table), appends new k/v, optionally with rotary, and checks:
+- the cache in place: the appended rows hold the (rotated) new k/v, every other element
+  is bit-for-bit untouched (expected state built with plain Python loops);
+- out and lse against ``reference.attention_ref`` on each sequence's gathered keys,
+  with q rotated by an independent float64 rotary.
+Triton outputs and partial buffers are allocated NaN-poisoned (launch/decode._empty).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from flash_attention_amd import config
+from flash_attention_amd.dispatch import use_backend
+from flash_attention_amd.kvcache import flash_attn_with_kvcache
+from flash_attention_amd.reference import attention_ref
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
+
+BACKENDS = ["torch"] + (["triton"] if HAS_TRITON and (DEVICE == "cuda" or config.triton_interpret()) else [])
+
+
+@pytest.fixture(autouse=True)
+def _poison(monkeypatch):
+    if "triton" not in BACKENDS:
+        return
+    from flash_attention_amd.launch import decode as launch_decode
+
+    monkeypatch.setattr(launch_decode, "_empty",
+                        lambda shape, dtype, device: torch.full(shape, math.nan, dtype=dtype, device=device))
+
+
+# ------------------------------------------------------------------ independent reference pieces
+
+def rotate_ref(x, cos, sin, pos, interleaved):
+    """float64 RoPE of x [b, s, h, d] at integer positions pos [b][s] (plain loops over b, s)."""
+    x = x.double().clone()
+    half = cos.shape[1]
+    for bi in range(x.shape[0]):
+        for si in range(x.shape[1]):
+            c, s = cos[pos[bi][si]].double(), sin[pos[bi][si]].double()
+            if interleaved:
+                z = torch.view_as_complex(x[bi, si, :, :2 * half].reshape(x.shape[2], half, 2).contiguous())
+                z = z * torch.complex(c, s)
+                x[bi, si, :, :2 * half] = torch.view_as_real(z).reshape(x.shape[2], 2 * half)
+            else:
+                a, b_ = x[bi, si, :, :half].clone(), x[bi, si, :, half:2 * half].clone()
+                x[bi, si, :, :half] = a * c - b_ * s
+                x[bi, si, :, half:2 * half] = b_ * c + a * s
+    return x
+
+
+def make_case(*, b=3, sq=1, h=4, hk=1, d=32, kind="contig", page=16, cap=48, seqlens=None,
+              sn=1, leftpad=None, dtype=torch.float32, rotary=None, rotary_dim=None, seed=0):
+    """Inputs of one call plus the physical location of every logical cache position."""
+    g = torch.Generator().manual_seed(seed)
+    if seqlens is None:  # empty, ragged, and full after the append
+        seqlens = (0, 17, -(-cap // page) * page - sn if kind == "paged" else cap - sn)
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    case = dict(q=rnd(b, sq, h, d), seqlens=list(seqlens), sn=sn, kind=kind, dtype=dtype)
+    if kind == "paged":
+        max_blocks = -(-cap // page)
+        num_blocks = b * max_blocks + 3
+        table = torch.randperm(num_blocks, generator=g)[: b * max_blocks].view(b, max_blocks).to(torch.int32)
+        case["k_cache"], case["v_cache"] = rnd(num_blocks, page, hk, d), rnd(num_blocks, page, hk, d)
+        case["block_table"] = table
+        case["loc"] = lambda bi, p: (int(table[bi, p // page]), p % page)
+        cap = max_blocks * page
+    elif kind == "batch_idx":
+        rows = torch.randperm(b + 2, generator=g)[:b].to(torch.int32)
+        case["k_cache"], case["v_cache"] = rnd(b + 2, cap, hk, d), rnd(b + 2, cap, hk, d)
+        case["cache_batch_idx"] = rows
+        case["loc"] = lambda bi, p: (int(rows[bi]), p)
+    else:
+        case["k_cache"], case["v_cache"] = rnd(b, cap, hk, d), rnd(b, cap, hk, d)
+        case["loc"] = lambda bi, p: (bi, p)
+    case["cap"] = cap
+    if sn:
+        case["k"], case["v"] = rnd(b, sn, hk, d), rnd(b, sn, hk, d)
+    if leftpad is not None:
+        case["cache_leftpad"] = torch.tensor(leftpad, dtype=torch.int32)
+    if rotary is not None:
+        rd = rotary_dim or d
+        angle = torch.rand(cap + sq, rd // 2, generator=g) * 2 * math.pi
+        case["rotary_cos"], case["rotary_sin"] = angle.cos().to(dtype), angle.sin().to(dtype)
+        case["rotary_interleaved"] = rotary == "interleaved"
+    return case
+
+
+def expected(case, causal, window_size, softcap, alibi):
+    """(expected k_cache, v_cache, written mask, out64, lse64, out_lowp) by plain loops."""
+    q, kc, vc, sn = case["q"], case["k_cache"].clone(), case["v_cache"].clone(), case["sn"]
+    b, sq = q.shape[:2]
+    written = torch.zeros(kc.shape[:2], dtype=torch.bool)
+    seqlens = case["seqlens"]
+    q64 = q.double()
+    k_new = case.get("k")
+    if "rotary_cos" in case:
+        cos, sin, il = case["rotary_cos"], case["rotary_sin"], case["rotary_interleaved"]
+        local = causal or window_size != (-1, -1)
+        q64 = rotate_ref(q, cos, sin, [[s + (i if local else 0) for i in range(sq)] for s in seqlens], il)
+        k_new = rotate_ref(k_new, cos, sin, [[s + i for i in range(sn)] for s in seqlens], il).to(q.dtype)
+    for bi in range(b):
+        for i in range(sn):
+            r, p = case["loc"](bi, seqlens[bi] + i)
+            kc[r, p], vc[r, p] = k_new[bi, i], case["v"][bi, i]
+            written[r, p] = True
+    outs, lses, lows = [], [], []
+    for bi in range(b):
+        start = 0 if "cache_leftpad" not in case else int(case["cache_leftpad"][bi])
+        rows = [case["loc"](bi, p) for p in range(start, seqlens[bi] + sn)]
+        keys = torch.stack([kc[r, p] for r, p in rows])[None] if rows else kc[:1, :0]
+        vals = torch.stack([vc[r, p] for r, p in rows])[None] if rows else vc[:1, :0]
+        kw = dict(causal=causal, window_size=window_size, softcap=softcap, alibi_slopes=alibi, batch_index=bi)
+        o, l = attention_ref(q64[bi:bi + 1], keys.double(), vals.double(),
+                             **{**kw, "alibi_slopes": None if alibi is None else alibi.double()})
+        outs.append(o)
+        lses.append(l)
+        if q.dtype != torch.float32:
+            lows.append(attention_ref(q64[bi:bi + 1].to(q.dtype), keys, vals, **kw)[0])
+    return kc, vc, written, torch.cat(outs), torch.cat(lses), (torch.cat(lows) if lows else None)
+
+
+def run(case, backend, causal=False, window_size=(-1, -1), softcap=0.0, alibi=None, num_splits=0,
+        seqlens_as_int=False, device=DEVICE):
+    """Call the API on copies of the case's tensors (moved to device) -> (out, lse, k_cache, v_cache)."""
+    def dev(t):
+        return None if t is None else t.clone().to(device)
+
+    kc, vc = dev(case["k_cache"]), dev(case["v_cache"])
+    seqlens = case["seqlens"][0] if seqlens_as_int else torch.tensor(case["seqlens"], dtype=torch.int32, device=device)
+    kw = {n: dev(case.get(n)) for n in ("k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx",
+                                          "cache_leftpad", "block_table")}
+    with use_backend(backend):
+        out, lse = flash_attn_with_kvcache(
+            dev(case["q"]), kc, vc, cache_seqlens=seqlens, causal=causal, window_size=window_size,
+            softcap=softcap, alibi_slopes=dev(alibi), num_splits=num_splits, return_softmax_lse=True,
+            rotary_interleaved=case.get("rotary_interleaved", True), **kw)
+    return out.cpu(), lse.cpu(), kc.cpu(), vc.cpu()
+
+
+def check(case, backend, causal=False, window_size=(-1, -1), softcap=0.0, alibi=None, num_splits=0, **kw):
+    out, lse, kc, vc = run(case, backend, causal, window_size, softcap, alibi, num_splits, **kw)
+    kc_ref, vc_ref, written, out64, lse64, low = expected(case, causal, window_size, softcap, alibi)
+    # the cache: untouched outside the appended rows, the appended rows hold the (rotated) new k/v
+    assert torch.equal(kc[~written], kc_ref[~written]) and torch.equal(vc, vc_ref), "cache changed outside the append"
+    tol = 1e-6 if case["dtype"] == torch.float32 else 1e-2
+    torch.testing.assert_close(kc[written], kc_ref[written], rtol=tol, atol=tol)
+    assert out.shape == case["q"].shape and out.dtype == case["dtype"] and lse.dtype == torch.float32
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert_matches(out, out64, low, name=f"out[{backend}]")
+    assert rel_err(lse, lse64) < (1e-5 if case["dtype"] == torch.float32 else 2e-3), f"lse[{backend}]"
+    return out, lse
+
+
+# ------------------------------------------------------------------ correctness
+
+CASES = {
+    # name: (make_case kwargs, call kwargs)
+    "contig-gqa4": (dict(h=4, hk=1), dict()),
+    "contig-sq4-causal-gqa1": (dict(sq=4, h=2, hk=2, seqlens=(0, 30, 44), sn=4), dict(causal=True)),
+    "contig-full-noappend": (dict(h=8, hk=1, sn=0, seqlens=(48, 0, 21)), dict(causal=True)),
+    "batch_idx-leftpad-gqa8": (dict(kind="batch_idx", h=8, hk=1, sq=2, leftpad=(0, 5, 40)), dict(causal=True)),
+    "paged16-window": (dict(kind="paged", page=16, sq=4, sn=2, h=4, hk=2, seqlens=(3, 33, 46)),
+                       dict(causal=True, window_size=(8, 0))),
+    "paged1-alibi": (dict(kind="paged", page=1, cap=40, d=16, seqlens=(0, 1, 39)), dict(causal=True, alibi=True)),
+    "paged48-softcap-d40": (dict(kind="paged", page=48, cap=96, d=40, h=2, hk=1, seqlens=(95, 50, 0)),
+                            dict(softcap=5.0)),
+    "paged16-leftpad-sq4": (dict(kind="paged", page=16, sq=4, sn=2, leftpad=(0, 10, 46)), dict(causal=True)),
+    "window-noncausal-alibi2d": (dict(sq=3, h=4, hk=2, sn=2, seqlens=(5, 20, 46)),
+                                 dict(window_size=(6, 1), alibi="2d")),
+    "rotary-interleaved-causal": (dict(sq=3, sn=3, h=4, hk=2, seqlens=(0, 12, 45), rotary="interleaved"),
+                                  dict(causal=True)),
+    "rotary-neox-partial-noncausal": (dict(kind="paged", page=16, sq=2, sn=2, d=32, rotary="neox",
+                                           rotary_dim=16, seqlens=(4, 0, 30)), dict()),
+    "rotary-neox-leftpad-window": (dict(kind="batch_idx", sq=2, sn=1, rotary="neox", leftpad=(2, 0, 9),
+                                        seqlens=(8, 3, 40)), dict(window_size=(5, -1))),
+    "bf16-paged16-gqa4": (dict(kind="paged", page=16, dtype=torch.bfloat16, h=8, hk=2, sn=2, sq=2), dict(causal=True)),
+    "fp16-rotary-softcap": (dict(dtype=torch.float16, rotary="interleaved", sq=2, sn=2, seqlens=(1, 9, 40)),
+                            dict(causal=True, softcap=20.0)),
+}
+
+
+def _alibi(which, case):
+    h, b = case["q"].shape[2], case["q"].shape[0]
+    if which == "2d":
+        return torch.rand(b, h) * 0.5
+    return torch.rand(h) * 0.5 if which else None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_kvcache_matches_reference(name, backend):
+    case_kw, call_kw = CASES[name]
+    case = make_case(**case_kw)
+    call_kw = dict(call_kw)
+    call_kw["alibi"] = _alibi(call_kw.get("alibi"), case)
+    check(case, backend, **call_kw)
+
+
+@pytest.mark.skipif("triton" not in BACKENDS, reason="needs triton")
+@pytest.mark.parametrize("num_splits", [1, 2, 0, 9])
+def test_triton_splits(num_splits):
+    """Splits 1 (no combine), 2, auto and many (more than some sequences have tiles: empty splits)."""
+    case = make_case(kind="paged", page=16, cap=64, sq=2, h=8, hk=2, sn=1, seqlens=(0, 16, 63))
+    out, lse = check(case, "triton", causal=True, num_splits=num_splits)
+    base, base_lse = run(case, "torch", causal=True)[:2]
+    assert rel_err(out, base) < 1e-5 and rel_err(lse, base_lse) < 1e-5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_rows(backend):
+    """Empty caches, and causal rows that see no key (sq > seqlen_k): out 0, lse +inf, no NaN."""
+    case = make_case(sq=4, sn=2, seqlens=(0, 0, 1), h=2, hk=1)
+    out, lse, _, _ = run(case, backend, causal=True)
+    assert torch.equal(out[0, :2], torch.zeros_like(out[0, :2])) and torch.isinf(lse[0, :, :2]).all()
+    assert torch.isfinite(lse[0, :, 2:]).all()
+    check(case, backend, causal=True)
+    empty = make_case(sn=0, seqlens=(0, 0, 0))
+    out, lse, _, _ = run(empty, backend)
+    assert torch.equal(out, torch.zeros_like(out)) and (lse == math.inf).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int_seqlens_and_out_only(backend):
+    """cache_seqlens as a Python int; return_softmax_lse=False returns the tensor alone."""
+    case = make_case(seqlens=(20, 20, 20), sn=2, rotary="interleaved", sq=2)
+    check(case, backend, causal=True, seqlens_as_int=True)
+    with use_backend(backend):
+        out = flash_attn_with_kvcache(case["q"].to(DEVICE), case["k_cache"].to(DEVICE), case["v_cache"].to(DEVICE),
+                                      cache_seqlens=5)
+    assert isinstance(out, torch.Tensor) and out.shape == case["q"].shape
+
+
+def test_inputs_not_modified():
+    case = make_case(sq=2, sn=2, rotary="neox")
+    saved = {n: case[n].clone() for n in ("q", "k", "v", "rotary_cos")}
+    run(case, "torch", causal=True)
+    for n, t in saved.items():
+        assert torch.equal(case[n], t), n
+
+
+def test_noncontiguous_q_and_new_kv():
+    """q and k/v strided (last dim contiguous, or not at all) give the same result."""
+    case = make_case(sq=2, sn=2, h=4, hk=2)
+    base = run(case, "torch", causal=True)[0]
+    strided = dict(case)
+    strided["q"] = case["q"].transpose(1, 2).contiguous().transpose(1, 2)
+    strided["k"] = case["k"].transpose(0, 3).contiguous().transpose(0, 3)  # last dim strided
+    for backend in BACKENDS:
+        assert rel_err(run(strided, backend, causal=True)[0], base) < 1e-5
+
+
+# ------------------------------------------------------------------ errors
+
+def _err_inputs():
+    b, h, hk, d, cap = 2, 4, 2, 16, 8
+    return dict(q=torch.randn(b, 1, h, d), k_cache=torch.randn(b, cap, hk, d), v_cache=torch.randn(b, cap, hk, d),
+                k=torch.randn(b, 1, hk, d), v=torch.randn(b, 1, hk, d),
+                cache_seqlens=torch.tensor([3, 7], dtype=torch.int32))
+
+
+def _paged_inputs():
+    kw = _err_inputs()
+    kw["k_cache"], kw["v_cache"] = torch.randn(5, 4, 2, 16), torch.randn(5, 4, 2, 16)
+    kw["block_table"] = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
+    return kw
+
+
+ERRORS = [
+    ("q 3-D", lambda kw: kw.update(q=kw["q"][0]), ValueError, "q must have 4 dims"),
+    ("q int", lambda kw: kw.update(q=kw["q"].int()), TypeError, "q has dtype"),
+    ("cache dtype", lambda kw: kw.update(k_cache=kw["k_cache"].half()), TypeError, "k_cache has dtype"),
+    ("heads", lambda kw: kw.update(q=torch.randn(2, 1, 3, 16)), ValueError, "divisible"),
+    ("headdim mismatch", lambda kw: kw.update(q=torch.randn(2, 1, 4, 8)), ValueError, "head dim"),
+    ("headdim too big", lambda kw: kw.update(q=torch.randn(2, 1, 4, 600), k_cache=torch.randn(2, 8, 2, 600),
+                                             v_cache=torch.randn(2, 8, 2, 600), k=None, v=None),
+     ValueError, "headdim is 600"),
+    ("window", lambda kw: kw.update(window_size=(-2, 0)), ValueError, "window_size"),
+    ("window type", lambda kw: kw.update(window_size=3), ValueError, "window_size"),
+    ("softcap<0", lambda kw: kw.update(softcap=-1.0), ValueError, "softcap"),
+    ("scale nan", lambda kw: kw.update(softmax_scale=float("nan")), ValueError, "softmax_scale"),
+    ("num_splits", lambda kw: kw.update(num_splits=-1), ValueError, "num_splits"),
+    ("cache room", lambda kw: kw.update(cache_seqlens=torch.tensor([3, 8], dtype=torch.int32)),
+     ValueError, "cache_seqlens[1] is 8"),
+    ("negative seqlens", lambda kw: kw.update(cache_seqlens=torch.tensor([-1, 2], dtype=torch.int32)),
+     ValueError, "cache_seqlens holds -1"),
+    ("int seqlens room", lambda kw: kw.update(cache_seqlens=8), ValueError, "cache_seqlens is 8"),
+    ("seqlens dtype", lambda kw: kw.update(cache_seqlens=kw["cache_seqlens"].float()), TypeError, "cache_seqlens has dtype"),
+    ("seqlens shape", lambda kw: kw.update(cache_seqlens=torch.zeros(3, dtype=torch.int32)), ValueError, "cache_seqlens has"),
+    ("seqlens type", lambda kw: kw.update(cache_seqlens=[1, 2]), TypeError, "cache_seqlens is list"),
+    ("k without v", lambda kw: kw.update(v=None), ValueError, "pass both or neither"),
+    ("k shape", lambda kw: kw.update(k=torch.randn(2, 1, 4, 16)), ValueError, "k has shape"),
+    ("k dtype", lambda kw: kw.update(k=kw["k"].double()), TypeError, "k has dtype"),
+    ("k without seqlens", lambda kw: kw.update(cache_seqlens=None), ValueError, "cache_seqlens is None"),
+    ("cache batch", lambda kw: kw.update(k_cache=torch.randn(3, 8, 2, 16), v_cache=torch.randn(3, 8, 2, 16)),
+     ValueError, "3 sequences but q has batch 2"),
+    ("v_cache shape", lambda kw: kw.update(v_cache=torch.randn(2, 9, 2, 16)), ValueError, "v_cache has"),
+    ("cache last dim", lambda kw: kw.update(k_cache=torch.randn(2, 8, 16, 2).transpose(2, 3)), ValueError,
+     "last dim must be contiguous"),
+    ("device", lambda kw: kw.update(cache_seqlens=torch.zeros(2, dtype=torch.int32, device="meta")),
+     ValueError, "cache_seqlens is on meta"),
+    ("rotary without k", lambda kw: kw.update(k=None, v=None, rotary_cos=torch.rand(16, 8), rotary_sin=torch.rand(16, 8)),
+     ValueError, "rotary_cos/rotary_sin are given but k/v are not"),
+    ("rotary one", lambda kw: kw.update(rotary_cos=torch.rand(16, 8)), ValueError, "given together"),
+    ("rotary dim", lambda kw: kw.update(rotary_cos=torch.rand(16, 9), rotary_sin=torch.rand(16, 9)),
+     ValueError, "rotary_dim 18 > headdim 16"),
+    ("rotary short", lambda kw: kw.update(rotary_cos=torch.rand(6, 8), rotary_sin=torch.rand(6, 8)),
+     ValueError, "rotary_cos has 6 rows"),
+    ("batch_idx range", lambda kw: kw.update(cache_batch_idx=torch.tensor([0, 2], dtype=torch.int32)),
+     ValueError, "cache_batch_idx[1] is 2"),
+    ("batch_idx dtype", lambda kw: kw.update(cache_batch_idx=torch.tensor([0.0, 1.0])), TypeError, "cache_batch_idx has dtype"),
+    ("leftpad > seqlens", lambda kw: kw.update(cache_leftpad=torch.tensor([4, 0], dtype=torch.int32)),
+     ValueError, "cache_leftpad[0] is 4"),
+    ("alibi shape", lambda kw: kw.update(alibi_slopes=torch.rand(3)), ValueError, "alibi_slopes has"),
+    ("alibi dtype", lambda kw: kw.update(alibi_slopes=torch.rand(4).half()), TypeError, "alibi_slopes has dtype"),
+]
+
+PAGED_ERRORS = [
+    ("block_table range", lambda kw: kw["block_table"].__setitem__((1, 1), 5), ValueError, "block_table[1, 1] is 5"),
+    ("block_table negative", lambda kw: kw["block_table"].__setitem__((0, 0), -1), ValueError, "block_table[0, 0] is -1"),
+    ("block_table dtype", lambda kw: kw.update(block_table=kw["block_table"].float()), TypeError, "block_table has dtype"),
+    ("block_table rank", lambda kw: kw.update(block_table=kw["block_table"][0]), ValueError, "block_table must have 2 dims"),
+    ("paged room", lambda kw: kw.update(cache_seqlens=torch.tensor([8, 1], dtype=torch.int32)), ValueError,
+     "cache_seqlens[0] is 8"),
+    ("paged + batch_idx", lambda kw: kw.update(cache_batch_idx=torch.tensor([0, 1], dtype=torch.int32)),
+     ValueError, "cannot be combined with block_table"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,exc,text", ERRORS + PAGED_ERRORS, ids=[e[0] for e in ERRORS + PAGED_ERRORS])
+def test_errors(name, mutate, exc, text):
+    kw = _paged_inputs() if any(name == e[0] for e in PAGED_ERRORS) else _err_inputs()
+    mutate(kw)
+    before = kw["k_cache"].clone()
+    with pytest.raises(exc) as info:
+        flash_attn_with_kvcache(**kw)
+    assert text in str(info.value), str(info.value)
+    assert torch.equal(kw["k_cache"], before), "the cache was written before the error"
+
+
+def test_unused_block_table_entries_are_not_checked():
+    """Pages past a sequence's end may hold anything (vLLM pads with -1)."""
+    kw = _paged_inputs()
+    kw["block_table"][0, 1] = -1  # sequence 0 ends at 3 + 1 = 4 tokens: one page
+    flash_attn_with_kvcache(**kw)
+
+
+# ------------------------------------------------------------------ GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind,page", [("contig", 0), ("paged", 16), ("paged", 256)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_realistic(kind, page, dtype):
+    """d=128, 32/8 heads, ragged lengths up to 1000: triton and torch agree with the oracle."""
+    case = make_case(b=4, h=32, hk=8, d=128, kind=kind, page=page or 16, cap=1024, dtype=dtype,
+                     seqlens=(0, 1, 513, 1023), sn=1, rotary="neox", sq=1)
+    for backend in BACKENDS:
+        check(case, backend, causal=True, device="cuda")
+
+
+@pytest.mark.gpu
+def test_gpu_bad_values_do_not_crash(monkeypatch):
+    """Out-of-range block_table/seqlens on the GPU: no host check, clamped indices, no fault.
+    With FLASH_ATTENTION_DEBUG=1 the same call raises."""
+    b, hk, d = 2, 2, 64
+    kc, vc = torch.randn(6, 16, hk, d, device="cuda").half(), torch.randn(6, 16, hk, d, device="cuda").half()
+    q = torch.randn(b, 1, 8, d, device="cuda").half()
+    table = torch.tensor([[0, 99], [-5, 3]], dtype=torch.int32, device="cuda")
+    seqlens = torch.tensor([40, 1000], dtype=torch.int32, device="cuda")
+    with use_backend("triton"):
+        out = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=table)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    monkeypatch.setenv("FLASH_ATTENTION_DEBUG", "1")
+    with pytest.raises(ValueError):
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=table)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_cuda_graph_decode_step(paged):
+    """Capture append + attention in a CUDA graph, replay with new q/k/v and new lengths."""
+    b, h, hk, d, cap, page = 4, 16, 4, 128, 512, 16
+    dt, dev = torch.bfloat16, "cuda"
+    if paged:
+        blocks = cap // page
+        kc = torch.randn(b * blocks, page, hk, d, device=dev, dtype=dt)
+        table = torch.randperm(b * blocks, device=dev).view(b, blocks).to(torch.int32)
+    else:
+        kc, table = torch.randn(b, cap, hk, d, device=dev, dtype=dt), None
+    vc = torch.randn_like(kc)
+    q, k, v = (torch.randn(b, 1, n, d, device=dev, dtype=dt) for n in (h, hk, hk))
+    seqlens = torch.tensor([5, 100, 300, 510], dtype=torch.int32, device=dev)
+    angle = torch.rand(cap, d // 2, device=dev) * 6.28
+    cos, sin = angle.cos().to(dt), angle.sin().to(dt)
+
+    def step():
+        return flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens,
+                                       block_table=table, causal=True, return_softmax_lse=True)
+
+    with use_backend("triton"):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            step()  # warm-up: compile outside the capture
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out, lse = step()
+        for lens in ([0, 7, 64, 511], [300, 2, 33, 200]):
+            case = dict(q=torch.randn_like(q).cpu(), k=torch.randn_like(k).cpu(), v=torch.randn_like(v).cpu(),
+                        seqlens=lens, sn=1, kind="paged" if paged else "contig", dtype=dt,
+                        k_cache=kc.cpu(), v_cache=vc.cpu(), rotary_cos=cos.cpu(), rotary_sin=sin.cpu(),
+                        rotary_interleaved=True, cap=cap)
+            if paged:
+                t = table.cpu()
+                case["block_table"] = t
+                case["loc"] = lambda bi, p, t=t: (int(t[bi, p // page]), p % page)
+            else:
+                case["loc"] = lambda bi, p: (bi, p)
+            q.copy_(case["q"])
+            k.copy_(case["k"])
+            v.copy_(case["v"])
+            seqlens.copy_(torch.tensor(lens, dtype=torch.int32))
+            graph.replay()
+            torch.cuda.synchronize()
+            kc_ref, vc_ref, written, out64, lse64, low = expected(case, True, (-1, -1), 0.0, None)
+            assert torch.equal(vc.cpu(), vc_ref)
+            torch.testing.assert_close(kc.cpu()[written], kc_ref[written], rtol=1e-2, atol=1e-2)
+            assert_matches(out.cpu(), out64, low, name="graph out")
+            assert rel_err(lse.cpu(), lse64) < 2e-3
