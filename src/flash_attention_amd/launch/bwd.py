@@ -1,0 +1,297 @@
+"""Launcher of the Triton backward pass: dq, dk, dv from dout, q, k, v, out, lse.
+
+Shapes (see docs/ARCHITECTURE.md): dense q [b, sq, h, d], k/v [b, sk, hk, d|dv],
+out/dout [b, sq, h, dv], lse [b, h, sq]; varlen q [total_q, h, d], k/v [total_k, hk, .],
+lse [h, total_q]. Returns dq, dk, dv shaped like q, k, v (dk/dv summed over the query heads
+of a GQA group inside one program: no race).
+
+Paths: dK/dV always come from ``bwd_dkdv`` (one program per KV block and KV head).
+dQ comes either from atomics inside that kernel into a zeroed fp32 buffer (``dq_atomic``:
+one pass over the scores, not bitwise reproducible) or from the separate ``bwd_dq`` kernel
+(recomputes the scores, deterministic). ``params.deterministic`` always takes the latter;
+otherwise the per-arch table decides.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..params import AttnParams, Problem, device_arch
+from ..philox import dropout_threshold
+from .spec import CompileSpec
+
+MAX_HEADDIM = 256
+
+
+@dataclass(frozen=True)
+class BwdConfig:
+    """Tiles of the two kernels: dkdv (BLOCK_M1 query rows x BLOCK_N1 KV rows) and dq (BLOCK_M2 x BLOCK_N2)."""
+
+    block_m1: int
+    block_n1: int
+    warps1: int
+    stages1: int
+    block_m2: int
+    block_n2: int
+    warps2: int
+    stages2: int
+    dq_atomic: bool = False  # the non-deterministic default computes dq with atomics
+    amd: dict = field(default_factory=dict, hash=False, compare=False)  # waves_per_eu, matrix_instr_nonkdim, kpack
+
+
+def _amd(waves=1, kpack=1):
+    return {"waves_per_eu": waves, "matrix_instr_nonkdim": 16, "kpack": kpack}
+
+
+# Per arch: (largest head dim, config), first match wins. Tuned on an H100 (sm90);
+# the AMD rows are chosen to compile without register spills (check with compile_specs).
+_CONFIGS: dict[str, list[tuple[int, BwdConfig]]] = {
+    "sm90": [
+        (64, BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, dq_atomic=False)),
+        (128, BwdConfig(64, 128, 8, 2, 128, 64, 8, 2, dq_atomic=False)),
+        (256, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2, dq_atomic=False)),
+    ],
+    "sm80": [
+        (64, BwdConfig(64, 128, 8, 2, 128, 64, 8, 2)),
+        (128, BwdConfig(64, 64, 4, 2, 64, 64, 4, 2)),
+        (256, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)),
+    ],
+    "gfx942": [
+        (64, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
+        (128, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
+        (256, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+    ],
+    "gfx90a": [
+        (64, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
+        (128, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
+        (256, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+    ],
+    "gfx1100": [
+        (64, BwdConfig(32, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (128, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, amd=_amd(1, 1))),
+        (256, BwdConfig(16, 16, 4, 1, 16, 16, 4, 1, amd=_amd(1, 1))),
+    ],
+    # Triton's interpreter (CPU tensors): small, unequal tiles so tests cross many block edges.
+    "interp": [(MAX_HEADDIM, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1))],
+}
+_ALIASES = {"sm89": "sm80", "sm86": "sm80", "sm87": "sm80", "sm100": "sm90", "sm103": "sm90", "sm120": "sm80",
+            "gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
+            "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100"}
+
+
+def _table(arch: str | None) -> list[tuple[int, BwdConfig]]:
+    if arch is None:
+        return _CONFIGS["interp"]
+    arch = _ALIASES.get(arch, arch)
+    if arch in _CONFIGS:
+        return _CONFIGS[arch]
+    return _CONFIGS["gfx942" if arch.startswith("gfx") else "sm80"]
+
+
+def pick_config(arch: str | None, headdim: int, headdim_v: int) -> BwdConfig:
+    """The tuned config of this arch for these head dims."""
+    d = max(headdim, headdim_v)
+    for max_d, cfg in _table(arch):
+        if d <= max_d:
+            return cfg
+    raise ValueError(f"headdim {d} > {MAX_HEADDIM} has no backward config")
+
+
+def supports(problem: Problem) -> str | None:
+    """None if the Triton backward computes this call, else why not."""
+    if problem.kind != "attn":
+        return f"the backward kernels serve kind 'attn', not {problem.kind!r}"
+    allowed = (torch.float16, torch.bfloat16) + ((torch.float32,) if problem.device_type == "cpu" else ())
+    if problem.dtype not in allowed:
+        return f"backward supports {', '.join(str(t).replace('torch.', '') for t in allowed)}, not {problem.dtype}"
+    if not 1 <= problem.headdim <= MAX_HEADDIM or not 1 <= problem.headdim_v <= MAX_HEADDIM:
+        return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
+    return None
+
+
+def _pow2(x: int) -> int:
+    return max(16, 1 << (x - 1).bit_length())
+
+
+def _i32(x: int) -> int:
+    """A uint32 value as the int32 with the same bits (so the kernel argument is always i32)."""
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= (1 << 31) else x
+
+
+def _strides3(t: torch.Tensor, varlen: bool) -> tuple[int, int, int]:
+    """(batch, row, head) strides of a [b, s, h, d] or varlen [total, h, d] tensor."""
+    if varlen:
+        return 0, t.stride(0), t.stride(1)
+    return t.stride(0), t.stride(1), t.stride(2)
+
+
+def _last_contig(t: torch.Tensor) -> torch.Tensor:
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _empty(shape, dtype, device) -> torch.Tensor:
+    """Every output allocation goes through here (tests poison it with NaN)."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _arch_of(device: torch.device) -> str | None:
+    return device_arch(device)[1] if device.type == "cuda" else None
+
+
+def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None):
+    """(dq, dk, dv) of attention(q, k, v) for the upstream gradient dout.
+
+    ``config`` overrides the per-arch table (tests, tuning).
+    """
+    import triton
+
+    from ..kernels import bwd as K
+
+    varlen = params.is_varlen
+    dout, q, k, v, out = (_last_contig(t) for t in (dout, q, k, v, out))
+    lse = lse.float().contiguous()
+    if varlen:
+        cu_q = params.cu_seqlens_q.to(device=q.device, dtype=torch.int32).contiguous()
+        cu_k = params.cu_seqlens_k.to(device=q.device, dtype=torch.int32).contiguous()
+        batch = cu_q.numel() - 1
+        seqlen_q, seqlen_k = params.max_seqlen_q, params.max_seqlen_k
+        nheads, headdim = q.shape[1], q.shape[2]
+        nheads_k = k.shape[1]
+        stride_lb, stride_lh = 0, lse.stride(0)
+    else:
+        cu_q = cu_k = None
+        batch, seqlen_q, nheads, headdim = q.shape
+        seqlen_k, nheads_k = k.shape[1], k.shape[2]
+        stride_lb, stride_lh = lse.stride(0), lse.stride(1)
+    headdim_v = v.shape[-1]
+    group = nheads // nheads_k
+    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v)
+    use_atomic = cfg.dq_atomic and not params.deterministic
+
+    dk = _empty(k.shape, k.dtype, k.device)
+    dv = _empty(v.shape, v.dtype, v.device)
+    if use_atomic:
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    dq = _empty(q.shape, q.dtype, q.device)
+    delta = _empty(lse.shape, torch.float32, lse.device)
+    if seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0:
+        return dq.zero_(), dk.zero_(), dv.zero_()
+
+    alibi = params.alibi_slopes
+    if alibi is not None:
+        alibi = alibi.to(device=q.device, dtype=torch.float32)
+        stride_ab, stride_ah = (0, alibi.stride(0)) if alibi.dim() == 1 else (alibi.stride(0), alibi.stride(1))
+    else:
+        alibi, stride_ab, stride_ah = lse, 0, 0  # never read
+    has_dropout = params.dropout_p > 0
+    threshold = _i32(dropout_threshold(params.dropout_p)) if has_dropout else 0
+    dropout_scale = 1.0 / (1.0 - params.dropout_p) if has_dropout else 1.0
+    seed_lo, seed_hi = _i32(params.seed), _i32(params.seed >> 32)
+    cu_q_arg = cu_q if varlen else lse  # never read when dense
+    cu_k_arg = cu_k if varlen else lse
+    block_d, block_dv = _pow2(headdim), _pow2(headdim_v)
+    flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
+                 HAS_ALIBI=params.alibi_slopes is not None, HAS_SOFTCAP=params.softcap > 0,
+                 HAS_DROPOUT=has_dropout, IS_VARLEN=varlen)
+    masks = (params.softmax_scale, params.softcap, params.window_left, params.window_right,
+             threshold, dropout_scale, seed_lo, seed_hi)
+    amd = cfg.amd if q.device.type == "cuda" and torch.version.hip else {}
+
+    K.bwd_preprocess[(triton.cdiv(seqlen_q, 64), batch * nheads)](
+        out, dout, delta, cu_q_arg, *_strides3(out, varlen), *_strides3(dout, varlen),
+        stride_lb, stride_lh, seqlen_q, nheads,
+        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=64, IS_VARLEN=varlen, num_warps=4)
+
+    dq_target = dq_acc if use_atomic else dq
+    K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.block_n1), batch * nheads_k)](
+        q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q_arg, cu_k_arg,
+        *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
+        stride_lb, stride_lh, *_strides3(dk, varlen), *_strides3(dv, varlen), *_strides3(dq_target, varlen),
+        stride_ab, stride_ah, seqlen_q, seqlen_k, nheads_k, group, *masks,
+        HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
+        BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=use_atomic, **flags,
+        num_warps=cfg.warps1, num_stages=cfg.stages1, **amd)
+
+    if use_atomic:
+        dq.copy_(dq_acc.mul_(params.softmax_scale))
+    else:
+        K.bwd_dq[(triton.cdiv(seqlen_q, cfg.block_m2), batch * nheads)](
+            q, k, v, dout, lse, delta, dq, alibi, cu_q_arg, cu_k_arg,
+            *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
+            stride_lb, stride_lh, *_strides3(dq, varlen), stride_ab, stride_ah,
+            seqlen_q, seqlen_k, nheads, group, *masks,
+            HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
+            BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags,
+            num_warps=cfg.warps2, num_stages=cfg.stages2, **amd)
+    return dq, dk, dv
+
+
+# ---------------------------------------------------------------------------------------------
+# Compile specs (check-amd): every tuned config of every kernel, compiled without a GPU.
+
+_TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+def _signature(names: list[str], ptr: str, ptr_types: dict[str, str]) -> dict[str, str]:
+    sig = {}
+    for n in names:
+        if n in ptr_types:
+            sig[n] = ptr_types[n]
+        elif n[0].isupper():
+            sig[n] = f"*{ptr}"
+        elif n in ("sm_scale", "softcap", "dropout_scale"):
+            sig[n] = "fp32"
+        else:
+            sig[n] = "i32"
+    return sig
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """Each (dtype, head dim bucket, causal) config of bwd_preprocess / bwd_dkdv / bwd_dq on ``arch``."""
+    import inspect
+
+    from ..kernels import bwd as K
+
+    specs: list[CompileSpec] = []
+    is_amd = arch.startswith("gfx")
+    f32 = {"LSE": "*fp32", "Delta": "*fp32", "Alibi": "*fp32", "CuSeqQ": "*i32", "CuSeqK": "*i32"}
+
+    def params_of(fn):
+        return [p for p in inspect.signature(fn.fn).parameters]
+
+    for dtype, ty in _TY.items():
+        for max_d, cfg in _table(arch):
+            for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
+                opts = {**(cfg.amd if is_amd else {})}
+                bd = _pow2(headdim)
+                for causal in (False, True):
+                    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
+                                 HAS_DROPOUT=False, IS_VARLEN=False)
+                    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
+                    for atomic in ((False, True) if cfg.dq_atomic else (False,)):
+                        names = [n for n in params_of(K.bwd_dkdv)]
+                        const = dict(dims, BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=atomic, **flags)
+                        sig = _signature([n for n in names if n not in const], ty, {**f32, "DQ": "*fp32" if atomic else f"*{ty}"})
+                        specs.append(CompileSpec(
+                            "bwd_dkdv", K.bwd_dkdv, sig, const,
+                            {"num_warps": cfg.warps1, "num_stages": cfg.stages1, **opts},
+                            f"{ty} d={headdim} {'causal' if causal else 'full'} dkdv {cfg.block_m1}x{cfg.block_n1} "
+                            f"w{cfg.warps1} s{cfg.stages1}{' dq-atomic' if atomic else ''}"))
+                    names = params_of(K.bwd_dq)
+                    const = dict(dims, BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags)
+                    specs.append(CompileSpec(
+                        "bwd_dq", K.bwd_dq, _signature([n for n in names if n not in const], ty, f32), const,
+                        {"num_warps": cfg.warps2, "num_stages": cfg.stages2, **opts},
+                        f"{ty} d={headdim} {'causal' if causal else 'full'} dq {cfg.block_m2}x{cfg.block_n2} "
+                        f"w{cfg.warps2} s{cfg.stages2}"))
+                names = params_of(K.bwd_preprocess)
+                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=64, IS_VARLEN=False)
+                specs.append(CompileSpec(
+                    "bwd_pre", K.bwd_preprocess, _signature([n for n in names if n not in const], ty, f32), const,
+                    {"num_warps": 4, "num_stages": 1, **opts}, f"{ty} d={headdim} preprocess"))
+    return specs
+
+
+__all__ = ["BwdConfig", "attention_backward", "compile_specs", "pick_config", "supports"]

@@ -1,0 +1,334 @@
+"""The Triton backward pass (launch/bwd.py, kernels/bwd.py) against the float64 reference's autograd.
+
+On CPU the kernels run in Triton's interpreter (fp32 and fp16; the interpreter's bf16 dot is
+broken in Triton 3.6, so bf16 is checked on the GPU only). out/lse come from the reference,
+so these tests need no forward kernel. GPU tests (marked gpu) use realistic sizes.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from flash_attention_amd.params import AttnParams, Problem
+from flash_attention_amd.reference import attention_ref, attention_ref_varlen
+
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
+
+pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
+
+ON_GPU = DEVICE == "cuda"
+
+
+def _bwd():
+    from flash_attention_amd.launch import bwd
+
+    return bwd
+
+
+@pytest.fixture(autouse=True)
+def _poison(monkeypatch):
+    """Every buffer the launcher allocates starts as NaN: an element it forgets to write shows."""
+    bwd = _bwd()
+
+    def empty(shape, dtype, device):
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+
+    monkeypatch.setattr(bwd, "_empty", empty)
+
+
+def _params(d, *, causal=False, window=(-1, -1), softcap=0.0, alibi=None, dropout_p=0.0, seed=0,
+            deterministic=False, **varlen):
+    left, right = window
+    return AttnParams(softmax_scale=d ** -0.5, causal=causal, window_left=left,
+                      window_right=0 if causal else right, softcap=softcap, dropout_p=dropout_p,
+                      alibi_slopes=alibi, seed=seed, deterministic=deterministic, **varlen)
+
+
+def _ref_grads(q, k, v, dout, cu=None, **kw):
+    """float64 out, lse and (dq, dk, dv) of the reference."""
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    if cu is None:
+        out, lse = attention_ref(q64, k64, v64, **kw)
+    else:
+        out, lse = attention_ref_varlen(q64, k64, v64, cu[0], cu[1], **kw)
+    out.backward(dout.double())
+    return out.detach(), lse.detach(), (q64.grad, k64.grad, v64.grad)
+
+
+def _ref_kwargs(p: AttnParams):
+    return dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
+                softcap=p.softcap, alibi_slopes=p.alibi_slopes, dropout_p=p.dropout_p, seed=p.seed)
+
+
+def _check(b, sq, sk, h, hk, d, dtype=torch.float32, config=None, dv_dim=None, **opts):
+    """Run the Triton backward on fresh randn inputs and compare dq, dk, dv with the reference."""
+    dv_dim = dv_dim or d
+    q = torch.randn(b, sq, h, d, device=DEVICE, dtype=dtype)
+    k = torch.randn(b, sk, hk, d, device=DEVICE, dtype=dtype)
+    v = torch.randn(b, sk, hk, dv_dim, device=DEVICE, dtype=dtype)
+    dout = torch.randn(b, sq, h, dv_dim, device=DEVICE, dtype=dtype)
+    params = _params(d, **opts)
+    out, lse, ref = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(dtype), lse.float(), params, config=config)
+    lowp = None
+    if dtype != torch.float32:
+        ql, kl, vl = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        o, _ = attention_ref(ql, kl, vl, **_ref_kwargs(params))
+        o.backward(dout)
+        lowp = (ql.grad, kl.grad, vl.grad)
+    for i, (name, g, r) in enumerate(zip(("dq", "dk", "dv"), grads, ref)):
+        assert g.shape == r.shape and g.dtype == dtype, name
+        assert torch.isfinite(g).all(), f"{name} has NaN/inf"
+        assert_matches(g, r, None if lowp is None else lowp[i], name=name)
+    return grads, ref, lse
+
+
+def _atomic_cfg():
+    return _bwd().BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, dq_atomic=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every option, fp32 in the interpreter (1e-5 relative), on both dq paths where it matters.
+
+CASES = [
+    # id, (b, sq, sk, h, hk, d), options
+    ("plain-sq<sk-gqa", (2, 37, 53, 4, 2, 40), {}),
+    ("plain-sq>sk-mqa", (1, 63, 17, 3, 1, 72), {}),
+    ("causal-sq<sk", (1, 45, 70, 2, 2, 64), dict(causal=True)),
+    ("causal-sq>sk", (2, 50, 33, 2, 1, 32), dict(causal=True)),
+    ("causal-square-d59", (1, 64, 64, 2, 2, 59), dict(causal=True)),
+    ("window-both", (1, 61, 47, 2, 2, 24), dict(window=(5, 7))),
+    ("window-left-causal", (1, 40, 66, 2, 1, 16), dict(causal=True, window=(9, -1))),
+    ("window-right-only", (1, 33, 40, 2, 2, 16), dict(window=(-1, 3))),
+    ("softcap", (1, 35, 41, 2, 2, 48), dict(softcap=1.5)),
+    ("alibi-1d", (1, 29, 47, 3, 3, 40), dict(alibi="1d")),
+    ("alibi-2d-causal-softcap", (2, 38, 31, 2, 1, 24), dict(alibi="2d", causal=True, softcap=3.0)),
+    ("seqlen-1", (2, 1, 1, 2, 1, 16), {}),
+    ("sq1-sk63-causal", (1, 1, 63, 2, 2, 80), dict(causal=True)),
+    ("d96-dv40", (1, 21, 19, 2, 1, 96), dict(dv_dim=40)),
+]
+
+
+def _resolve(b, h, opts):
+    opts = dict(opts)
+    if opts.get("alibi") == "1d":
+        opts["alibi"] = torch.rand(h, device=DEVICE) * 0.5
+    elif opts.get("alibi") == "2d":
+        opts["alibi"] = torch.rand(b, h, device=DEVICE) * 0.5
+    return opts
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_options_fp32(case):
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, **_resolve(b, h, opts))
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[6], CASES[10]], ids=lambda c: c[0])
+def test_options_dq_atomic(case):
+    """The atomic-dq path (the non-deterministic default on some GPUs) gives the same gradients."""
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, config=_atomic_cfg(), **_resolve(b, h, opts))
+
+
+@pytest.mark.parametrize("d", [160, 256])
+def test_large_headdims(d):
+    _check(1, 20, 35, 2, 1, d, causal=True)
+
+
+def test_fp16_interpreter():
+    _check(1, 40, 48, 2, 1, 64, dtype=torch.float16, causal=True, softcap=5.0)
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+def test_dropout_same_mask_as_reference(atomic):
+    """The backward regenerates the forward's Philox mask: gradients equal the reference's with that seed."""
+    seed = (0x9E3779B9 << 32) | 0x7F4A7C15  # both words >= 2**31
+    _check(2, 19, 26, 2, 1, 16, config=_atomic_cfg() if atomic else None,
+           dropout_p=0.25, seed=seed, causal=atomic)
+
+
+def test_dropout_wrong_seed_differs():
+    """A test that can fail: the kernel with seed 11 is far from the reference with seed 12."""
+    b, sq, sk, h, d = 1, 17, 23, 2, 16
+    q, k, v, dout = (torch.randn(b, n, h, d, device=DEVICE) for n in (sq, sk, sk, sq))
+    params = _params(d, dropout_p=0.3, seed=11)
+    out, lse, _ = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
+    _, _, ref12 = _ref_grads(q, k, v, dout, **{**_ref_kwargs(params), "seed": 12})
+    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params)
+    assert rel_err(grads[2], ref12[2]) > 0.1
+
+
+# ---------------------------------------------------------------------------------------------
+# Varlen, empty rows, determinism, strides.
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+def test_varlen_ragged(atomic):
+    lens_q, lens_k = [5, 30, 1, 0, 13], [17, 26, 20, 9, 13]
+    h, hk, d = 4, 2, 24
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    q = torch.randn(sum(lens_q), h, d, device=DEVICE)
+    k = torch.randn(sum(lens_k), hk, d, device=DEVICE)
+    v = torch.randn(sum(lens_k), hk, d, device=DEVICE)
+    dout = torch.randn(sum(lens_q), h, d, device=DEVICE)
+    alibi = torch.rand(len(lens_q), h, device=DEVICE)
+    params = _params(d, causal=True, alibi=alibi, dropout_p=0.2, seed=99, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+                     max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    kw = _ref_kwargs(params)
+    out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **kw)
+    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params,
+                                      config=_atomic_cfg() if atomic else None)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+    # keys of the sequence with no queries get exactly zero gradient
+    s3 = slice(int(cu_k[3]), int(cu_k[4]))
+    assert torch.equal(grads[1][s3], torch.zeros_like(grads[1][s3]))
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+def test_fully_masked_rows_zero_grad(atomic):
+    """Causal with sq > sk and a narrow window: rows with no visible key (lse = +inf) get dq == 0 exactly."""
+    b, sq, sk, h, d = 1, 48, 20, 2, 32
+    (dq, dk, dv), _, lse = _check(b, sq, sk, h, h, d, causal=True, window=(3, -1),
+                                  config=_atomic_cfg() if atomic else None)
+    empty = torch.isinf(lse[0, 0])
+    assert empty.sum() == sq - sk  # rows 0 .. sq - sk - 1
+    assert torch.equal(dq[:, empty.to(dq.device)], torch.zeros_like(dq[:, empty.to(dq.device)]))
+
+
+def test_keys_nobody_sees_get_zero():
+    """Window hides the first keys from every query: their dk, dv are written as exact zeros."""
+    (dq, dk, dv), _, _ = _check(1, 20, 40, 2, 2, 16, window=(2, 0))
+    hidden = slice(0, 40 - 20 - 2)
+    assert torch.equal(dk[:, hidden], torch.zeros_like(dk[:, hidden]))
+    assert torch.equal(dv[:, hidden], torch.zeros_like(dv[:, hidden]))
+
+
+def test_deterministic_bitwise():
+    """deterministic=True takes the atomic-free path even when the config prefers atomics."""
+    bwd = _bwd()
+    q, k, v = (torch.randn(1, 33, 4, 32, device=DEVICE) for _ in range(3))
+    k, v = k[:, :, :2].contiguous(), v[:, :, :2].contiguous()
+    params = _params(32, causal=True, deterministic=True)
+    out, lse, _ = _ref_grads(q, k, v, torch.zeros_like(q), **_ref_kwargs(params))
+    dout = torch.randn_like(q)
+    runs = [bwd.attention_backward(dout, q, k, v, out.float(), lse.float(), params, config=_atomic_cfg())
+            for _ in range(2)]
+    for a, c in zip(*runs):
+        assert torch.equal(a, c)
+
+
+def test_strided_inputs():
+    """q, k, v as views into one packed tensor (strided in every dim but the last), dout transposed."""
+    b, s, h, d = 2, 30, 2, 16
+    qkv = torch.randn(b, s, 3, h, d, device=DEVICE)
+    q, k, v = qkv.unbind(2)
+    dout = torch.randn(b, h, s, d, device=DEVICE).transpose(1, 2)
+    params = _params(d, causal=True)
+    out, lse, ref = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+
+
+def test_triton_backend_backward_route():
+    """TritonBackend.backward reaches this launcher."""
+    from flash_attention_amd.backends.triton_backend import TritonBackend
+
+    q, k, v = (torch.randn(1, 18, 2, 16, device=DEVICE) for _ in range(3))
+    dout = torch.randn_like(q)
+    params = _params(16)
+    out, lse, ref = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
+    grads = TritonBackend().backward(dout, q, k, v, out.float(), lse.float(), params)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# supports(), configs, compile specs.
+
+
+def _problem(**kw):
+    base = dict(device_type="cuda", is_rocm=False, arch="sm90", dtype=torch.bfloat16, batch=1, seqlen_q=128,
+                seqlen_k=128, nheads=4, nheads_k=4, headdim=128, headdim_v=128, needs_grad=True)
+    base.update(kw)
+    return Problem(**base)
+
+
+def test_supports():
+    bwd = _bwd()
+    assert bwd.supports(_problem()) is None
+    assert bwd.supports(_problem(headdim=59, headdim_v=59, dtype=torch.float16)) is None
+    assert "head dim" in bwd.supports(_problem(headdim=300, headdim_v=300))
+    assert "float32" in bwd.supports(_problem(dtype=torch.float32))
+    assert bwd.supports(_problem(dtype=torch.float32, device_type="cpu", arch=None)) is None
+    assert bwd.supports(_problem(kind="kvcache")) is not None
+
+
+@pytest.mark.parametrize("arch", ["sm90", "sm80", "gfx942", "gfx90a", "gfx1100"])
+def test_compile_specs_cover_every_config(arch):
+    bwd = _bwd()
+    specs = bwd.compile_specs(arch)
+    kinds = {s.kernel for s in specs}
+    assert kinds == {"bwd_pre", "bwd_dkdv", "bwd_dq"}
+    for d in (32, 64, 96, 128, 192, 256):
+        cfg = bwd.pick_config(arch, d, d)
+        assert any(s.constexprs.get("BLOCK_N") == cfg.block_n1 and s.constexprs.get("BLOCK_M") == cfg.block_m1
+                   for s in specs if s.kernel == "bwd_dkdv")
+    for s in specs:
+        assert all(t in ("i32", "fp32") or t.startswith("*") for t in s.signature.values())
+        if arch.startswith("gfx"):
+            assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= set(s.options)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: realistic sizes, bf16/fp16, error at most twice that of the same math in the input dtype.
+
+GPU_CASES = [
+    # b, sq, sk, h, hk, d, causal
+    (1, 4096, 4096, 2, 1, 64, True),
+    (1, 4096, 4096, 2, 2, 128, False),
+    (1, 2048, 3000, 2, 2, 96, True),
+    (1, 2048, 2048, 2, 1, 256, True),
+    (1, 1000, 1500, 2, 2, 192, False),
+    (1, 8192, 8192, 1, 1, 128, True),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "b{}-{}x{}-h{}/{}-d{}-{}".format(*c[:6], "causal" if c[6] else "full"))
+def test_gpu_realistic(case, dtype):
+    b, sq, sk, h, hk, d, causal = case
+    _check(b, sq, sk, h, hk, d, dtype=dtype, causal=causal)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [dict(window=(256, 64), softcap=20.0), dict(alibi="2d", dropout_p=0.1, seed=5, causal=True)],
+                         ids=["window-softcap", "alibi-dropout"])
+def test_gpu_options(opts):
+    _check(2, 1024, 1536, 4, 2, 128, dtype=torch.bfloat16, **_resolve(2, 4, opts))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_deterministic_10_runs(d):
+    bwd = _bwd()
+    b, s, h = 2, 2048, 8
+    q, k, v, dout = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    params = _params(d, causal=True, deterministic=True)
+    qf, kf, vf = (t.transpose(1, 2).float() for t in (q, k, v))
+    s_ = (qf @ kf.transpose(-1, -2)) * d ** -0.5
+    s_ = s_.masked_fill(torch.ones(s, s, dtype=torch.bool, device="cuda").triu(1), -math.inf)
+    lse = torch.logsumexp(s_, -1)
+    out = (torch.softmax(s_, -1) @ vf).transpose(1, 2).to(q.dtype)
+    first = bwd.attention_backward(dout, q, k, v, out, lse, params)
+    for _ in range(9):
+        again = bwd.attention_backward(dout, q, k, v, out, lse, params)
+        for a, c in zip(first, again):
+            assert torch.equal(a, c)
+    assert rel_err(first[0], first[0]) == 0.0
