@@ -36,11 +36,13 @@ import importlib.util
 import json
 import math
 import multiprocessing
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -216,13 +218,14 @@ class Row:
     arch: str
     label: str
     source: str = ""
-    status: str = "ok"  # ok | FAIL | skip
+    status: str = "ok"  # ok | warn (SGPR spills) | FAIL
     problems: list[str] = field(default_factory=list)
     num_warps: int = 0
     vgprs: int = -1  # AMD .vgpr_count (AGPRs included); NVIDIA registers per thread
     agprs: int = 0
     sgprs: int = -1
-    spills: int = 0  # AMD VGPR + SGPR spill count; NVIDIA (local + stack bytes) / 4 (~ Triton's n_spills)
+    spills: int = 0  # AMD VGPR spill count; NVIDIA (local + stack bytes) / 4 (~ Triton's n_spills)
+    sgpr_spills: int = 0  # AMD SGPRs spilled into VGPR lanes (no memory traffic): a warning only
     scratch: int = 0  # AMD private segment bytes per lane; NVIDIA local + stack bytes per thread
     lds: int = 0  # shared memory bytes per workgroup
     occupancy: int = -1
@@ -321,10 +324,19 @@ def quick_subset(jobs: list[Job]) -> list[Job]:
 
 # ----------------------------------------------------------------------------- worker side
 def _worker_init(sys_path: list[str], cache_dir: str | None) -> None:
-    """Runs first in each spawned worker: real JIT functions, optional private cache."""
+    """Runs first in each spawned worker: real JIT functions, optional private cache.
+
+    Triton decides interpreter-or-compiler when each @jit function is created, its own
+    standard library included, so the interpreter switch must be off before Triton is first
+    imported in this process (a worker spawned from a test run inherits TRITON_INTERPRET=1).
+    """
     sys.path[:] = sys_path
+    already = "triton" in sys.modules
+    os.environ.pop("TRITON_INTERPRET", None)  # this worker process only; nothing is read here
     import triton
 
+    if already and triton.knobs.runtime.interpret:
+        raise RuntimeError("check-amd worker: Triton was imported in interpreter mode before the worker started")
     triton.knobs.runtime.interpret = False
     if cache_dir:
         triton.knobs.cache.dir = cache_dir
@@ -372,7 +384,8 @@ def compile_one(spec, info: ArchInfo) -> Row:
     if info.backend == "hip":
         res = parse_amdgcn(asm["amdgcn"])
         row.vgprs, row.agprs, row.sgprs = res["vgpr_count"], res.get("agpr_count", 0), res.get("sgpr_count", -1)
-        row.spills = res.get("vgpr_spill_count", 0) + res.get("sgpr_spill_count", 0)
+        row.spills = res.get("vgpr_spill_count", 0)
+        row.sgpr_spills = res.get("sgpr_spill_count", 0)
         row.scratch = max(res.get("private_segment_fixed_size", 0), res["scratch_size"])
         row.lds += res.get("group_segment_fixed_size", 0)
         row.llvm_occupancy = res["llvm_occupancy"]
@@ -398,7 +411,7 @@ def compile_one(spec, info: ArchInfo) -> Row:
 def judge(row: Row, info: ArchInfo) -> None:
     """Append the problems of a compiled row; status FAIL when there is any."""
     if row.spills > 0:
-        row.problems.append(f"spills {row.spills} registers")
+        row.problems.append(f"spills {row.spills} vector registers")
     if row.scratch > 0:
         row.problems.append(f"uses {row.scratch} B scratch/local memory")
     if row.lds > info.lds_per_group:
@@ -407,7 +420,27 @@ def judge(row: Row, info: ArchInfo) -> None:
         row.problems.append(f"{row.dots - row.matrix_dots} of {row.dots} tl.dot without matrix cores (FMA)")
     elif row.dots > 0 and not row.matrix:
         row.problems.append("tl.dot present but no MFMA/WMMA/mma/wgmma instruction in the binary")
-    row.status = "FAIL" if row.problems else "ok"
+    row.status = "FAIL" if row.problems else ("warn" if row.sgpr_spills else "ok")
+    if row.sgpr_spills:
+        row.problems.append(f"(warning) {row.sgpr_spills} SGPRs spilled to VGPR lanes")
+
+
+def describe(exc: BaseException, limit: int = 400) -> str:
+    """One line: the exception, its innermost cause, and where that was raised."""
+    def first(e):
+        text = str(e).strip()
+        return f"{e.__class__.__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+    inner = exc
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__
+    msg = first(exc)
+    if inner is not exc:
+        msg += f" <- {first(inner)}"
+    tb = traceback.extract_tb(inner.__traceback__)
+    if tb:
+        msg += f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    return msg[:limit]
 
 
 def _run_job(job: Job) -> Row:
@@ -416,8 +449,7 @@ def _run_job(job: Job) -> Row:
         spec = _specs(job.source, job.arch)[job.index]
         row = compile_one(spec, info)
     except Exception as exc:  # a compile error is a result, not a crash of the checker
-        msg = f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        row = Row(job.kernel, job.arch, job.label, status="FAIL", problems=[f"compile failed: {msg[:300]}"])
+        row = Row(job.kernel, job.arch, job.label, status="FAIL", problems=[f"compile failed: {describe(exc)}"])
     row.source = job.source
     return row
 
@@ -434,7 +466,7 @@ def _probe_arch(arch: str) -> str | None:
                        options={"num_warps": 1})
         return None
     except Exception as exc:
-        return f"{exc.__class__.__name__}: {str(exc).strip()[:200]}"
+        return describe(exc, 200)
 
 
 _PROBE = None
@@ -466,7 +498,8 @@ def format_table(rows: list[Row]) -> str:
             occ += "L"  # limited by LDS / shared memory
         mat = ", ".join(f"{k} x{v}" for k, v in sorted(r.matrix.items())) or ("-" if r.dots == 0 else "NONE")
         status = r.status if not r.problems else f"{r.status}: " + "; ".join(r.problems)
-        lines.append((r.kernel, r.arch, r.label, regs, "-" if r.sgprs < 0 else str(r.sgprs), str(r.spills),
+        spill = str(r.spills) + (f"+{r.sgpr_spills}s" if r.sgpr_spills else "")
+        lines.append((r.kernel, r.arch, r.label, regs, "-" if r.sgprs < 0 else str(r.sgprs), spill,
                       str(r.scratch), str(r.lds), occ, mat, status))
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
     widths[-1] = len(head[-1])
@@ -552,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"check-amd: {len(rows)} configs on {', '.join(a for a in archs if a not in skipped)}: "
           f"{len(rows) - n_fail} ok, {n_fail} FAIL; wall {wall:.1f} s "
           f"(compile {compile_total:.1f} s over {max(1, args.jobs)} processes)")
-    print("occ = waves per SIMD (AMD) / warps per SM sub-partition (NVIDIA); L = limited by LDS/shared memory")
+    print("occ = waves per SIMD (AMD) / warps per SM sub-partition (NVIDIA); L = limited by LDS/shared memory; "
+          "spill +Ns = N SGPRs spilled to VGPR lanes (a warning, no memory traffic)")
     if args.json:
         payload = {
             "archs": archs, "skipped_archs": skipped, "quick": args.quick, "notes": notes,

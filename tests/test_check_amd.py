@@ -1,0 +1,213 @@
+"""``check-amd``: the static compile checker (flash_attention_amd/check_amd.py).
+
+The checker compiles kernels for AMD and NVIDIA targets on the CPU. It is tested on small
+kernels of this file, which it loads in its worker processes through ``--specs <this file>``
+(so ``compile_specs`` below is the same interface the launchers expose), and in quick mode
+on the library's real launchers once they expose ``compile_specs``.
+
+Shape legend: M query rows of a block, N key columns of a block, D head dim.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+from flash_attention_amd import check_amd  # noqa: E402
+from flash_attention_amd.kernels.common import key_range, philox_keep, score_mod, visible  # noqa: E402
+from flash_attention_amd.launch.spec import CompileSpec  # noqa: E402
+
+
+@triton.jit
+def _tiny_attn_fwd(Q, K, V, Out, seqlen_q, seqlen_k, sm_scale, seed_lo, seed_hi, threshold,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                   IS_CAUSAL: tl.constexpr, HAS_DROPOUT: tl.constexpr):
+    """One head, contiguous [seqlen, HEAD_DIM] q/k/v: online softmax with the shared helpers."""
+    start_m = tl.program_id(0) * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+                mask=offs_m[:, None] < seqlen_q, other=0.0)  # [BLOCK_M, HEAD_DIM]
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    lo, hi = key_range(start_m, seqlen_q, seqlen_k, -1, -1, BLOCK_M, BLOCK_N, IS_CAUSAL, False)
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        kt = tl.load(K + cols[None, :] * HEAD_DIM + offs_d[:, None],
+                     mask=cols[None, :] < seqlen_k, other=0.0)  # [HEAD_DIM, BLOCK_N]
+        s, _ = score_mod(tl.dot(q, kt), offs_m, cols, seqlen_q, seqlen_k, sm_scale, 0.0, 0.0, False, False)
+        s = tl.where(visible(offs_m, cols, seqlen_q, seqlen_k, -1, -1, IS_CAUSAL, False, True), s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if HAS_DROPOUT:
+            keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], tl.program_id(1), threshold)
+            p = tl.where(keep, p, 0.0)
+        v = tl.load(V + cols[:, None] * HEAD_DIM + offs_d[None, :],
+                    mask=cols[:, None] < seqlen_k, other=0.0)  # [BLOCK_N, HEAD_DIM]
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    tl.store(Out + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty),
+             mask=offs_m[:, None] < seqlen_q)
+
+
+@triton.jit
+def _tiny_matmul(A, B, C, stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C[M, N] = A[M, K] @ B[K, N], one tile, row-major with a common stride."""
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a = tl.load(A + offs_m[:, None] * stride + offs_k[None, :])  # [BLOCK_M, BLOCK_K]
+    b = tl.load(B + offs_k[:, None] * stride + offs_n[None, :])  # [BLOCK_K, BLOCK_N]
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(C + offs_m[:, None] * stride + offs_n[None, :], c.to(C.dtype.element_ty))
+
+
+def _attn_spec(dt, d, causal, dropout, bm, bn, nw, stages=1):
+    sig = {"Q": f"*{dt}", "K": f"*{dt}", "V": f"*{dt}", "Out": f"*{dt}", "seqlen_q": "i32",
+           "seqlen_k": "i32", "sm_scale": "fp32", "seed_lo": "i32", "seed_hi": "i32", "threshold": "i32"}
+    cx = {"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "IS_CAUSAL": causal, "HAS_DROPOUT": dropout}
+    label = f"{dt} d={d}{' causal' if causal else ''}{' dropout' if dropout else ''} {bm}x{bn} w{nw} s{stages}"
+    return CompileSpec("tiny_attn", _tiny_attn_fwd, sig, cx, {"num_warps": nw, "num_stages": stages}, label)
+
+
+def _mm_spec(kernel, dt, bm, bn, bk, nw, drop_arg=False):
+    sig = {"A": f"*{dt}", "B": f"*{dt}", "C": f"*{dt}", "stride": "i32"}
+    if drop_arg:
+        del sig["stride"]  # an incomplete signature: triton.compile must fail
+    cx = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+    return CompileSpec(kernel, _tiny_matmul, sig, cx, {"num_warps": nw}, f"{dt} {bm}x{bn}x{bk} w{nw}")
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """The test configs. Pick them with --kernel: tiny_attn passes everywhere; tiny_spill
+    (a 128x128 fp32 accumulator over 2 waves of 32 lanes) spills on gfx1100; tiny_fma (an fp32
+    ieee dot) has no WMMA on RDNA3; tiny_broken does not compile."""
+    return [
+        _attn_spec("fp16", 64, True, True, 64, 32, 4),
+        _attn_spec("bf16", 128, False, False, 64, 64, 4),
+        _mm_spec("tiny_spill", "fp16", 128, 128, 16, 2),
+        _mm_spec("tiny_fma", "fp32", 32, 32, 16, 1),
+        _mm_spec("tiny_broken", "fp16", 32, 32, 16, 1, drop_arg=True),
+    ]
+
+
+def _run(tmp_path, *args):
+    path = tmp_path / "check.json"
+    rc = check_amd.main(["--specs", __file__, "--json", str(path), *args])
+    return rc, json.loads(path.read_text())
+
+
+# ----------------------------------------------------------------------------- pure functions
+def test_occupancy_formulas():
+    a = check_amd.ARCHS
+    # CDNA (gfx90a / gfx942): 512 unified VGPRs per lane, granule 8, at most 8 waves per SIMD.
+    assert check_amd.occupancy_amd(a["gfx942"], 64, 0, 4)[0] == 8
+    assert check_amd.occupancy_amd(a["gfx942"], 128, 0, 4)[0] == 4
+    assert check_amd.occupancy_amd(a["gfx942"], 129, 0, 4)[0] == 3  # rounds to 136: 512 // 136
+    assert check_amd.occupancy_amd(a["gfx90a"], 256, 0, 4)[0] == 2
+    assert check_amd.occupancy_amd(a["gfx90a"], 257, 0, 4)[0] == 1
+    # RDNA3 wave32: 1536 VGPRs, granule 24, at most 16 waves.
+    assert check_amd.occupancy_amd(a["gfx1100"], 96, 0, 4)[0] == 16
+    assert check_amd.occupancy_amd(a["gfx1100"], 97, 0, 4)[0] == 12  # 120 -> 1536 // 120
+    assert check_amd.occupancy_amd(a["gfx1100"], 256, 0, 4)[0] == 5
+    # LDS: 64 KiB per CU, 32 KiB per 4-wave workgroup -> 2 groups -> 2 waves per SIMD.
+    assert check_amd.occupancy_amd(a["gfx942"], 64, 32768, 4) == (2, 8, 2)
+    # NVIDIA: 128 regs x 32 lanes = 4096 per warp -> 16 warps per SM -> 4 per sub-partition.
+    assert check_amd.occupancy_nvidia(a["sm90"], 128, 0, 4)[0] == 4
+    assert check_amd.occupancy_nvidia(a["sm90"], 255, 0, 8)[0] == 2
+
+
+def test_judge_flags_each_problem():
+    info = check_amd.ARCHS["gfx942"]
+    clean = check_amd.Row("k", "gfx942", "c", vgprs=100, dots=2, matrix_dots=2, matrix={"mfma_x": 4}, lds=65536)
+    check_amd.judge(clean, info)
+    assert clean.status == "ok" and not clean.problems
+    sgpr = check_amd.Row("k", "gfx942", "c", vgprs=100, sgpr_spills=2)
+    check_amd.judge(sgpr, info)
+    assert sgpr.status == "warn"  # SGPRs spilled into VGPR lanes: reported, not a failure
+    for change, words in (
+        ({"spills": 3, "sgpr_spills": 1}, "spills 3"),
+        ({"scratch": 16}, "scratch"),
+        ({"lds": 65537}, "shared memory"),
+        ({"matrix_dots": 1}, "without matrix cores"),
+        ({"matrix": {}}, "no MFMA/WMMA"),
+    ):
+        row = check_amd.Row("k", "gfx942", "c", vgprs=100, dots=2, matrix_dots=2, matrix={"mfma_x": 4})
+        for key, val in change.items():
+            setattr(row, key, val)
+        check_amd.judge(row, info)
+        assert row.status == "FAIL" and any(words in p for p in row.problems), (change, row.problems)
+
+
+def test_bad_arch_is_usage_error(capsys):
+    assert check_amd.main(["--arch", "gfx000", "--specs", __file__]) == 2
+
+
+# ----------------------------------------------------------------------------- compiling
+def test_checker_passes_good_configs(tmp_path):
+    archs = ["gfx90a", "gfx942", "gfx1100", "sm90"]
+    rc, out = _run(tmp_path, "--kernel", "tiny_attn", "--arch", ",".join(archs))
+    rows = out["rows"]
+    assert rc == 0, [r["problems"] for r in rows]
+    assert sorted({r["arch"] for r in rows}) == sorted(archs) and len(rows) == 2 * len(archs)
+    for r in rows:
+        assert r["status"] in ("ok", "warn") and r["dots"] == 2 == r["matrix_dots"]
+        assert r["vgprs"] > 0 and r["spills"] == 0 and r["scratch"] == 0 and r["occupancy"] >= 1
+        prefix = {"gfx90a": "mfma", "gfx942": "mfma", "gfx1100": "wmma", "sm90": "wgmma"}[r["arch"]]
+        assert any(name.startswith(prefix) for name in r["matrix"]), (r["arch"], r["matrix"])
+        if r["arch"].startswith("gfx"):
+            assert r["sgprs"] > 0
+            # Our VGPR formula agrees with the occupancy LLVM computed for the kernel.
+            assert r["occ_by_regs"] == r["llvm_occupancy"], r
+
+
+def test_checker_fails_on_spill_fma_and_compile_error(tmp_path, capsys):
+    rc, out = _run(tmp_path, "--kernel", "tiny_spill,tiny_fma,tiny_broken", "--arch", "gfx1100")
+    assert rc == 1
+    rows = {r["kernel"]: r for r in out["rows"]}
+    assert set(rows) == {"tiny_spill", "tiny_fma", "tiny_broken"}
+    assert all(r["status"] == "FAIL" for r in rows.values())
+    spill = rows["tiny_spill"]
+    assert spill["spills"] > 0 and spill["scratch"] > 0 and spill["vgprs"] == 256
+    assert any("spills" in p for p in spill["problems"])
+    assert rows["tiny_fma"]["matrix"] == {} and any("FMA" in p for p in rows["tiny_fma"]["problems"])
+    assert any("compile failed" in p for p in rows["tiny_broken"]["problems"])
+    printed = capsys.readouterr().out
+    assert "tiny_spill" in printed and "FAIL" in printed and "3 FAIL" in printed
+
+
+# ----------------------------------------------------------------------------- the library
+def _launchers_with_specs() -> list[str]:
+    found = []
+    for name in check_amd.LAUNCHERS:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        if callable(getattr(mod, "compile_specs", None)):
+            found.append(name)
+    return found
+
+
+def test_real_kernels_quick(tmp_path):
+    """CI: every launcher's heaviest and lightest config per kernel compiles cleanly for
+    gfx90a, gfx942, gfx1100 and sm90 (no spills, no scratch, MFMA/WMMA/wgmma used)."""
+    if not _launchers_with_specs():
+        pytest.skip("no launcher exposes compile_specs yet")
+    path = tmp_path / "quick.json"
+    rc = check_amd.main(["--quick", "--json", str(path)])
+    out = json.loads(path.read_text())
+    failures = [(r["kernel"], r["arch"], r["label"], r["problems"]) for r in out["rows"] if r["status"] != "ok"]
+    assert rc == 0, failures
+    archs = {r["arch"] for r in out["rows"]}
+    assert {"gfx90a", "gfx942", "gfx1100"} <= archs, archs
