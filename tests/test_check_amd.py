@@ -127,6 +127,47 @@ def test_occupancy_formulas():
     assert check_amd.occupancy_nvidia(a["sm90"], 255, 0, 8)[0] == 2
 
 
+_AMDGCN_TAIL = """
+	v_mfma_f32_32x32x8_f16 a[0:15], v[2:3], v[4:5], a[0:15]
+	v_mfma_f32_32x32x8_f16 a[0:15], v[6:7], v[8:9], a[0:15]
+; ScratchSize: 24
+; Occupancy: 3
+	.amdgpu_metadata
+amdhsa.kernels:
+  - .agpr_count:     16
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 24
+    .sgpr_count:     40
+    .sgpr_spill_count: 2
+    .vgpr_count:     150
+    .vgpr_spill_count: 5
+    .wavefront_size: 64
+	.end_amdgpu_metadata
+"""
+
+_PTX = """
+	mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+	@%p7 wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%r1}, %rd33, %rd34, 0, 1, 1, 0, 1;
+	wgmma.fence.sync.aligned;
+"""
+
+
+def test_parsers():
+    res = check_amd.parse_amdgcn(_AMDGCN_TAIL)
+    assert res["vgpr_count"] == 150 and res["agpr_count"] == 16 and res["sgpr_count"] == 40
+    assert res["vgpr_spill_count"] == 5 and res["sgpr_spill_count"] == 2
+    assert res["private_segment_fixed_size"] == 24 and res["scratch_size"] == 24 and res["llvm_occupancy"] == 3
+    assert check_amd.amd_matrix_instrs(_AMDGCN_TAIL) == {"mfma_f32_32x32x8_f16": 2}
+    assert check_amd.nvidia_matrix_instrs(_PTX) == {"mma.m16n8k16": 1, "wgmma.m64n64k16": 1}
+    usage = check_amd.parse_cuobjdump(" Function k:\n  REG:168 STACK:8 SHARED:0 LOCAL:4 CONSTANT[0]:576")
+    assert usage == {"regs": 168, "stack": 8, "static_shared": 0, "local": 4}
+    ttir = "%1 = tt.dot %a, %b, %c : x\n%2 = tt.dot %d, %e, %f : y"
+    ttgir = ("#mma = #ttg.amd_mfma<{version = 3}>\n#blocked = #ttg.blocked<{}>\n"
+             "%1 = tt.dot %a, %b, %c : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32, #mma>\n"
+             "%2 = tt.dot %d, %e, %f : tensor<64x32xf32> * tensor<32x64xf32> -> tensor<64x64xf32, #blocked>\n")
+    assert check_amd.dot_lowering(ttir, ttgir) == (2, 1)
+
+
 def test_judge_flags_each_problem():
     info = check_amd.ARCHS["gfx942"]
     clean = check_amd.Row("k", "gfx942", "c", vgprs=100, dots=2, matrix_dots=2, matrix={"mfma_x": 4}, lds=65536)

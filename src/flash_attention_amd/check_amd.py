@@ -96,7 +96,7 @@ ARCHS: dict[str, ArchInfo] = {
         ArchInfo("sm90", "cuda", 90, 32, "Hopper H100", True, 65536, 256, 64, 233472, 232448),
     )
 }
-QUICK_ARCHS = ("gfx90a", "gfx942", "gfx1100", "sm90")
+QUICK_ARCHS = ("gfx90a", "gfx942", "gfx1100")  # NVIDIA kernels also run on the team's H100
 QUICK_PER_KERNEL = 2  # configs per (kernel, arch) in --quick: the heaviest and the lightest
 
 
@@ -141,7 +141,7 @@ def occupancy_nvidia(info: ArchInfo, regs: int, smem_bytes: int, num_warps: int)
 
 # ----------------------------------------------------------------------------- parsing
 _AMD_META = re.compile(
-    r"^\s+\.(vgpr_count|agpr_count|sgpr_count|vgpr_spill_count|sgpr_spill_count|"
+    r"^\s+(?:-\s+)?\.(vgpr_count|agpr_count|sgpr_count|vgpr_spill_count|sgpr_spill_count|"
     r"private_segment_fixed_size|group_segment_fixed_size|wavefront_size):\s+(\d+)",
     re.M,
 )
