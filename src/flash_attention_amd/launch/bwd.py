@@ -114,6 +114,11 @@ def _pow2(x: int) -> int:
     return max(16, 1 << (x - 1).bit_length())
 
 
+def _pre_block(block_dv: int) -> int:
+    """Rows per preprocess program: 4096 elements of out and dout (no spills on AMD at d=256)."""
+    return max(16, min(64, 4096 // block_dv))
+
+
 def _i32(x: int) -> int:
     """A uint32 value as the int32 with the same bits (so the kernel argument is always i32)."""
     x &= 0xFFFFFFFF
@@ -199,10 +204,10 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
              threshold, dropout_scale, seed_lo, seed_hi)
     amd = cfg.amd if q.device.type == "cuda" and torch.version.hip else {}
 
-    K.bwd_preprocess[(triton.cdiv(seqlen_q, 64), batch * nheads)](
+    K.bwd_preprocess[(triton.cdiv(seqlen_q, _pre_block(block_dv)), batch * nheads)](
         out, dout, delta, cu_q_arg, *_strides3(out, varlen), *_strides3(dout, varlen),
         stride_lb, stride_lh, seqlen_q, nheads,
-        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=64, IS_VARLEN=varlen, num_warps=4)
+        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=_pre_block(block_dv), IS_VARLEN=varlen, num_warps=4)
 
     dq_target = dq_acc if use_atomic else dq
     K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.block_n1), batch * nheads_k)](
@@ -287,7 +292,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         f"{ty} d={headdim} {'causal' if causal else 'full'} dq {cfg.block_m2}x{cfg.block_n2} "
                         f"w{cfg.warps2} s{cfg.stages2}"))
                 names = params_of(K.bwd_preprocess)
-                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=64, IS_VARLEN=False)
+                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=_pre_block(bd), IS_VARLEN=False)
                 specs.append(CompileSpec(
                     "bwd_pre", K.bwd_preprocess, _signature([n for n in names if n not in const], ty, f32), const,
                     {"num_warps": 4, "num_stages": 1, **opts}, f"{ty} d={headdim} preprocess"))
