@@ -63,10 +63,9 @@ def visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
     if IS_CAUSAL:
         ok = ok & (j <= i)
     if HAS_WINDOW:
-        if window_left >= 0:
-            ok = ok & (j >= i - window_left)
-        if window_right >= 0:
-            ok = ok & (j <= i + window_right)
+        # branch-free: a runtime `if` may not change ok's shape ([1, N] -> [M, N]) on GPU
+        ok = ok & ((j >= i - window_left) | (window_left < 0))
+        ok = ok & ((j <= i + window_right) | (window_right < 0))
     return ok
 
 
