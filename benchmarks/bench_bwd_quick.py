@@ -12,7 +12,6 @@ Ours is timed as the launcher call (preprocess + kernels); the peers as
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import os
@@ -135,6 +134,7 @@ def main():
     ap.add_argument("--cudnn", action="store_true")
     ap.add_argument("--json", default="")
     ap.add_argument("--sweep", action="store_true", help="sweep dkdv/dq tiles at 4k and 16k")
+    ap.add_argument("--configs", default="", help="sweep these: JSON list of [m1,n1,w1,s1,m2,n2,w2,s2,atomic]")
     ap.add_argument("--precompile-only", action="store_true", help="fill Triton's cache and exit")
     args = ap.parse_args()
     arch = B._arch_of(torch.device("cuda"))
@@ -142,34 +142,31 @@ def main():
     rows = []
     jobs = []
     for d, causal in itertools.product(args.d, args.causal):
-        cfg = B.pick_config(arch, d, d)
-        jobs += [(d, bool(causal), cfg), (d, bool(causal), dataclasses.replace(cfg, dq_atomic=not cfg.dq_atomic))]
+        cfg = B.pick_config(arch, d, d, bool(causal))
+        jobs += [(d, bool(causal), cfg)]
         if args.sweep:
-            jobs += [(d, bool(causal), c) for c in sweep_configs(cfg)]
+            jobs += [(d, bool(causal), c) for c in sweep_configs(cfg, args.configs)]
     precompile(jobs)
     if args.precompile_only:
         return
     if args.sweep:
         sweep(args, rows)
     else:
-        print(f"{'d':>4} {'causal':>6} {'seqlen':>6} | {'ours':>6} {'ours-det':>8} {'ours-atomic':>11} {'FA2':>6}"
+        print(f"{'d':>4} {'causal':>6} {'seqlen':>6} | {'ours':>6} {'ours-det':>8} {'dq-path':>8} {'FA2':>6}"
               f"{' flex':>6}{' cudnn':>6} | ratio/FA2 ratio/flex  (TFLOP/s)", flush=True)
         for d, causal, s in itertools.product(args.d, args.causal, args.seqlens):
             b, h, q, k, v, dout, out, lse = make(s, d, bool(causal))
             f = flops(b, h, s, d, causal)
-            cfg = B.pick_config(arch, d, d)
+            cfg = B.pick_config(arch, d, d, bool(causal))
             r = dict(d=d, causal=causal, seqlen=s)
             r["ours"] = f / time_ours(q, k, v, dout, out, lse, bool(causal)) / 1e9
             r["ours_det"] = f / time_ours(q, k, v, dout, out, lse, bool(causal), deterministic=True) / 1e9
-            alt = dataclasses.replace(cfg, dq_atomic=not cfg.dq_atomic)
-            r["ours_alt"] = f / time_ours(q, k, v, dout, out, lse, bool(causal), cfg=alt) / 1e9
             r["atomic_default"] = cfg.dq_atomic
             r["fa2"] = f / time_sdpa(q, k, v, dout, bool(causal), "flash") / 1e9
             r["flex"] = f / time_flex(q, k, v, dout, bool(causal)) / 1e9 if args.flex else float("nan")
             r["cudnn"] = f / time_sdpa(q, k, v, dout, bool(causal), "cudnn") / 1e9 if args.cudnn else float("nan")
-            atomic = r["ours"] if cfg.dq_atomic else r["ours_alt"]
             rows.append(r)
-            print(f"{d:>4} {causal:>6} {s:>6} | {r['ours']:6.0f} {r['ours_det']:8.0f} {atomic:11.0f} {r['fa2']:6.0f}"
+            print(f"{d:>4} {causal:>6} {s:>6} | {r['ours']:6.0f} {r['ours_det']:8.0f} {'atomic' if cfg.dq_atomic else 'kernel':>8} {r['fa2']:6.0f}"
                   f"{r['flex']:6.0f}{r['cudnn']:6.0f} | {r['ours'] / r['fa2']:9.2f} {r['ours'] / r['flex']:9.2f}",
                   flush=True)
             del q, k, v, dout, out, lse
@@ -183,8 +180,11 @@ DKDV_TILES = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 128, 4, 2), (32, 128, 4, 3)
 DQ_TILES = [(128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3), (64, 128, 4, 2)]
 
 
-def sweep_configs(base):
-    """dkdv tiles with the base dq tiles (both dq paths), then dq tiles with the base dkdv tiles."""
+def sweep_configs(base, configs=""):
+    """dkdv tiles with the base dq tiles (both dq paths), then dq tiles with the base dkdv tiles;
+    or the explicit list ``configs`` (JSON)."""
+    if configs:
+        return [B.BwdConfig(*c[:8], dq_atomic=bool(c[8])) for c in json.loads(configs)]
     out = []
     for t1 in DKDV_TILES:
         for atomic in (False, True):
@@ -198,8 +198,8 @@ def sweep(args, rows):
     for d, causal, s in itertools.product(args.d, args.causal, args.seqlens):
         b, h, q, k, v, dout, out, lse = make(s, d, bool(causal))
         f = flops(b, h, s, d, causal)
-        base = B.pick_config(B._arch_of(q.device), d, d)
-        for cfg in sweep_configs(base):
+        base = B.pick_config(B._arch_of(q.device), d, d, bool(causal))
+        for cfg in sweep_configs(base, args.configs):
             try:
                 tf = f / time_ours(q, k, v, dout, out, lse, bool(causal), cfg=cfg) / 1e9
             except Exception as exc:  # out of resources

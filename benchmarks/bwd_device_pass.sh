@@ -8,12 +8,16 @@ SWEEP_SEQ=${SWEEP_SEQ:-"4096 16384"}
 # tests and compilation in parallel (CPU-bound), timings afterwards on a quiet GPU
 python3 -m pytest tests/test_triton_bwd.py -m gpu -q -x -p no:cacheprovider > $OUT/gpu_tests.txt 2>&1 &
 TESTS=$!
-python3 benchmarks/bench_bwd_quick.py --precompile-only ${SWEEP:+--sweep} > $OUT/precompile.txt 2>&1
+python3 benchmarks/bench_bwd_quick.py --precompile-only > $OUT/precompile.txt 2>&1
+[ -n "$SWEEP64" ] && python3 benchmarks/bench_bwd_quick.py --precompile-only --sweep --d 64 --configs "$SWEEP64" >> $OUT/precompile.txt 2>&1
+[ -n "$SWEEP128" ] && python3 benchmarks/bench_bwd_quick.py --precompile-only --sweep --d 128 --configs "$SWEEP128" >> $OUT/precompile.txt 2>&1
 wait $TESTS
 python3 benchmarks/bench_bwd_quick.py --json $OUT/bench.json $BENCH_ARGS > $OUT/bench.txt 2>&1
 if [ -n "$SWEEP" ]; then
   python3 benchmarks/bench_bwd_quick.py --sweep --seqlens $SWEEP_SEQ --json $OUT/sweep.json > $OUT/sweep.txt 2>&1
 fi
+[ -n "$SWEEP64" ] && python3 benchmarks/bench_bwd_quick.py --sweep --d 64 --seqlens $SWEEP_SEQ --configs "$SWEEP64" --json $OUT/sweep64.json > $OUT/sweep64.txt 2>&1
+[ -n "$SWEEP128" ] && python3 benchmarks/bench_bwd_quick.py --sweep --d 128 --seqlens $SWEEP_SEQ --configs "$SWEEP128" --json $OUT/sweep128.json > $OUT/sweep128.txt 2>&1
 if [ -n "$TRAIN" ]; then python3 benchmarks/bench_train_step.py > $OUT/train.txt 2>&1; fi
 echo "== precompile"; tail -5 $OUT/precompile.txt
 echo "== sweep (top per shape)"; [ -f $OUT/sweep.txt ] && python3 - <<'PY'
@@ -26,6 +30,8 @@ for k, v in best.items():
     print(k, [f"{t:.0f}" for t, _ in v[:1]], v[0][1])
 PY
 grep -i "fail" $OUT/sweep.txt | head -5
+echo "== sweep64"; grep -v "^#" $OUT/sweep64.txt 2>/dev/null | sed 's/^d=//'
+echo "== sweep128"; grep -v "^#" $OUT/sweep128.txt 2>/dev/null | sed 's/^d=//'
 echo "== train"; cat $OUT/train.txt 2>/dev/null | tail -6
 echo "== gpu tests"; tail -15 $OUT/gpu_tests.txt
 echo "== bench"; cat $OUT/bench.txt

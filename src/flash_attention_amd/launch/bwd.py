@@ -44,43 +44,46 @@ def _amd(waves=1, kpack=1):
     return {"waves_per_eu": waves, "matrix_instr_nonkdim": 16, "kpack": kpack}
 
 
-# Per arch: (largest head dim, config), first match wins. Tuned on an H100 (sm90);
-# the AMD rows are chosen to compile without register spills (check with compile_specs).
-_CONFIGS: dict[str, list[tuple[int, BwdConfig]]] = {
+# Per arch: (largest head dim, causal or None for both, config), first match wins.
+# sm90 rows: measured on an H100 (benchmarks/results/bwd_h100.md); atomics for dq only where
+# they measured faster (d=128 non-causal). The other rows are chosen to compile without
+# register spills (AMD: check with compile_specs / check-amd), not tuned on hardware.
+_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
     "sm90": [
-        (64, BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, dq_atomic=False)),
-        (128, BwdConfig(64, 128, 8, 2, 128, 64, 8, 2, dq_atomic=False)),
-        (256, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2, dq_atomic=False)),
+        (64, None, BwdConfig(64, 64, 4, 3, 128, 64, 8, 3)),
+        (128, False, BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, dq_atomic=True)),
+        (128, True, BwdConfig(64, 128, 8, 2, 128, 64, 8, 3)),
+        (256, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
     ],
     "sm80": [
-        (64, BwdConfig(64, 128, 8, 2, 128, 64, 8, 2)),
-        (128, BwdConfig(64, 64, 4, 2, 64, 64, 4, 2)),
-        (256, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)),
+        (64, None, BwdConfig(64, 64, 4, 3, 128, 64, 8, 2)),
+        (128, None, BwdConfig(64, 64, 4, 2, 64, 64, 4, 2)),
+        (256, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)),
     ],
     "gfx942": [
-        (64, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
-        (128, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
+        (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
+        (256, None, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
     ],
     "gfx90a": [
-        (64, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
-        (128, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
+        (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
+        (256, None, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
     ],
     "gfx1100": [
-        (64, BwdConfig(32, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
-        (128, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, amd=_amd(1, 1))),
-        (256, BwdConfig(16, 16, 4, 1, 16, 16, 4, 1, amd=_amd(1, 1))),
+        (64, None, BwdConfig(32, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (128, None, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, amd=_amd(1, 1))),
+        (256, None, BwdConfig(16, 16, 4, 1, 16, 16, 4, 1, amd=_amd(1, 1))),
     ],
     # Triton's interpreter (CPU tensors): small, unequal tiles so tests cross many block edges.
-    "interp": [(MAX_HEADDIM, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1))],
+    "interp": [(MAX_HEADDIM, None, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1))],
 }
 _ALIASES = {"sm89": "sm80", "sm86": "sm80", "sm87": "sm80", "sm100": "sm90", "sm103": "sm90", "sm120": "sm80",
             "gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
             "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100"}
 
 
-def _table(arch: str | None) -> list[tuple[int, BwdConfig]]:
+def _table(arch: str | None) -> list[tuple[int, bool | None, BwdConfig]]:
     if arch is None:
         return _CONFIGS["interp"]
     arch = _ALIASES.get(arch, arch)
@@ -89,11 +92,11 @@ def _table(arch: str | None) -> list[tuple[int, BwdConfig]]:
     return _CONFIGS["gfx942" if arch.startswith("gfx") else "sm80"]
 
 
-def pick_config(arch: str | None, headdim: int, headdim_v: int) -> BwdConfig:
-    """The tuned config of this arch for these head dims."""
+def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False) -> BwdConfig:
+    """The tuned config of this arch for these head dims (and causal flag)."""
     d = max(headdim, headdim_v)
-    for max_d, cfg in _table(arch):
-        if d <= max_d:
+    for max_d, when_causal, cfg in _table(arch):
+        if d <= max_d and when_causal in (None, causal):
             return cfg
     raise ValueError(f"headdim {d} > {MAX_HEADDIM} has no backward config")
 
@@ -172,7 +175,7 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         stride_lb, stride_lh = lse.stride(0), lse.stride(1)
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
-    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v)
+    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal)
     use_atomic = cfg.dq_atomic and not params.deterministic
 
     dk = _empty(k.shape, k.dtype, k.device)
@@ -267,11 +270,11 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         return [p for p in inspect.signature(fn.fn).parameters]
 
     for dtype, ty in _TY.items():
-        for max_d, cfg in _table(arch):
+        for max_d, when_causal, cfg in _table(arch):
             for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
                 opts = {**(cfg.amd if is_amd else {})}
                 bd = _pow2(headdim)
-                for causal in (False, True):
+                for causal in (False, True) if when_causal is None else (when_causal,):
                     flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
                                  HAS_DROPOUT=False, IS_VARLEN=False)
                     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
