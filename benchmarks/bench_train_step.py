@@ -97,7 +97,7 @@ def main():
 
         try:
             step()
-            results[kind] = triton.testing.do_bench(step, warmup=50, rep=500, return_mode="median")
+            results[kind] = triton.testing.do_bench(step, warmup=20, rep=300, return_mode="median")
         except Exception as exc:
             print(f"{kind}: failed: {type(exc).__name__}: {str(exc)[:300]}")
         del model

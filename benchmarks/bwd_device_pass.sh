@@ -13,12 +13,12 @@ python3 benchmarks/bench_bwd_quick.py --precompile-only > $OUT/precompile.txt 2>
 [ -n "$SWEEP128" ] && python3 benchmarks/bench_bwd_quick.py --precompile-only --sweep --d 128 --configs "$SWEEP128" >> $OUT/precompile.txt 2>&1
 wait $TESTS
 python3 benchmarks/bench_bwd_quick.py --json $OUT/bench.json $BENCH_ARGS > $OUT/bench.txt 2>&1
+if [ -n "$TRAIN" ]; then python3 benchmarks/bench_train_step.py > $OUT/train.txt 2>&1; fi
 if [ -n "$SWEEP" ]; then
   python3 benchmarks/bench_bwd_quick.py --sweep --seqlens $SWEEP_SEQ --json $OUT/sweep.json > $OUT/sweep.txt 2>&1
 fi
-[ -n "$SWEEP64" ] && python3 benchmarks/bench_bwd_quick.py --sweep --d 64 --seqlens $SWEEP_SEQ --configs "$SWEEP64" --json $OUT/sweep64.json > $OUT/sweep64.txt 2>&1
 [ -n "$SWEEP128" ] && python3 benchmarks/bench_bwd_quick.py --sweep --d 128 --seqlens $SWEEP_SEQ --configs "$SWEEP128" --json $OUT/sweep128.json > $OUT/sweep128.txt 2>&1
-if [ -n "$TRAIN" ]; then python3 benchmarks/bench_train_step.py > $OUT/train.txt 2>&1; fi
+[ -n "$SWEEP64" ] && python3 benchmarks/bench_bwd_quick.py --sweep --d 64 --seqlens $SWEEP_SEQ --configs "$SWEEP64" --json $OUT/sweep64.json > $OUT/sweep64.txt 2>&1
 echo "== precompile"; tail -5 $OUT/precompile.txt
 echo "== sweep (top per shape)"; [ -f $OUT/sweep.txt ] && python3 - <<'PY'
 import json, collections, os
