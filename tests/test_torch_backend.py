@@ -22,6 +22,15 @@ DEV = "cpu"  # the torch path is device-agnostic; CPU keeps CI independent of GP
 
 
 @pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: one intra-op thread is as fast and immune to CPU contention (OpenMP barriers)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(autouse=True)
 def _poison(monkeypatch):
     """torch.empty / empty_like return NaN-filled float tensors while a test runs."""
     empty, empty_like = torch.empty, torch.empty_like
@@ -344,3 +353,25 @@ def test_scale_and_no_input_mutation():
     for t, c in zip((q, k, v), copies):
         assert torch.equal(t, c)
     assert rel_err(q, copies[0]) == 0
+
+
+# --------------------------------------------------------------------------- memory
+
+def _load_mem_benchmark():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "mem_torch_path.py"
+    spec = importlib.util.spec_from_file_location("mem_torch_path", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
+def test_memory_is_linear_in_seqlen():
+    """seqlen 16384, d 64, one head, fp32 forward + backward on the CPU: the score matrix alone
+    would be 1 GiB; the whole pass must stay under 256 MiB above its inputs (about 10 s)."""
+    rec = _load_mem_benchmark().measure(seqlen=16384, headdim=64, causal=False, threads=1, timeout=300)
+    assert rec["score_matrix_mib"] == 1024.0
+    assert rec["peak_mib_above_inputs"] < 256, rec

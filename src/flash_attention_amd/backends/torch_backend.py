@@ -31,9 +31,13 @@ from .base import KernelBackend
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 MAX_HEADDIM = 512
-# Elements of one score tile summed over batch and heads: bounds the working set to a few
-# such tiles (fp32: 2**21 elements = 8 MiB each) whatever the sequence length.
-TILE_ELEMS = 1 << 21
+# Elements of one score tile summed over batch and heads (a query block is sized to fill
+# it): bounds the working set to a few such tiles whatever the sequence length. On the CPU
+# a small tile stays in cache (2**17 fp32 = 512 KiB, measured fastest); on a GPU a large one
+# keeps the number of launched ops down.
+TILE_ELEMS_CPU = 1 << 17
+TILE_ELEMS_GPU = 1 << 22
+MIN_BLOCK_M = 32
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -65,13 +69,14 @@ class _Tiles:
         self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
         self.block_n = max(1, min(block_n, max(sk, 1)))
         if block_m is None:
-            block_m = TILE_ELEMS // max(1, b * h * self.block_n)
+            tile = TILE_ELEMS_CPU if self.device.type == "cpu" else TILE_ELEMS_GPU
+            block_m = max(MIN_BLOCK_M, tile // max(1, b * h * self.block_n))
         self.block_m = max(1, min(block_m, max(sq, 1)))
-        self.slopes = None
+        self.neg_slopes = None
         if params.alibi_slopes is not None:
             s = params.alibi_slopes.to(device=self.device, dtype=self.cdt)
             s = s.view(1, h) if s.dim() == 1 else s[batch_offset:batch_offset + b]
-            self.slopes = s.reshape(-1, hk, self.g, 1, 1)  # [b|1, hk, g, 1, 1]
+            self.neg_slopes = -s.reshape(-1, hk, self.g, 1, 1)  # [b|1, hk, g, 1, 1]
         self.bh = None
         if params.dropout_p > 0:
             bi = torch.arange(b, device=self.device) + batch_offset
@@ -100,34 +105,44 @@ class _Tiles:
             yield n0, n1, partial
 
     def q_tile(self, m0, m1):
-        """[b, hk, g * bm, d] compute-dtype copy of a query block."""
-        qt = self.q5[:, :, :, m0:m1].to(self.cdt)
+        """[b, hk, g * bm, d] compute-dtype copy of a query block, times ``q_fold``.
+
+        q_fold = scale (scale / softcap with softcap) folds the first score op into q, so
+        a raw tile product is already s (resp. the tanh argument).
+        """
+        qt = self.q5[:, :, :, m0:m1].to(self.cdt) * self.q_fold
         return qt.reshape(self.b, self.hk, self.g * (m1 - m0), self.d)
+
+    @property
+    def q_fold(self) -> float:
+        return self.scale / self.softcap if self.softcap > 0 else self.scale
 
     def kv_tile(self, t4, n0, n1):
         return t4[:, :, n0:n1].to(self.cdt)  # [b, hk, bn, d|dv]
 
-    def scores(self, qt, kt, m0, m1, n0, n1, partial):
-        """Scores [b, hk, g, bm, bn] (-inf where hidden) and tanh (softcap) or None."""
-        raw = torch.matmul(qt, kt.transpose(-1, -2)).view(self.b, self.hk, self.g, m1 - m0, n1 - n0)
+    def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False):
+        """Scores [b, hk, g, bm, bn] (-inf where hidden) and, with softcap and keep_tanh,
+        the tanh tile the backward pass needs (else None)."""
+        s = torch.matmul(qt, kt.transpose(-1, -2)).view(self.b, self.hk, self.g, m1 - m0, n1 - n0)
         t = None
         if self.softcap > 0:
-            t = torch.tanh(raw * (self.scale / self.softcap))
-            s = t * self.softcap
-        else:
-            s = raw * self.scale
-        if self.slopes is not None or partial:
+            s.tanh_()
+            if keep_tanh:
+                t, s = s, s * self.softcap
+            else:
+                s.mul_(self.softcap)
+        if self.neg_slopes is not None or partial:
             i = torch.arange(m0, m1, device=self.device)[:, None] + self.diag  # [bm, 1]
             j = torch.arange(n0, n1, device=self.device)[None, :]  # [1, bn]
-            if self.slopes is not None:
-                s = s - self.slopes * (i - j).abs().to(self.cdt)
+            if self.neg_slopes is not None:
+                s.addcmul_(self.neg_slopes, (i - j).abs().to(self.cdt))
             if partial:
-                vis = torch.ones(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
+                hidden = torch.zeros(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
                 if self.left >= 0:
-                    vis &= j >= i - self.left
+                    hidden |= j < i - self.left
                 if self.right >= 0:
-                    vis &= j <= i + self.right
-                s = s.masked_fill(~vis, -math.inf)
+                    hidden |= j > i + self.right
+                s.masked_fill_(hidden, -math.inf)
         return s, t
 
     def dropout_scale(self, m0, m1, n0, n1):
@@ -136,7 +151,7 @@ class _Tiles:
         rows = torch.arange(m0, m1, device=self.device)[:, None]
         cols = torch.arange(n0, n1, device=self.device)[None, :]
         keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols)
-        return keep.to(self.cdt) * (1.0 / (1.0 - p))
+        return keep.to(self.cdt).mul_(1.0 / (1.0 - p))
 
 
 def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
@@ -156,17 +171,16 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
             new_max = torch.maximum(row_max, s.amax(dim=-1, keepdim=True))
             # rows with nothing visible yet keep max -inf: shift by 0 so exp gives 0, not NaN
             shift = torch.where(torch.isneginf(new_max), 0.0, new_max)
-            p = torch.exp(s - shift)
+            p = s.sub_(shift).exp_()
             alpha = torch.exp(row_max - shift)
             row_sum = row_sum * alpha + p.sum(dim=-1, keepdim=True)
             if T.bh is not None:
-                p = p * T.dropout_scale(m0, m1, n0, n1)
+                p.mul_(T.dropout_scale(m0, m1, n0, n1))
             pv = torch.matmul(p.view(b, hk, g * bm, n1 - n0), T.kv_tile(T.v4, n0, n1))
-            acc = acc * alpha + pv.view(b, hk, g, bm, T.dv)
+            acc = acc.mul_(alpha).add_(pv.view(b, hk, g, bm, T.dv))
             row_max = new_max
         empty = row_sum == 0
-        o = acc / torch.where(empty, 1.0, row_sum)
-        out5[:, :, :, m0:m1] = o
+        out5[:, :, :, m0:m1] = acc.div_(torch.where(empty, 1.0, row_sum))
         blk_lse = torch.where(empty, math.inf, row_max + torch.log(row_sum))
         lse4[:, :, :, m0:m1] = blk_lse.squeeze(-1)
 
@@ -175,7 +189,8 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
     """Writes dq [b, sq, h, d], dk [b, sk, hk, d], dv [b, sk, hk, dv] for one dense slice.
 
     dk / dv accumulate in the compute dtype over query blocks ([b, hk, sk, *] buffers), dq
-    per query block over its key blocks.
+    per query block over its key blocks. With qt = q * q_fold, the score gradient
+    ds = dP-term * P (* (1 - tanh^2)) gives dq = scale * ds @ k and dk = (scale / q_fold) * ds^T @ qt.
     """
     T = _Tiles(q, k, v, params, batch_offset, block_m, block_n)
     b, hk, g, cdt = T.b, T.hk, T.g, T.cdt
@@ -200,32 +215,32 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
         for n0, n1, partial in blocks:
             bn = n1 - n0
             kt, vt = T.kv_tile(T.k4, n0, n1), T.kv_tile(T.v4, n0, n1)
-            s, t = T.scores(qt, kt, m0, m1, n0, n1, partial)
-            p = torch.exp(s - row_lse)  # [b, hk, g, bm, bn]; 0 where hidden (incl. empty rows)
+            s, t = T.scores(qt, kt, m0, m1, n0, n1, partial, keep_tanh=True)
+            p = s.sub_(row_lse).exp_()  # [b, hk, g, bm, bn]; 0 where hidden (incl. empty rows: lse +inf)
             dp = torch.matmul(dot, vt.transpose(-1, -2)).view(b, hk, g, bm, bn)
             if T.bh is not None:
                 z = T.dropout_scale(m0, m1, n0, n1)
-                p_used = p * z
-                dp = dp * z
+                dp.mul_(z)
+                p_used = z.mul_(p)
             else:
                 p_used = p
             dv_acc[:, :, n0:n1] += torch.matmul(p_used.view(b, hk, g * bm, bn).transpose(-1, -2), dot)
-            ds = p * (dp - delta)
+            ds = dp.sub_(delta).mul_(p)
             if t is not None:
-                ds = ds * (1.0 - t * t)
-            ds = (ds * T.scale).view(b, hk, g * bm, bn)
+                ds.mul_(t.square_().neg_().add_(1.0))
+            ds = ds.view(b, hk, g * bm, bn)
             dq_acc += torch.matmul(ds, kt)
             dk_acc[:, :, n0:n1] += torch.matmul(ds.transpose(-1, -2), qt)
-        dq5[:, :, :, m0:m1] = dq_acc.view(b, hk, g, bm, T.d)
-    dk.copy_(dk_acc.permute(0, 2, 1, 3))
+        dq5[:, :, :, m0:m1] = dq_acc.mul_(T.scale).view(b, hk, g, bm, T.d)
+    dk.copy_(dk_acc.mul_(T.scale / T.q_fold).permute(0, 2, 1, 3))
     dv.copy_(dv_acc.permute(0, 2, 1, 3))
 
 
 class TorchBackend(KernelBackend):
     """FlashAttention in PyTorch ops: every option, every dtype, any device.
 
-    ``block_m`` (None: sized so one tile holds about ``TILE_ELEMS`` elements over batch and
-    heads) and ``block_n`` set the tile shape; tests use small ones to exercise the loops.
+    ``block_m`` (None: sized so one tile holds about ``TILE_ELEMS_CPU`` / ``TILE_ELEMS_GPU``
+    elements over batch and heads, at least ``MIN_BLOCK_M`` rows) and ``block_n`` set the tile shape; tests use small ones to exercise the loops.
     """
 
     name = "torch"
