@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -218,7 +219,7 @@ class Row:
     arch: str
     label: str
     source: str = ""
-    status: str = "ok"  # ok | warn (SGPR spills) | FAIL
+    status: str = "ok"  # ok | warn (SGPR spills, compiler warnings) | FAIL
     problems: list[str] = field(default_factory=list)
     num_warps: int = 0
     vgprs: int = -1  # AMD .vgpr_count (AGPRs included); NVIDIA registers per thread
@@ -235,6 +236,7 @@ class Row:
     dots: int = 0
     matrix_dots: int = 0
     matrix: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # compiler warnings (e.g. deprecated options)
     compile_s: float = 0.0
 
 
@@ -376,8 +378,11 @@ def compile_one(spec, info: ArchInfo) -> Row:
         attrs=_attrs_for(spec.fn, spec.signature, info.backend),
     )
     t0 = time.perf_counter()
-    ck = triton.compile(src, target=target, options=options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ck = triton.compile(src, target=target, options=options)
     row.compile_s = time.perf_counter() - t0
+    row.warnings = sorted({f"Triton: {w.message}".splitlines()[0][:200] for w in caught})
     asm = ck.asm
     row.dots, row.matrix_dots = dot_lowering(asm.get("ttir", ""), asm.get("ttgir", ""))
     row.lds = int(ck.metadata.shared or 0)
@@ -420,9 +425,10 @@ def judge(row: Row, info: ArchInfo) -> None:
         row.problems.append(f"{row.dots - row.matrix_dots} of {row.dots} tl.dot without matrix cores (FMA)")
     elif row.dots > 0 and not row.matrix:
         row.problems.append("tl.dot present but no MFMA/WMMA/mma/wgmma instruction in the binary")
-    row.status = "FAIL" if row.problems else ("warn" if row.sgpr_spills else "ok")
+    row.status = "FAIL" if row.problems else ("warn" if row.sgpr_spills or row.warnings else "ok")
     if row.sgpr_spills:
         row.problems.append(f"(warning) {row.sgpr_spills} SGPRs spilled to VGPR lanes")
+    row.problems.extend(f"(warning) {w}" for w in row.warnings)
 
 
 def describe(exc: BaseException, limit: int = 400) -> str:
@@ -527,6 +533,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=2, help="compile processes (default 2)")
     p.add_argument("--specs", action="append", default=None, metavar="MODULE_OR_FILE",
                    help="compile_specs sources instead of the library's launchers (module name or .py file)")
+    p.add_argument("--progress", action="store_true", help="print each config to stderr as it is done")
     p.add_argument("--fresh-cache", action="store_true",
                    help="compile into a new empty Triton cache (honest compile times)")
     return p.parse_args(argv)
@@ -572,7 +579,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 notes.append(f"{arch}: not supported by the installed Triton/LLVM, skipped ({why})")
         todo = [j for j in jobs if j.arch not in skipped]
-        rows.extend(pool.map(_run_job, todo))
+        for i, row in enumerate(pool.map(_run_job, todo), 1):
+            rows.append(row)
+            if args.progress:
+                print(f"[{i}/{len(todo)}] {row.kernel} {row.arch} {row.label}: {row.status} ({row.compile_s:.1f} s)",
+                      file=sys.stderr, flush=True)
     if cache:
         cache.cleanup()
 
