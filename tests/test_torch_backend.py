@@ -288,7 +288,7 @@ class _Attn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, params):
-        be = TorchBackend(block_m=2, block_n=3)
+        be = TorchBackend(block_m=4, block_n=3)
         out, lse = be.forward(q, k, v, params)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.params, ctx.be = params, be

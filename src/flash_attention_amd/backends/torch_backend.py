@@ -260,6 +260,7 @@ class TorchBackend(KernelBackend):
                 return f"{name}={d} is outside 1..{MAX_HEADDIM}"
         return None
 
+    @torch.no_grad()
     def forward(self, q, k, v, params: AttnParams):
         """-> out like q with v's head dim, lse fp32 (see KernelBackend for the shapes)."""
         h, dv = q.shape[-2], v.shape[-1]
@@ -279,6 +280,7 @@ class TorchBackend(KernelBackend):
                            lse[:, q0:q1][None], params, bi, self.block_m, self.block_n)
         return out, lse
 
+    @torch.no_grad()
     def backward(self, dout, q, k, v, out, lse, params: AttnParams):
         """-> (dq, dk, dv) like q, k, v; zero for rows / keys that take part in nothing."""
         if not params.is_varlen:
