@@ -1,0 +1,390 @@
+"""Launcher of the attention forward kernel (``kernels/fwd.py``): checks, allocation, grid, configs.
+
+Shapes (see docs/ARCHITECTURE.md): dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] -> out
+[b, sq, h, dv], lse [b, h, sq]; varlen q [total_q, h, d], k/v [total_k, hk, d|dv] -> out
+[total_q, h, dv], lse [h, total_q]. Only ``out`` and ``lse`` are allocated.
+
+Configs are deterministic per-architecture tables (no autotuning): ``select_config`` picks
+the first row of the arch's table whose head-dim bound and causal flag fit, so a new
+sequence length never triggers tuning. ``compile_specs(arch)`` lists every row for
+``check-amd``. Under TRITON_INTERPRET=1 CPU tensors run in Triton's interpreter.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import torch
+
+from .. import config
+from ..params import AttnParams, Problem, device_arch
+from ..philox import dropout_threshold
+from .spec import CompileSpec
+
+MAX_HEADDIM = 256
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_TRITON_DTYPE = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+
+
+@dataclass(frozen=True)
+class FwdConfig:
+    """One launch configuration. AMD-only fields are ignored on NVIDIA (and vice versa)."""
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+    heavy_first: bool | None = None  # None: heavy-first for causal/window masks
+    use_tma: bool = False  # K/V through TMA tensor descriptors (sm90+, dense, aligned) when possible
+
+    def launch_options(self, amd: bool) -> dict:
+        opts = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if amd:
+            opts.update(waves_per_eu=self.waves_per_eu, matrix_instr_nonkdim=self.matrix_instr_nonkdim,
+                        kpack=self.kpack)
+        return opts
+
+    def label(self) -> str:
+        extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
+        extra += " tma" if self.use_tma else ""
+        return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
+
+
+# (max padded head dim, causal or None for both, config). First match wins.
+_C = FwdConfig
+CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
+    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups.
+    "sm90": [
+        (64, None, _C(128, 128, 8, 3, use_tma=True)),
+        (128, None, _C(128, 128, 8, 2, use_tma=True)),
+        (256, None, _C(64, 64, 4, 2, use_tma=True)),
+    ],
+    # A100: 164 KB shared memory, mma.sync.
+    "sm80": [
+        (64, None, _C(128, 64, 4, 3)),
+        (128, None, _C(128, 64, 8, 2)),
+        (256, None, _C(64, 64, 4, 2)),
+    ],
+    # sm86 / sm89: 100 KB shared memory.
+    "sm86": [
+        (64, None, _C(128, 64, 4, 2)),
+        (128, None, _C(64, 64, 4, 2)),
+        (256, None, _C(64, 32, 4, 1)),
+    ],
+    # MI300 (CDNA3): 64 KB LDS, 512 VGPRs (incl. AGPRs) per lane at 1 wave/SIMD.
+    "gfx942": [
+        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
+        (128, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
+        (256, None, _C(64, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
+    ],
+    # MI200 (CDNA2): 64 KB LDS.
+    "gfx90a": [
+        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
+        (128, None, _C(128, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
+        (256, None, _C(64, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
+    ],
+    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): small tiles or the accumulators spill.
+    "gfx1100": [
+        (64, None, _C(64, 32, 4, 1)),
+        (128, None, _C(32, 32, 4, 1)),
+        (256, None, _C(32, 16, 4, 1)),
+    ],
+    # Unknown GPUs: conservative.
+    "generic": [
+        (128, None, _C(64, 64, 4, 1)),
+        (256, None, _C(32, 32, 4, 1)),
+    ],
+    # fp32 on any GPU (ieee dots, twice the bytes): correctness over speed.
+    "fp32": [
+        (64, None, _C(64, 32, 4, 1)),
+        (256, None, _C(32, 32, 4, 1)),
+    ],
+    # Triton's interpreter (CPU): few, small blocks so the tests cross block edges.
+    "interpreter": [
+        (256, None, _C(32, 16, 1, 1)),
+    ],
+}
+
+
+def arch_family(arch: str | None) -> str:
+    """Which CONFIGS table serves a device arch string ("sm90", "gfx942", ...; None = interpreter)."""
+    if arch is None:
+        return "interpreter"
+    if arch in CONFIGS:
+        return arch
+    if arch.startswith("sm"):
+        major = int(arch[2:-1] or 0)
+        if major >= 9:
+            return "sm90"
+        if arch == "sm80" or arch == "sm87":
+            return "sm80"
+        if major == 8:
+            return "sm86"
+        return "generic"
+    if arch.startswith("gfx94") or arch.startswith("gfx95"):
+        return "gfx942"
+    if arch.startswith("gfx90"):
+        return "gfx90a"
+    if arch.startswith("gfx11") or arch.startswith("gfx12"):
+        return "gfx1100"
+    return "generic"
+
+
+def padded_dim(d: int) -> int:
+    """Head dim rounded up to a power of two, at least 16 (tl.dot's minimum)."""
+    return max(16, 1 << (max(d, 1) - 1).bit_length())
+
+
+def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
+                  causal: bool) -> FwdConfig | None:
+    """The table row for this call, or None when the arch's table has no row that fits."""
+    family = arch_family(arch)
+    if dtype == torch.float32 and family != "interpreter":
+        family = "fp32"
+    d = max(padded_dim(headdim), padded_dim(headdim_v))
+    for max_d, c, cfg in CONFIGS[family]:
+        if d <= max_d and (c is None or c == causal):
+            return cfg
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# supports / forward
+# --------------------------------------------------------------------------------------
+
+
+
+def supports(problem: Problem) -> str | None:
+    """None if the forward kernel computes this call exactly, else why not."""
+    if problem.kind != "attn":
+        return f"the Triton forward kernel serves plain attention, not {problem.kind!r}"
+    if problem.dtype not in _DTYPES:
+        return f"dtype {problem.dtype} is not supported (fp16, bf16, fp32)"
+    if not 1 <= problem.headdim <= MAX_HEADDIM:
+        return f"headdim={problem.headdim} is outside 1..{MAX_HEADDIM}"
+    if not 1 <= problem.headdim_v <= MAX_HEADDIM:
+        return f"headdim_v={problem.headdim_v} is outside 1..{MAX_HEADDIM}"
+    if problem.nheads_k < 1 or problem.nheads % problem.nheads_k:
+        return f"nheads={problem.nheads} is not a multiple of nheads_k={problem.nheads_k}"
+    if problem.softcap < 0:
+        return f"softcap={problem.softcap} must be >= 0"
+    if not 0.0 <= problem.dropout_p < 1.0:
+        return f"dropout_p={problem.dropout_p} is outside [0, 1)"
+    unsupported = [k for k, v in problem.extra if v]
+    if unsupported:
+        return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
+    if problem.device_type == "cuda" and select_config(problem.arch, problem.dtype, problem.headdim,
+                                                       problem.headdim_v, problem.causal) is None:
+        return f"no forward config for arch {problem.arch} at headdim {problem.headdim}/{problem.headdim_v}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _arch_of(device_type: str, index: int | None) -> tuple[bool, str | None]:
+    if device_type != "cuda":
+        return False, None
+    return device_arch(torch.device(device_type, index))
+
+
+def _i32_bits(word: int) -> int:
+    """A uint32 word as the int32 with the same bits (keeps the kernel signature fixed)."""
+    word &= 0xFFFFFFFF
+    return word - (1 << 32) if word >= (1 << 31) else word
+
+
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      params: AttnParams) -> tuple[torch.Tensor, torch.Tensor]:
+    """-> (out, lse): out like q with v's head dim, lse fp32 (natural log, +inf on empty rows)."""
+    return _forward(q, k, v, params)
+
+
+def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig | None = None):
+    """attention_forward with optional preallocated out / lse (tests poison them) and config."""
+    from ..kernels.fwd import attn_fwd_kernel
+
+    if q.device.type == "cpu" and not config.triton_interpret():
+        raise RuntimeError("the Triton forward needs a GPU tensor (or TRITON_INTERPRET=1 for CPU tensors)")
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    varlen = params.cu_seqlens_q is not None
+    if varlen:
+        total_q, nheads, d = q.shape
+        nheads_k, dv = k.shape[1], v.shape[-1]
+        batch = params.cu_seqlens_q.numel() - 1
+        max_sq = params.max_seqlen_q or int((params.cu_seqlens_q[1:] - params.cu_seqlens_q[:-1]).max())
+        seqlen_q, seqlen_k = max_sq, 0
+        out_shape, lse_shape = (total_q, nheads, dv), (nheads, total_q)
+        q_str = (0, q.stride(0), q.stride(1))
+        k_str = (0, k.stride(0), k.stride(1))
+        v_str = (0, v.stride(0), v.stride(1))
+    else:
+        batch, seqlen_q, nheads, d = q.shape
+        seqlen_k, nheads_k, dv = k.shape[1], k.shape[2], v.shape[-1]
+        max_sq = seqlen_q
+        out_shape, lse_shape = (batch, seqlen_q, nheads, dv), (batch, nheads, seqlen_q)
+        q_str, k_str, v_str = q.stride()[:3], k.stride()[:3], v.stride()[:3]
+    if out is None:
+        out = torch.empty(out_shape, dtype=q.dtype, device=q.device)
+    if lse is None:
+        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+    o_str = (0, out.stride(0), out.stride(1)) if varlen else out.stride()[:3]
+    l_str = (0, lse.stride(0)) if varlen else lse.stride()[:2]
+    if q.numel() == 0 or out.numel() == 0:
+        lse.fill_(math.inf)
+        out.zero_()
+        return out, lse
+
+    amd, arch = _arch_of(q.device.type, q.device.index)
+    if cfg is None:
+        cfg = select_config(arch, q.dtype, d, dv, params.causal)
+        if cfg is None:
+            raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
+    heavy_first = cfg.heavy_first
+    if heavy_first is None:
+        heavy_first = params.causal or params.has_window
+
+    alibi = params.alibi_slopes
+    if alibi is not None:
+        alibi = alibi.to(device=q.device, dtype=torch.float32)
+        if alibi.stride(-1) != 1:
+            alibi = alibi.contiguous()
+        stride_ab = alibi.stride(0) if alibi.dim() == 2 else 0
+    else:
+        stride_ab = 0
+    cu_q = params.cu_seqlens_q if varlen else lse
+    cu_k = params.cu_seqlens_k if varlen else lse
+    dropout = params.dropout_p > 0
+    seed = params.seed if dropout else 0
+    threshold = dropout_threshold(params.dropout_p) if dropout else 0
+
+    use_tma = cfg.use_tma and _tma_ok(q, k, v, varlen, arch)
+    if use_tma:
+        desc_k, desc_v = _tensor_desc(k, cfg.block_n, padded_dim(d)), _tensor_desc(v, cfg.block_n, padded_dim(dv))
+    else:
+        desc_k, desc_v = k, v
+
+    num_m_blocks = triton_cdiv(max_sq, cfg.block_m)
+    grid = (num_m_blocks * batch * nheads,)
+    args = (
+        q, k, v, out, lse, alibi if alibi is not None else lse, cu_q, cu_k, desc_k, desc_v,
+        *q_str, *k_str, *v_str, *o_str, *l_str, stride_ab,
+        nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
+        float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+        _i32_bits(seed), _i32_bits(seed >> 32), _i32_bits(threshold),
+        1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
+    )
+    constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(dv),
+        D_ACT=d, DV_ACT=dv, IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window),
+        HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, IS_VARLEN=varlen,
+        HAS_DROPOUT=dropout, HEAVY_FIRST=bool(heavy_first),
+        # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
+        IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
+        USE_TMA=use_tma,
+    )
+    if q.device.type == "cuda":
+        with torch.cuda.device(q.device):
+            attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(amd))
+    else:
+        attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(False))
+    return out, lse
+
+
+def _tma_ok(q, k, v, varlen: bool, arch: str | None) -> bool:
+    """TMA descriptors need sm90+ (or the interpreter, arch None), dense 16-bit tensors,
+    16-byte aligned bases and strides."""
+    if varlen or (arch is not None and (not arch.startswith("sm") or int(arch[2:-1] or 0) < 9)):
+        return False
+    if q.dtype == torch.float32:
+        return False
+    for t in (k, v):
+        if t.data_ptr() % 16 or any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
+            return False
+    return True
+
+
+def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_n, 1, head_dim])
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+# --------------------------------------------------------------------------------------
+# compile specs (check-amd)
+# --------------------------------------------------------------------------------------
+
+_INT_ARGS = (
+    "stride_qb", "stride_qm", "stride_qh", "stride_kb", "stride_kn", "stride_kh",
+    "stride_vb", "stride_vn", "stride_vh", "stride_ob", "stride_om", "stride_oh",
+    "stride_lb", "stride_lh", "stride_ab", "nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks",
+)
+
+# (label, flags) of the kernel variants compiled per config: the fast path and everything on.
+_VARIANTS = (
+    ("plain", dict()),
+    ("causal", dict(IS_CAUSAL=True)),
+    ("all", dict(IS_CAUSAL=True, HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True,
+                 HAS_DROPOUT=True)),
+)
+
+
+def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, str]:
+    """Argument types of attn_fwd_kernel; tma_blocks = (BLOCK_N, HEAD_DIM, HEAD_DIM_V) when USE_TMA."""
+    sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
+           "Alibi": "*fp32", "CuSeqlensQ": "*i32" if varlen else "*fp32",
+           "CuSeqlensK": "*i32" if varlen else "*fp32", "DescK": f"*{dtype}", "DescV": f"*{dtype}"}
+    if tma_blocks is not None:
+        bn, hd, hdv = tma_blocks
+        sig["DescK"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
+        sig["DescV"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
+    sig.update({name: "i32" for name in _INT_ARGS})
+    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32",
+               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32")
+    return sig
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """Every launchable config of the forward kernel on ``arch`` ("gfx942", "sm90", ...):
+    fp16 and bf16, each table row at its largest head dim (and d=40 for padded loads),
+    each in the variants plain / causal / all options on."""
+    from ..kernels.fwd import attn_fwd_kernel
+
+    family = arch_family(arch)
+    amd = arch.startswith("gfx")
+    specs = []
+    prev_d = 0
+    for max_d, causal, cfg in CONFIGS[family]:
+        dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
+        prev_d = max_d
+        for dtype in ("fp16", "bf16"):
+            for d in dims:
+                for vname, flags in _VARIANTS:
+                    if causal is not None and causal != flags.get("IS_CAUSAL", False):
+                        continue
+                    constexprs = dict(
+                        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d),
+                        HEAD_DIM_V=padded_dim(d), D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False,
+                        HAS_ALIBI=False, HAS_SOFTCAP=False, IS_VARLEN=False, HAS_DROPOUT=False,
+                        IEEE_DOT=False, HEAVY_FIRST=bool(flags.get("IS_CAUSAL", False)), USE_TMA=False)
+                    constexprs.update(flags)
+                    tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
+                    constexprs["USE_TMA"] = tma
+                    tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
+                    specs.append(CompileSpec(
+                        kernel="fwd", fn=attn_fwd_kernel,
+                        signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
+                        constexprs=constexprs, options=cfg.launch_options(amd),
+                        label=f"{dtype} d={d} {vname} {cfg.label()}"))
+    return specs
+
+
+def with_config(cfg: FwdConfig, **changes) -> FwdConfig:
+    """A copy of cfg with fields changed (benchmarks and tuning sweeps)."""
+    return replace(cfg, **changes)

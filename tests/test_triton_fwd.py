@@ -1,0 +1,374 @@
+"""The Triton forward kernel (kernels/fwd.py via launch/fwd.py) against the float64 oracle.
+
+On a machine without a GPU the real kernel runs in Triton's interpreter on CPU tensors
+(conftest.py sets TRITON_INTERPRET=1), with small blocks (BLOCK_M/BLOCK_N 16..64) so tiny
+problems cross many blocks: the interior / masked key ranges, skipped blocks, rows with no
+visible key. Outputs are preallocated NaN (and torch.empty is poisoned) so an unwritten element
+fails. Tests marked ``gpu`` run at realistic sizes on a CUDA/ROCm device.
+
+Shape legend: b batch, sq/sk query/key length, h query heads, hk key/value heads, d head dim.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import DEVICE, assert_matches, rel_err
+
+pytest.importorskip("triton")
+
+from flash_attention_amd.launch import fwd as launch  # noqa: E402
+from flash_attention_amd.launch.fwd import FwdConfig, _forward, attention_forward, supports  # noqa: E402
+from flash_attention_amd.params import AttnParams, Problem  # noqa: E402
+from flash_attention_amd.reference import attention_ref, attention_ref_varlen  # noqa: E402
+
+pytestmark = pytest.mark.triton
+ON_GPU = DEVICE == "cuda"
+SMALL = FwdConfig(32, 16, 4, 1)  # interpreter default: BLOCK_N < BLOCK_M, several masked blocks
+
+
+@pytest.fixture(autouse=True)
+def _poison(monkeypatch):
+    """torch.empty returns NaN-filled float tensors while a test runs (the launcher's allocations)."""
+    empty = torch.empty
+
+    def poisoned(*a, **kw):
+        t = empty(*a, **kw)
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", poisoned)
+
+
+def make_params(d, *, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                dropout_p=0.0, seed=0, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
+                max_seqlen_q=0):
+    """AttnParams as the API layer normalises them (causal => window_right = 0)."""
+    left, right = window_size
+    return AttnParams(
+        softmax_scale=d ** -0.5 if softmax_scale is None else softmax_scale, causal=causal,
+        window_left=left, window_right=0 if causal else right, softcap=softcap,
+        alibi_slopes=alibi_slopes, dropout_p=dropout_p, seed=seed,
+        cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+    )
+
+
+def run(q, k, v, params, cfg=None):
+    """The kernel with NaN-poisoned preallocated out / lse; asserts nothing is left NaN."""
+    dv = v.shape[-1]
+    if params.cu_seqlens_q is None:
+        b, sq, h, _ = q.shape
+        out = torch.full((b, sq, h, dv), math.nan, dtype=q.dtype, device=q.device)
+        lse = torch.full((b, h, sq), math.nan, dtype=torch.float32, device=q.device)
+    else:
+        tq, h, _ = q.shape
+        out = torch.full((tq, h, dv), math.nan, dtype=q.dtype, device=q.device)
+        lse = torch.full((h, tq), math.nan, dtype=torch.float32, device=q.device)
+    o, l = _forward(q, k, v, params, out=out, lse=lse, cfg=cfg)
+    assert o is out and l is lse
+    assert not o.isnan().any(), "out has unwritten (NaN) elements"
+    assert not l.isnan().any(), "lse has unwritten (NaN) elements"
+    return o, l
+
+
+def ref(q, k, v, params, **kw):
+    """float64 oracle with the same options."""
+    opts = dict(softmax_scale=params.softmax_scale, causal=params.causal,
+                window_size=(params.window_left, params.window_right), softcap=params.softcap,
+                alibi_slopes=None if params.alibi_slopes is None else params.alibi_slopes.double(),
+                dropout_p=params.dropout_p, seed=params.seed)
+    opts.update(kw)
+    q64, k64, v64 = (t.double() for t in (q, k, v))
+    if params.cu_seqlens_q is not None:
+        return attention_ref_varlen(q64, k64, v64, params.cu_seqlens_q, params.cu_seqlens_k, **opts)
+    return attention_ref(q64, k64, v64, **opts)
+
+
+def check(q, k, v, params, cfg=None, tol=1e-5):
+    out, lse = run(q, k, v, params, cfg)
+    ro, rl = ref(q, k, v, params)
+    assert torch.equal(torch.isinf(lse), torch.isinf(rl)), "rows with no visible key differ"
+    assert (lse[torch.isinf(lse)] > 0).all(), "empty rows must have lse = +inf"
+    empty = torch.isinf(rl)
+    if empty.any():  # out is 0 on rows with no visible key
+        o_rows = out.transpose(1, 2) if params.cu_seqlens_q is None else out.transpose(0, 1)
+        assert (o_rows[empty] == 0).all()
+    if q.dtype == torch.float32:
+        assert_matches(out, ro, fp32_tol=tol)
+        assert_matches(lse, rl, fp32_tol=tol, name="lse")
+    return out, lse, ro, rl
+
+
+def qkv(b, sq, sk, h, hk, d, dv=None, dtype=torch.float32):
+    dv = d if dv is None else dv
+    return (torch.randn(b, sq, h, d, dtype=dtype, device=DEVICE),
+            torch.randn(b, sk, hk, d, dtype=dtype, device=DEVICE),
+            torch.randn(b, sk, hk, dv, dtype=dtype, device=DEVICE))
+
+
+# ----------------------------------------------------------------------------- interpreter (and GPU)
+
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal", [
+    (1, 1, 1, 1, 1, 16, False),     # single element
+    (2, 37, 53, 2, 1, 40, True),    # sq < sk, GQA, padded head dim
+    (1, 70, 33, 2, 2, 59, True),    # sq > sk: the first 37 rows see no key
+    (1, 64, 64, 2, 2, 64, False),   # aligned: interior blocks only
+    (1, 63, 17, 1, 1, 111, False),  # odd head dim, key tail block
+    (1, 17, 45, 3, 1, 256, True),   # largest head dim, MQA
+])
+def test_dense(b, sq, sk, h, hk, d, causal):
+    q, k, v = qkv(b, sq, sk, h, hk, d)
+    check(q, k, v, make_params(d, causal=causal), cfg=None if ON_GPU else SMALL)
+
+
+@pytest.mark.parametrize("sq,sk,window,causal", [
+    (45, 45, (5, 3), False),
+    (40, 70, (16, -1), False),   # left bound only
+    (70, 40, (-1, 7), False),    # right bound only, sq > sk: leading rows see nothing
+    (50, 50, (10, 0), True),     # causal sliding window
+    (33, 65, (0, 0), False),     # each row sees exactly its diagonal key
+    (64, 30, (2, 1), False),     # narrow window, sq > sk: empty rows on top
+])
+def test_window(sq, sk, window, causal):
+    q, k, v = qkv(1, sq, sk, 2, 1, 32)
+    check(q, k, v, make_params(32, causal=causal, window_size=window), cfg=None if ON_GPU else SMALL)
+
+
+@pytest.mark.parametrize("cfg", [FwdConfig(16, 32, 4, 1), FwdConfig(64, 16, 4, 1), FwdConfig(16, 16, 4, 1)])
+def test_block_shapes(cfg):
+    """The key-range split must hold for BLOCK_N > BLOCK_M, BLOCK_N < BLOCK_M and equal blocks."""
+    q, k, v = qkv(1, 50, 67, 2, 2, 32)
+    check(q, k, v, make_params(32, causal=True, window_size=(20, 0)), cfg=cfg)
+    check(q, k, v, make_params(32, causal=True), cfg=cfg)
+
+
+@pytest.mark.parametrize("alibi_2d,softcap,causal", [(False, 0.0, True), (True, 0.0, False), (True, 5.0, True),
+                                                    (False, 2.0, False)])
+def test_alibi_softcap(alibi_2d, softcap, causal):
+    b, h, d = 2, 4, 32
+    q, k, v = qkv(b, 29, 41, h, 2, d)
+    q, k = q * 2, k * 2  # larger scores so softcap bites
+    slopes = torch.rand((b, h) if alibi_2d else (h,), device=DEVICE) * 0.5
+    check(q, k, v, make_params(d, causal=causal, alibi_slopes=slopes, softcap=softcap),
+          cfg=None if ON_GPU else SMALL)
+
+
+def test_softcap_only_and_scale():
+    q, k, v = qkv(1, 33, 33, 2, 2, 16)
+    check(q, k, v, make_params(16, softcap=1.5, softmax_scale=0.7), cfg=None if ON_GPU else SMALL)
+
+
+def _varlen(lens_q, lens_k, h, hk, d, dtype=torch.float32):
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    q = torch.randn(int(cu_q[-1]), h, d, dtype=dtype, device=DEVICE)
+    k = torch.randn(int(cu_k[-1]), hk, d, dtype=dtype, device=DEVICE)
+    v = torch.randn(int(cu_k[-1]), hk, d, dtype=dtype, device=DEVICE)
+    return q, k, v, cu_q, cu_k
+
+
+@pytest.mark.parametrize("causal,window,alibi", [(False, (-1, -1), False), (True, (-1, -1), True),
+                                                  (False, (8, 4), False)])
+def test_varlen(causal, window, alibi):
+    lens_q, lens_k = [1, 37, 0, 16, 50], [5, 20, 3, 16, 61]
+    q, k, v, cu_q, cu_k = _varlen(lens_q, lens_k, 4, 2, 24)
+    slopes = torch.rand(len(lens_q), 4, device=DEVICE) if alibi else None
+    p = make_params(24, causal=causal, window_size=window, alibi_slopes=slopes, cu_seqlens_q=cu_q,
+                    cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q))
+    check(q, k, v, p, cfg=None if ON_GPU else SMALL)
+
+
+@pytest.mark.parametrize("varlen", [False, True])
+def test_dropout_matches_reference(varlen):
+    """Same Philox mask as philox.py: exact agreement with the oracle (fp32), and the mask matters."""
+    d, seed = 32, 0x1234_5678_9ABC_DEF0
+    if varlen:
+        q, k, v, cu_q, cu_k = _varlen([19, 40], [33, 25], 2, 1, d)
+        kw = dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=40)
+    else:
+        q, k, v = qkv(2, 40, 33, 2, 1, d)
+        kw = {}
+    p = make_params(d, causal=True, dropout_p=0.3, seed=seed, **kw)
+    out, lse, ro, rl = check(q, k, v, p, cfg=None if ON_GPU else SMALL)
+    p0 = make_params(d, causal=True, **kw)
+    ro0, _ = ref(q, k, v, p0)
+    assert rel_err(out, ro0) > 0.1, "dropout had no effect"
+    # another seed: another mask
+    out2, _ = run(q, k, v, make_params(d, causal=True, dropout_p=0.3, seed=seed + 1, **kw),
+                  cfg=None if ON_GPU else SMALL)
+    assert rel_err(out2, out) > 0.1
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_low_precision(dtype, causal):
+    b, sq, sk, h, hk, d = 2, 45, 61, 2, 1, 64
+    q, k, v = qkv(b, sq, sk, h, hk, d, dtype=dtype)
+    p = make_params(d, causal=causal)
+    out, lse = run(q, k, v, p, cfg=None if ON_GPU else SMALL)
+    ro, rl = ref(q, k, v, p)
+    lo, _ = attention_ref(q, k, v, causal=causal)  # the same plain math in the input dtype
+    assert_matches(out, ro, lo)
+    assert rel_err(lse, rl) < 1e-3
+
+
+def test_tma_descriptor_path():
+    """USE_TMA (host tensor descriptors, the sm90 path) computes the same function."""
+    q, k, v = qkv(2, 37, 45, 2, 1, 40, dtype=torch.float16)
+    cfg = FwdConfig(32, 16, 4, 1, use_tma=True)
+    for causal in (False, True):
+        p = make_params(40, causal=causal)
+        out, lse = run(q, k, v, p, cfg=None if ON_GPU else cfg)
+        ro, rl = ref(q, k, v, p)
+        assert_matches(out, ro, attention_ref(q, k, v, causal=causal)[0])
+        assert rel_err(lse, rl) < 1e-3
+
+
+def test_strided_inputs_and_headdim_v():
+    """Non-contiguous q/k/v (only the last dim contiguous) and a value head dim of its own."""
+    b, sq, sk, h, d, dv = 2, 33, 47, 2, 40, 24
+    qb = torch.randn(b, h, sq, d + 8, device=DEVICE)  # (b, h, s, d) layout, padded rows
+    kb = torch.randn(b, sk, 2 * h, d, device=DEVICE)
+    vb = torch.randn(b, h, sk, dv, device=DEVICE)
+    q, k, v = qb[..., :d].transpose(1, 2), kb[:, :, ::2], vb.transpose(1, 2)
+    assert not q.is_contiguous() and not k.is_contiguous() and not v.is_contiguous()
+    check(q, k, v, make_params(d, causal=True), cfg=None if ON_GPU else SMALL)
+
+
+def test_public_entry_allocates_out_and_lse():
+    q, k, v = qkv(1, 20, 20, 2, 2, 16)
+    out, lse = attention_forward(q, k, v, make_params(16, causal=True))
+    ro, rl = ref(q, k, v, make_params(16, causal=True))
+    assert out.shape == (1, 20, 2, 16) and lse.shape == (1, 2, 20) and lse.dtype == torch.float32
+    assert_matches(out, ro)
+    assert_matches(lse, rl, name="lse")
+
+
+# ----------------------------------------------------------------------------- supports / configs
+
+def _problem(**kw):
+    base = dict(device_type="cuda", is_rocm=False, arch="sm90", dtype=torch.bfloat16, batch=2, seqlen_q=128,
+                seqlen_k=128, nheads=8, nheads_k=2, headdim=128, headdim_v=128)
+    base.update(kw)
+    return Problem(**base)
+
+
+def test_supports():
+    assert supports(_problem()) is None
+    assert supports(_problem(headdim=59, headdim_v=59, causal=True, has_alibi=True, dropout_p=0.1)) is None
+    assert supports(_problem(headdim=192, headdim_v=128)) is None
+    assert supports(_problem(arch="gfx942", is_rocm=True)) is None
+    assert "dtype" in supports(_problem(dtype=torch.float64))
+    assert "headdim=320" in supports(_problem(headdim=320, headdim_v=320))
+    assert "headdim_v" in supports(_problem(headdim_v=512))
+    assert "nheads" in supports(_problem(nheads=6, nheads_k=4))
+    assert "kvcache" in supports(_problem(kind="kvcache"))
+    assert "attn_bias" in supports(_problem(extra=(("attn_bias", True),)))
+
+
+@pytest.mark.parametrize("arch", ["sm90", "sm80", "sm86", "gfx942", "gfx90a", "gfx1100", "gfx950", "sm100"])
+def test_configs_and_compile_specs(arch):
+    for d in (16, 40, 64, 96, 128, 160, 256):
+        for causal in (False, True):
+            cfg = launch.select_config(arch, torch.bfloat16, d, d, causal)
+            assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
+    specs = launch.compile_specs(arch)
+    assert specs and all(s.kernel == "fwd" for s in specs)
+    labels = [s.label for s in specs]
+    assert len(set(labels)) == len(labels)
+    for s in specs:  # every non-constexpr argument typed, every constexpr given
+        names = set(s.fn.arg_names)
+        assert set(s.signature) | set(s.constexprs) == names, s.label
+
+
+# ----------------------------------------------------------------------------- GPU, realistic sizes
+
+def _lowp_ref_chunked(q, k, v, causal, window=(-1, -1), chunk=1024, dtype=None):
+    """Plain attention in `dtype` (the inputs' when None; float64 for the oracle), queries in chunks
+    so the scores stay small. Returns out [b, sq, h, d] and lse [b, h, sq] (fp32 or float64)."""
+    dtype = q.dtype if dtype is None else dtype
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    k, v = (t.to(dtype).repeat_interleave(h // hk, dim=2) for t in (k, v))
+    outs, lses = [], []
+    j = torch.arange(sk, device=q.device)[None, :]
+    for s0 in range(0, sq, chunk):
+        qc = q[:, s0:s0 + chunk].to(dtype)
+        s = torch.einsum("bihd,bjhd->bhij", qc, k) * d ** -0.5
+        i = torch.arange(s0, s0 + qc.shape[1], device=q.device)[:, None] + (sk - sq)
+        vis = torch.ones_like(s[0, 0], dtype=torch.bool)
+        if causal:
+            vis &= j <= i
+        if window[0] >= 0:
+            vis &= j >= i - window[0]
+        if window[1] >= 0:
+            vis &= j <= i + window[1]
+        s = s.masked_fill(~vis, -math.inf)
+        s32 = s.float() if dtype in (torch.float16, torch.bfloat16) else s
+        lse = torch.logsumexp(s32, -1)
+        p = torch.exp(s32 - lse[..., None]).nan_to_num(0.0)
+        outs.append(torch.einsum("bhij,bjhd->bihd", p.to(dtype), v))
+        lses.append(lse)
+        del s, s32, p
+    return torch.cat(outs, 1), torch.cat(lses, 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("b,s,h,hk,d,causal", [
+    (2, 2048, 4, 4, 32, True), (1, 4096, 4, 1, 64, False), (1, 3000, 2, 2, 96, True),
+    (1, 4096, 2, 2, 128, False), (1, 1111, 2, 1, 160, True), (1, 2048, 2, 2, 256, False),
+    (1, 16384, 2, 1, 128, True),
+])
+def test_gpu_realistic(dtype, b, s, h, hk, d, causal):
+    """Error no more than twice that of the same plain math in the input dtype."""
+    q, k, v = qkv(b, s, s, h, hk, d, dtype=dtype)
+    out, lse = run(q, k, v, make_params(d, causal=causal))
+    ro, rl = _lowp_ref_chunked(q, k, v, causal, dtype=torch.float64)
+    lo, _ = _lowp_ref_chunked(q, k, v, causal)
+    assert_matches(out, ro, lo)
+    assert rel_err(lse, rl) < 1e-4
+
+
+@pytest.mark.gpu
+def test_gpu_window_gqa_varlen():
+    d, dtype = 128, torch.bfloat16
+    q, k, v = qkv(1, 4096, 4096, 8, 2, d, dtype=dtype)
+    out, lse = run(q, k, v, make_params(d, causal=True, window_size=(1000, 0)))
+    ro, rl = _lowp_ref_chunked(q, k, v, True, (1000, 0), dtype=torch.float64)
+    lo, _ = _lowp_ref_chunked(q, k, v, True, (1000, 0))
+    assert_matches(out, ro, lo)
+    lens = [1, 777, 2048, 129]
+    q, k, v, cu_q, cu_k = _varlen(lens, lens[::-1], 4, 2, 64, dtype=dtype)
+    p = make_params(64, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens))
+    out, lse = run(q, k, v, p)
+    ro, rl = ref(q, k, v, p)
+    assert rel_err(out, ro) < 1e-2 and rel_err(lse, rl) < 1e-4
+
+
+@pytest.mark.gpu
+def test_gpu_64bit_offsets():
+    """K/V batch stride past 2**31 elements: base offsets must be computed in int64."""
+    h, d, sk = 8, 128, 256
+    rows = (2**31) // (h * d) + 64  # rows per batch in the big buffer
+    try:
+        big = torch.empty(2, rows, h, d, dtype=torch.bfloat16, device=DEVICE)
+    except torch.OutOfMemoryError:
+        pytest.skip("not enough GPU memory")
+    big[:, :sk].normal_()
+    k = big[:, :sk]
+    v = big[:, rows - sk:]
+    v.normal_()
+    q = torch.randn(2, 200, h, d, dtype=torch.bfloat16, device=DEVICE)
+    p = make_params(d, causal=True)
+    out, lse = run(q, k, v, p)
+    ro, rl = ref(q, k, v, p)
+    assert rel_err(out, ro) < 1e-2 and rel_err(lse, rl) < 1e-4
+
+
+@pytest.mark.gpu
+def test_gpu_dropout_and_fp32():
+    q, k, v = qkv(2, 300, 333, 4, 2, 64)
+    p = make_params(64, causal=True, dropout_p=0.2, seed=12345, alibi_slopes=torch.rand(4, device=DEVICE))
+    check(q, k, v, p)
