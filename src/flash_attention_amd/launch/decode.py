@@ -20,7 +20,8 @@ MAX_HEADDIM = 256
 MAX_SPLITS = 128
 
 # Per-architecture tuning: BLOCK_N keys per tile, warps, pipeline stages, and the split
-# heuristic's target (programs per multiprocessor) and smallest slice (tiles per split).
+# heuristic's target (programs per multiprocessor) and smallest slice (tiles per split);
+# paged_num_stages (if set) replaces num_stages for paged caches.
 _CONFIGS: dict[str, dict] = {
     "sm90": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
     "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
@@ -156,7 +157,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
         HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else "tf32", UPCAST=upcast,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        num_warps=cfg["num_warps"], num_stages=cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"],
     )
     if split:
         kernels.decode_combine_kernel[(b * h * sq,)](
