@@ -143,6 +143,17 @@ def test_block_shapes(cfg):
     check(q, k, v, make_params(32, causal=True), cfg=cfg)
 
 
+def test_every_diagonal_offset():
+    """Causal and windowed with sk - sq taking every residue mod BLOCK_N (and negative ones): the
+    unmasked interior must end exactly where the first partially visible key block starts."""
+    cfg = None if ON_GPU else FwdConfig(32, 16, 4, 1)
+    for diag in range(-5, 17):
+        q, k, v = qkv(1, 64, 64 + diag, 1, 1, 16)
+        check(q, k, v, make_params(16, causal=True), cfg=cfg)
+        check(q, k, v, make_params(16, window_size=(-1, 3)), cfg=cfg)
+        check(q, k, v, make_params(16, window_size=(45 + (7 * diag) % 23, diag % 5)), cfg=cfg)
+
+
 @pytest.mark.parametrize("alibi_2d,softcap,causal", [(False, 0.0, True), (True, 0.0, False), (True, 5.0, True),
                                                     (False, 2.0, False)])
 def test_alibi_softcap(alibi_2d, softcap, causal):
