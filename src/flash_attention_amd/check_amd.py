@@ -493,26 +493,64 @@ def _probe_kernel():
 
 
 # ----------------------------------------------------------------------------- report
+_HEAD = ("kernel", "arch", "config", "VGPR(AGPR)/REG", "SGPR", "spill", "scratch", "LDS", "occ",
+         "matrix instructions", "status")
+
+
+def _cells(r: Row) -> tuple[str, ...]:
+    regs = "-" if r.vgprs < 0 else (f"{r.vgprs}({r.agprs})" if r.agprs else str(r.vgprs))
+    occ = "-" if r.occupancy < 0 else f"{r.occupancy}"
+    if r.occupancy >= 0 and r.occ_by_lds < r.occ_by_regs:
+        occ += "L"  # limited by LDS / shared memory
+    mat = ", ".join(f"{k} x{v}" for k, v in sorted(r.matrix.items())) or ("-" if r.dots == 0 else "NONE")
+    status = r.status if not r.problems else f"{r.status}: " + "; ".join(r.problems)
+    spill = str(r.spills) + (f"+{r.sgpr_spills}s" if r.sgpr_spills else "")
+    return (r.kernel, r.arch, r.label, regs, "-" if r.sgprs < 0 else str(r.sgprs), spill,
+            str(r.scratch), str(r.lds), occ, mat, status)
+
+
 def format_table(rows: list[Row]) -> str:
-    head = ("kernel", "arch", "config", "VGPR(AGPR)/REG", "SGPR", "spill", "scratch", "LDS",
-            "occ", "matrix instructions", "status")
-    lines = []
-    for r in rows:
-        regs = "-" if r.vgprs < 0 else (f"{r.vgprs}({r.agprs})" if r.agprs else str(r.vgprs))
-        occ = "-" if r.occupancy < 0 else f"{r.occupancy}"
-        if r.occupancy >= 0 and r.occ_by_lds < r.occ_by_regs:
-            occ += "L"  # limited by LDS / shared memory
-        mat = ", ".join(f"{k} x{v}" for k, v in sorted(r.matrix.items())) or ("-" if r.dots == 0 else "NONE")
-        status = r.status if not r.problems else f"{r.status}: " + "; ".join(r.problems)
-        spill = str(r.spills) + (f"+{r.sgpr_spills}s" if r.sgpr_spills else "")
-        lines.append((r.kernel, r.arch, r.label, regs, "-" if r.sgprs < 0 else str(r.sgprs), spill,
-                      str(r.scratch), str(r.lds), occ, mat, status))
-    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
-    widths[-1] = len(head[-1])
+    """Plain-text table, one line per config."""
+    lines = [_cells(r) for r in rows]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(_HEAD)]
+    widths[-1] = len(_HEAD[-1])
     fmt = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    out = [fmt(head), "-+-".join("-" * w for w in widths)]
+    out = [fmt(_HEAD), "-+-".join("-" * w for w in widths)]
     out.extend(fmt(line) for line in lines)
     return "\n".join(out)
+
+
+def summarize(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per (kernel, arch): config count, ok / warn / FAIL, VGPR and occupancy ranges, worst spill."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.kernel, r.arch), []).append(r)
+    out = []
+    for (kernel, arch), rs in groups.items():
+        built = [r for r in rs if r.vgprs >= 0]
+        out.append(dict(
+            kernel=kernel, arch=arch, configs=len(rs), ok=sum(r.status == "ok" for r in rs),
+            warn=sum(r.status == "warn" for r in rs), fail=sum(r.status == "FAIL" for r in rs),
+            compile_errors=sum(r.vgprs < 0 for r in rs),
+            vgprs=(min(r.vgprs for r in built), max(r.vgprs for r in built)) if built else None,
+            max_spills=max((r.spills for r in built), default=0),
+            occupancy=(min(r.occupancy for r in built), max(r.occupancy for r in built)) if built else None,
+        ))
+    return out
+
+
+def format_markdown(rows: list[Row]) -> str:
+    """Markdown: the per-(kernel, arch) summary, then every config."""
+    esc = lambda c: c.replace("|", "\\|")  # noqa: E731
+    span = lambda t: "-" if t is None else (str(t[0]) if t[0] == t[1] else f"{t[0]}-{t[1]}")  # noqa: E731
+    out = ["| kernel | arch | configs | ok | warn | FAIL | of which compile errors | VGPR/REG | worst spill | occ |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summarize(rows):
+        out.append(f"| {s['kernel']} | {s['arch']} | {s['configs']} | {s['ok']} | {s['warn']} | {s['fail']} | "
+                   f"{s['compile_errors']} | {span(s['vgprs'])} | {s['max_spills']} | {span(s['occupancy'])} |")
+    out += ["", "| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
+    out.extend("| " + " | ".join(esc(c) for c in _cells(r)) + " |" for r in rows)
+    return "\n".join(out) + "\n"
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -530,6 +568,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help=f"CI subset: archs {','.join(QUICK_ARCHS)} (unless --arch), and per kernel and arch "
                    "the heaviest and the lightest config")
     p.add_argument("--json", metavar="PATH", help="also write the rows and a summary as JSON")
+    p.add_argument("--markdown", metavar="PATH", help="also write the summary and the table as Markdown")
     p.add_argument("--jobs", type=int, default=2, help="compile processes (default 2)")
     p.add_argument("--specs", action="append", default=None, metavar="MODULE_OR_FILE",
                    help="compile_specs sources instead of the library's launchers (module name or .py file)")
@@ -601,9 +640,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         payload = {
             "archs": archs, "skipped_archs": skipped, "quick": args.quick, "notes": notes,
-            "wall_s": wall, "n_fail": n_fail, "rows": [asdict(r) for r in rows],
+            "wall_s": wall, "n_fail": n_fail, "summary": summarize(rows), "rows": [asdict(r) for r in rows],
         }
         Path(args.json).write_text(json.dumps(payload, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(format_markdown(rows))
     return 1 if n_fail else 0
 
 
