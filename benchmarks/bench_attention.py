@@ -49,13 +49,12 @@ def bench(fn):
 
 
 def parse_cfg(text: str) -> launch.FwdConfig:
-    """'128x64w8s3' + optional flags 't' (TMA descriptors) / 'l' (light-first order) -> FwdConfig."""
-    m = re.fullmatch(r"(\d+)x(\d+)w(\d+)s(\d+)([tl]*)", text)
+    """'128x64w8s3' + optional flags 't' (TMA descriptors) / 'h' (heavy-first order) -> FwdConfig."""
+    m = re.fullmatch(r"(\d+)x(\d+)w(\d+)s(\d+)([th]*)", text)
     if not m:
         raise ValueError(f"bad config {text!r}; expected e.g. 128x64w8s3t")
     bm, bn, w, s, flags = m.groups()
-    return launch.FwdConfig(int(bm), int(bn), int(w), int(s), use_tma="t" in flags,
-                            heavy_first=False if "l" in flags else None)
+    return launch.FwdConfig(int(bm), int(bn), int(w), int(s), use_tma="t" in flags, heavy_first="h" in flags)
 
 
 # ----------------------------------------------------------------------------- implementations
@@ -101,7 +100,7 @@ def flex():
 
     if "fn" not in _FLEX:
         torch._dynamo.config.cache_size_limit = 1000
-        _FLEX["fn"] = torch.compile(flex_attention)
+        _FLEX["fn"] = torch.compile(flex_attention, dynamic=False)  # static: the fast kernel per shape
         _FLEX["masks"] = {}
 
     def run(qt, kt, vt, causal):

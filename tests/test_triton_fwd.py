@@ -168,6 +168,7 @@ def test_alibi_softcap(alibi_2d, softcap, causal):
 def test_softcap_only_and_scale():
     q, k, v = qkv(1, 33, 33, 2, 2, 16)
     check(q, k, v, make_params(16, softcap=1.5, softmax_scale=0.7), cfg=None if ON_GPU else SMALL)
+    check(q, k, v, make_params(16, causal=True, softmax_scale=-0.3), cfg=None if ON_GPU else SMALL)
 
 
 def _varlen(lens_q, lens_k, h, hk, d, dtype=torch.float32):

@@ -59,7 +59,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, desc_k, desc_v, off_b, off_hk,
                 D_ACT: tl.constexpr, DV_ACT: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr):
+                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     USE_TMA (dense only): K/V tiles come through the host tensor descriptors desc_k / desc_v
@@ -67,6 +67,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, desc_k, desc_v, off_b, off_hk,
 
     acc [BLOCK_M, HEAD_DIM_V] fp32, l_i / m_i [BLOCK_M] (row sums, running max in log2 units),
     q [BLOCK_M, HEAD_DIM]. MASKED applies the visibility mask and key bounds checks.
+    POS_SCALE (sm_scale > 0) lets the plain path take the row max before scaling.
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
     V's dtype first, as on the fast path.
@@ -94,18 +95,26 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, desc_k, desc_v, off_b, off_hk,
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             qk = tl.dot(q, tl.trans(k))
-        if HAS_SOFTCAP or HAS_ALIBI:
-            s, _ = score_mod(qk, offs_m, cols, seqlen_q, seqlen_k, sm_scale, softcap, slope,
-                             HAS_SOFTCAP, HAS_ALIBI)
-        else:
-            s = qk * qk_scale
-        if MASKED:
-            ok = visible(offs_m, cols, seqlen_q, seqlen_k, window_left, window_right,
-                         IS_CAUSAL, HAS_WINDOW, True)
-            s = tl.where(ok, s, float("-inf"))
-        # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
+        if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE:
+            if HAS_SOFTCAP or HAS_ALIBI:
+                s, _ = score_mod(qk, offs_m, cols, seqlen_q, seqlen_k, sm_scale, softcap, slope,
+                                 HAS_SOFTCAP, HAS_ALIBI)
+            else:
+                s = qk * qk_scale
+            if MASKED:
+                ok = visible(offs_m, cols, seqlen_q, seqlen_k, window_left, window_right,
+                             IS_CAUSAL, HAS_WINDOW, True)
+                s = tl.where(ok, s, float("-inf"))
+            # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            p = tl.exp2(s - m_new[:, None])
+        else:  # plain scores, scale > 0: max before scaling, one FMA per score
+            if MASKED:
+                ok = visible(offs_m, cols, seqlen_q, seqlen_k, window_left, window_right,
+                             IS_CAUSAL, HAS_WINDOW, True)
+                qk = tl.where(ok, qk, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            p = tl.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
@@ -146,6 +155,7 @@ def attn_fwd_kernel(
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
     HAS_SOFTCAP: tl.constexpr, IS_VARLEN: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr,
+    POS_SCALE: tl.constexpr = True,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -211,19 +221,19 @@ def attn_fwd_kernel(
             acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, lo, full_lo, stride_kn, stride_vn, offs_m,
             seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
             seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-            True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA)
+            True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
     # interior: every row sees every key, no masks
     acc, l_i, m_i = _fwd_blocks(
         acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, full_lo, full_hi, stride_kn, stride_vn, offs_m,
         seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
         seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-        False, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA)
+        False, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
     # diagonal / right window edge / end of the keys
     acc, l_i, m_i = _fwd_blocks(
         acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, full_hi, hi, stride_kn, stride_vn, offs_m,
         seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
         seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-        True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA)
+        True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf
     has_key = l_i > 0.0

@@ -38,7 +38,10 @@ class FwdConfig:
     waves_per_eu: int = 0
     matrix_instr_nonkdim: int = 0
     kpack: int = 1
-    heavy_first: bool | None = None  # None: heavy-first for causal/window masks
+    # program order: False = the query blocks of one head are neighbours (share K/V in L2);
+    # True = the blocks with the most keys (last ones under a causal mask) start first, all heads
+    # together. Head-major measured faster on the H100 for causal too (bench_attention.py sweep).
+    heavy_first: bool = False
     use_tma: bool = False  # K/V through TMA tensor descriptors (sm90+, dense, aligned) when possible
 
     def launch_options(self, amd: bool) -> dict:
@@ -51,6 +54,7 @@ class FwdConfig:
     def label(self) -> str:
         extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
         extra += " tma" if self.use_tma else ""
+        extra += " heavy-first" if self.heavy_first else ""
         return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
 
 
@@ -58,9 +62,11 @@ class FwdConfig:
 _C = FwdConfig
 CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups.
+    # Measured (benchmarks/results/fwd_h100.md): d<=64 128x64 w4 s3 TMA; d<=128 128x64 w8 s3
+    # plain pointers (TMA was 1-6% slower there). Checked spill-free with ptxas.
     "sm90": [
-        (64, None, _C(128, 128, 8, 3, use_tma=True)),
-        (128, None, _C(128, 128, 8, 2, use_tma=True)),
+        (64, None, _C(128, 64, 4, 3, use_tma=True)),
+        (128, None, _C(128, 64, 8, 3)),
         (256, None, _C(64, 64, 4, 2, use_tma=True)),
     ],
     # A100: 164 KB shared memory, mma.sync.
@@ -243,8 +249,6 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
     heavy_first = cfg.heavy_first
-    if heavy_first is None:
-        heavy_first = params.causal or params.has_window
 
     alibi = params.alibi_slopes
     if alibi is not None:
@@ -283,7 +287,7 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
         HAS_DROPOUT=dropout, HEAVY_FIRST=bool(heavy_first),
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
-        USE_TMA=use_tma,
+        USE_TMA=use_tma, POS_SCALE=params.softmax_scale > 0,
     )
     if q.device.type == "cuda":
         with torch.cuda.device(q.device):
@@ -372,7 +376,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d),
                         HEAD_DIM_V=padded_dim(d), D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False,
                         HAS_ALIBI=False, HAS_SOFTCAP=False, IS_VARLEN=False, HAS_DROPOUT=False,
-                        IEEE_DOT=False, HEAVY_FIRST=bool(flags.get("IS_CAUSAL", False)), USE_TMA=False)
+                        IEEE_DOT=False, HEAVY_FIRST=False, USE_TMA=False, POS_SCALE=True)
                     constexprs.update(flags)
                     tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
                     constexprs["USE_TMA"] = tma
