@@ -58,14 +58,18 @@ class FwdConfig:
         return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
 
 
-# (max padded head dim, causal or None for both, config). First match wins.
+# (max padded head dim, causal or None for both, config[, min seqlen_k]). First match wins; the
+# optional 4th field picks a row only from that key length up (a length bucket, so a new
+# sequence length never means new tuning).
 _C = FwdConfig
 CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups.
     # Measured (benchmarks/results/fwd_h100.md): d<=64 128x64 w4 s3 TMA; d<=128 128x64 w8 s3
-    # plain pointers (TMA was 1-6% slower there). Checked spill-free with ptxas.
+    # plain pointers (TMA was 1-6% slower there), 4 stages for long non-causal keys.
+    # Checked spill-free with ptxas.
     "sm90": [
         (64, None, _C(128, 64, 4, 3, use_tma=True)),
+        (128, False, _C(128, 64, 8, 4), 4096),
         (128, None, _C(128, 64, 8, 3)),
         (256, None, _C(64, 64, 4, 2, use_tma=True)),
     ],
@@ -146,14 +150,16 @@ def padded_dim(d: int) -> int:
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool) -> FwdConfig | None:
+                  causal: bool, seqlen_k: int = 0) -> FwdConfig | None:
     """The table row for this call, or None when the arch's table has no row that fits."""
     family = arch_family(arch)
     if dtype == torch.float32 and family != "interpreter":
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    for max_d, c, cfg in CONFIGS[family]:
-        if d <= max_d and (c is None or c == causal):
+    for entry in CONFIGS[family]:
+        max_d, c, cfg = entry[:3]
+        min_sk = entry[3] if len(entry) > 3 else 0
+        if d <= max_d and (c is None or c == causal) and seqlen_k >= min_sk:
             return cfg
     return None
 
@@ -245,7 +251,8 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
 
     amd, arch = _arch_of(q.device.type, q.device.index)
     if cfg is None:
-        cfg = select_config(arch, q.dtype, d, dv, params.causal)
+        cfg = select_config(arch, q.dtype, d, dv, params.causal,
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
     heavy_first = cfg.heavy_first
@@ -364,7 +371,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     amd = arch.startswith("gfx")
     specs = []
     prev_d = 0
-    for max_d, causal, cfg in CONFIGS[family]:
+    for entry in CONFIGS[family]:
+        max_d, causal, cfg = entry[:3]
         dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
         prev_d = max_d
         for dtype in ("fp16", "bf16"):
@@ -385,7 +393,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         kernel="fwd", fn=attn_fwd_kernel,
                         signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
                         constexprs=constexprs, options=cfg.launch_options(amd),
-                        label=f"{dtype} d={d} {vname} {cfg.label()}"))
+                        label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}"))
     return specs
 
 
