@@ -65,12 +65,12 @@ _CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
     "gfx942": [
         (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
         (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, None, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
     ],
     "gfx90a": [
         (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
         (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, None, BwdConfig(16, 64, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
     ],
     "gfx1100": [
         (64, None, BwdConfig(16, 16, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
