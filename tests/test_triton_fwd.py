@@ -271,6 +271,8 @@ def test_supports():
     assert supports(_problem(headdim=59, headdim_v=59, causal=True, has_alibi=True, dropout_p=0.1)) is None
     assert supports(_problem(headdim=192, headdim_v=128)) is None
     assert supports(_problem(arch="gfx942", is_rocm=True)) is None
+    assert supports(_problem(arch="gfx942", is_rocm=True, headdim=256, headdim_v=256, dropout_p=0.1)) is None
+    assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256))
     assert "dtype" in supports(_problem(dtype=torch.float64))
     assert "headdim=320" in supports(_problem(headdim=320, headdim_v=320))
     assert "headdim_v" in supports(_problem(headdim_v=512))
@@ -281,10 +283,15 @@ def test_supports():
 
 @pytest.mark.parametrize("arch", ["sm90", "sm80", "sm86", "gfx942", "gfx90a", "gfx1100", "gfx950", "sm100"])
 def test_configs_and_compile_specs(arch):
+    max_d = 128 if arch == "gfx1100" else 256  # RDNA3: no spill-free tile past 128 (declined)
     for d in (16, 40, 64, 96, 128, 160, 256):
         for causal in (False, True):
-            cfg = launch.select_config(arch, torch.bfloat16, d, d, causal)
-            assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
+            for dropout in (False, True):
+                cfg = launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout)
+                if d > max_d or (arch == "gfx1100" and dropout and d > 64):
+                    assert cfg is None
+                    continue
+                assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
     specs = launch.compile_specs(arch)
     assert specs and all(s.kernel == "fwd" for s in specs)
     labels = [s.label for s in specs]

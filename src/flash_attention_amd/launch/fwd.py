@@ -85,23 +85,26 @@ CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
         (128, None, _C(64, 64, 4, 2)),
         (256, None, _C(64, 32, 4, 1)),
     ],
-    # MI300 (CDNA3): 64 KB LDS, 512 VGPRs (incl. AGPRs) per lane at 1 wave/SIMD.
+    # AMD rows: spill-free as compiled for a real launch (16-byte aligned tensors, strides
+    # divisible by 16, i.e. what Triton specialises at run time): triton.compile(ASTSource(...,
+    # attrs={ptr and stride args: tt.divisibility 16}), GPUTarget("hip", arch, 64|32)).
+    # MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps at 256.
     "gfx942": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
-        (128, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
-        (256, None, _C(64, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)),
+        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 234 VGPRs
+        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 227 VGPRs
+        (256, None, _C(64, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 253 VGPRs
     ],
     # MI200 (CDNA2): 64 KB LDS.
     "gfx90a": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
-        (128, None, _C(128, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
-        (256, None, _C(64, 64, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)),
+        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 217 VGPRs
+        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 226-232 VGPRs
+        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 220 VGPRs
     ],
-    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): small tiles or the accumulators spill.
+    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): the WMMA operands of Q and the accumulator take
+    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined).
     "gfx1100": [
         (64, None, _C(64, 32, 4, 1)),
-        (128, None, _C(32, 32, 4, 1)),
-        (256, None, _C(32, 16, 4, 1)),
+        (128, None, _C(32, 16, 4, 1)),  # 225 VGPRs
     ],
     # Unknown GPUs: conservative.
     "generic": [
@@ -116,6 +119,25 @@ CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
     # Triton's interpreter (CPU): few, small blocks so the tests cross block edges.
     "interpreter": [
         (256, None, _C(32, 16, 1, 1)),
+    ],
+}
+
+
+# With dropout the Philox rounds need more registers: smaller tiles where the main row spills
+# (checked with every option on: causal, window, ALiBi, softcap, varlen, dropout).
+DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
+    "gfx942": [
+        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 242 VGPRs
+        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 230 VGPRs
+        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 251 VGPRs
+    ],
+    "gfx90a": [
+        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 244 VGPRs
+        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 231 VGPRs
+        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 245 VGPRs
+    ],
+    "gfx1100": [
+        (64, None, _C(64, 32, 4, 1)),  # 228 VGPRs; d=128 spilled at 32x16 (declined)
     ],
 }
 
@@ -150,13 +172,14 @@ def padded_dim(d: int) -> int:
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0) -> FwdConfig | None:
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False) -> FwdConfig | None:
     """The table row for this call, or None when the arch's table has no row that fits."""
     family = arch_family(arch)
     if dtype == torch.float32 and family != "interpreter":
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    for entry in CONFIGS[family]:
+    table = DROPOUT_CONFIGS.get(family, CONFIGS[family]) if dropout else CONFIGS[family]
+    for entry in table:
         max_d, c, cfg = entry[:3]
         min_sk = entry[3] if len(entry) > 3 else 0
         if d <= max_d and (c is None or c == causal) and seqlen_k >= min_sk:
@@ -189,9 +212,11 @@ def supports(problem: Problem) -> str | None:
     unsupported = [k for k, v in problem.extra if v]
     if unsupported:
         return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
-    if problem.device_type == "cuda" and select_config(problem.arch, problem.dtype, problem.headdim,
-                                                       problem.headdim_v, problem.causal) is None:
-        return f"no forward config for arch {problem.arch} at headdim {problem.headdim}/{problem.headdim_v}"
+    if problem.device_type == "cuda" and select_config(
+            problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
+            problem.seqlen_k, problem.dropout_p > 0) is None:
+        return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
+                + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
 
 
@@ -252,7 +277,7 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
     amd, arch = _arch_of(q.device.type, q.device.index)
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
-                            (params.max_seqlen_k or 0) if varlen else seqlen_k)
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
     heavy_first = cfg.heavy_first
@@ -370,31 +395,39 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     family = arch_family(arch)
     amd = arch.startswith("gfx")
     specs = []
-    prev_d = 0
-    for entry in CONFIGS[family]:
-        max_d, causal, cfg = entry[:3]
-        dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
-        prev_d = max_d
-        for dtype in ("fp16", "bf16"):
-            for d in dims:
-                for vname, flags in _VARIANTS:
-                    if causal is not None and causal != flags.get("IS_CAUSAL", False):
-                        continue
-                    constexprs = dict(
-                        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d),
-                        HEAD_DIM_V=padded_dim(d), D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False,
-                        HAS_ALIBI=False, HAS_SOFTCAP=False, IS_VARLEN=False, HAS_DROPOUT=False,
-                        IEEE_DOT=False, HEAVY_FIRST=False, USE_TMA=False, POS_SCALE=True)
-                    constexprs.update(flags)
-                    tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
-                    constexprs["USE_TMA"] = tma
-                    tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
-                    specs.append(CompileSpec(
-                        kernel="fwd", fn=attn_fwd_kernel,
-                        signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
-                        constexprs=constexprs, options=cfg.launch_options(amd),
-                        label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}"))
+    tables = [(CONFIGS[family], _VARIANTS[:2] if family in DROPOUT_CONFIGS else _VARIANTS)]
+    if family in DROPOUT_CONFIGS:
+        tables.append((DROPOUT_CONFIGS[family], _VARIANTS[2:]))
+    for table, variants in tables:
+        prev_d = 0
+        for entry in table:
+            max_d, causal, cfg = entry[:3]
+            dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
+            prev_d = max_d
+            for dtype in ("fp16", "bf16"):
+                for d in dims:
+                    for vname, flags in variants:
+                        if causal is not None and causal != flags.get("IS_CAUSAL", False):
+                            continue
+                        specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, vname, flags, amd))
     return specs
+
+
+def _spec(fn, cfg: FwdConfig, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
+    constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(d),
+        D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
+        IS_VARLEN=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
+        POS_SCALE=True)
+    constexprs.update(flags)
+    tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
+    constexprs["USE_TMA"] = tma
+    tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
+    return CompileSpec(
+        kernel="fwd", fn=fn,
+        signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
+        constexprs=constexprs, options=cfg.launch_options(amd),
+        label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")
 
 
 def with_config(cfg: FwdConfig, **changes) -> FwdConfig:
