@@ -7,14 +7,15 @@ import flash_attention_amd as fa
 from helpers import randn
 
 
-@pytest.mark.parametrize("backend,kwargs", [
-    ("auto", dict(causal=True)),  # sdpa on CPU
-    ("torch", dict(causal=True, softcap=4.0, window_size=(6, 0), dropout_p=0.2)),
+@pytest.mark.parametrize("backend,hk,kwargs", [
+    ("auto", 4, dict(causal=True)),  # sdpa on CPU and on an H100 (d=64, no GQA)
+    ("auto", 2, dict(causal=True, softcap=4.0)),  # triton on a GPU, torch on CPU
+    ("torch", 2, dict(causal=True, softcap=4.0, window_size=(6, 0), dropout_p=0.2)),
 ])
-def test_compile_fullgraph_matches_eager(backend, kwargs):
+def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
     torch._dynamo.reset()
-    q, k, v = randn(2, 24, 4, 32, requires_grad=True), randn(2, 24, 2, 32, requires_grad=True), randn(
-        2, 24, 2, 32, requires_grad=True)
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    q, k, v = (randn(2, 24, h, 64, dtype=dtype, requires_grad=True) for h in (4, hk, hk))
 
     def f(q, k, v):
         with fa.use_backend(backend):

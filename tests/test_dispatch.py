@@ -33,6 +33,16 @@ def test_rocm_rules_never_softcap_or_rdna3_backward_to_ck():
     assert ck.supports(Problem(arch="gfx942", **base)) is None
 
 
+def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
+    base = dict(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=4, seqlen_q=4096,
+                seqlen_k=4096, nheads=16, headdim=128, headdim_v=128)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **base))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "triton"  # GQA
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, kind="kvcache", **base))[0] == "triton"
+
+
 def test_auto_choice_and_explain_reasons():
     q, k, v = _qkv()
     text = fa.explain(q, k, v, causal=True, softcap=5.0)

@@ -101,8 +101,30 @@ def platform(problem: Problem) -> str:
     return "rocm-rdna" if (problem.arch or "").startswith("gfx1") else "rocm-cdna"
 
 
+# Where SDPA beats our kernels on NVIDIA (measured on an H100, benchmarks/results/fwd_h100.md
+# and bwd_h100.md; ANCHORS.md for cuDNN's backward): plain dense calls that SDPA's cuDNN
+# kernel serves (no GQA: cuDNN's GQA path was not measured; no dropout), head dims 64 and
+# 128, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid; backward cuDNN is ahead
+# of ours on every row. Everywhere else (window, ALiBi, softcap, varlen, LSE, GQA, other
+# head dims) triton goes first: >= 1.0x FA2 on every measured row.
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128)}
+
+
+def _sdpa_measured_faster(problem: Problem) -> bool:
+    return (
+        problem.arch in _SDPA_FIRST_NVIDIA["arch"]
+        and problem.headdim == problem.headdim_v
+        and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
+        and problem.nheads == problem.nheads_k
+        and problem.dropout_p == 0
+    )
+
+
 def preference(problem: Problem) -> tuple[str, ...]:
-    return _PREFERENCE.get((platform(problem), problem.kind), ("torch",))
+    plat = platform(problem)
+    if plat == "nvidia" and problem.kind == "attn" and _sdpa_measured_faster(problem):
+        return ("sdpa", "triton", "ck", "torch")
+    return _PREFERENCE.get((plat, problem.kind), ("torch",))
 
 
 @dataclass(frozen=True)
