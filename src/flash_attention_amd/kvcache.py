@@ -13,6 +13,7 @@ every index they read, so bad values on the GPU give wrong numbers, not a crash.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -43,6 +44,13 @@ def _int_tensor(name, t, shape):
         raise TypeError(f"{name} has dtype {t.dtype}; allowed: int32 (or int64)")
     if tuple(t.shape) != tuple(shape):
         raise ValueError(f"{name} has {_shape(t)}; allowed: {tuple(shape)}")
+
+
+@functools.lru_cache(maxsize=None)
+def _arch(device_type: str, index: int | None):
+    if device_type == "cuda" and index is None:
+        index = torch.cuda.current_device()
+    return device_arch(torch.device(device_type, index) if device_type == "cuda" else torch.device(device_type))
 
 
 def _reads_values_ok(device: torch.device) -> bool:
@@ -304,7 +312,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
         params = AttnParams(softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right,
                             softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_softmax_lse)
-        is_rocm, arch = device_arch(device)
+        is_rocm, arch = _arch(device.type, device.index)
         problem = Problem(
             device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
             seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,

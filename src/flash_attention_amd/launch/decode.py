@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 
 import torch
-import triton
 
 from ..kernels import decode as kernels
 from ..params import AttnParams, Problem
@@ -47,15 +46,27 @@ def supports(problem: Problem) -> str | None:
     return None
 
 
+def _cdiv(a: int, b: int) -> int:
+    # plain ints: triton.cdiv / next_power_of_2 are constexpr functions, ~10 us a call from Python
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+@functools.lru_cache(maxsize=None)
+def _arch_of(index: int) -> str:
+    from ..params import device_arch
+
+    _, arch = device_arch(torch.device("cuda", index))
+    return arch if arch in _CONFIGS else "default"
+
+
 def _arch_key(device: torch.device) -> str:
     if device.type != "cuda":
         return "interpret"
-    from ..params import device_arch
-
-    _, arch = device_arch(device)
-    if arch in _CONFIGS:
-        return arch
-    return "default"
+    return _arch_of(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def get_config(device: torch.device) -> dict:
@@ -77,7 +88,7 @@ def sm_count(device: torch.device) -> int:
 
 def block_m(rows: int) -> int:
     """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64."""
-    return min(max(16, triton.next_power_of_2(rows)), 64)
+    return min(max(16, _next_pow2(rows)), 64)
 
 
 def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
@@ -89,8 +100,8 @@ def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device:
     """
     cfg = cfg or get_config(device)
     base = batch * nheads_k * m_blocks
-    want = triton.cdiv(cfg["ctas_per_sm"] * sm_count(device), max(base, 1))
-    most = triton.cdiv(triton.cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
+    want = _cdiv(cfg["ctas_per_sm"] * sm_count(device), max(base, 1))
+    most = _cdiv(_cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
     return max(1, min(want, most, MAX_SPLITS))
 
 
@@ -118,7 +129,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         return out, lse
     cfg = get_config(device)
     bm = block_m(sq * group)
-    m_blocks = triton.cdiv(sq * group, bm)
+    m_blocks = _cdiv(sq * group, bm)
     splits = int(num_splits) if num_splits and num_splits > 0 else auto_splits(b, hk, m_blocks, capacity, device, cfg)
     split = splits > 1
     if split:
@@ -151,7 +162,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         table.stride(0) if paged else 0, stride_ab,
         GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv,
         BLOCK_M=bm, BLOCK_N=cfg["BLOCK_N"],
-        BLOCK_D=max(16, triton.next_power_of_2(d)), BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+        BLOCK_D=max(16, _next_pow2(d)), BLOCK_DV=max(16, _next_pow2(dv)),
         PAGE_SIZE=k_cache.shape[1] if paged else 1, PAGED=paged,
         HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
         IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
@@ -163,8 +174,8 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         kernels.decode_combine_kernel[(b * h * sq,)](
             o_part, lse_part, out, lse, splits, h, sq,
             out.stride(0), out.stride(1), out.stride(2),
-            HEAD_DIM_V=dv, BLOCK_DV=max(16, triton.next_power_of_2(dv)),
-            BLOCK_S=min(triton.next_power_of_2(splits), 16), num_warps=4,
+            HEAD_DIM_V=dv, BLOCK_DV=max(16, _next_pow2(dv)),
+            BLOCK_S=min(_next_pow2(splits), 16), num_warps=4,
         )
     return out, lse
 
