@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +69,7 @@ def make(b, length, page=None):
     return q, kc, vc, table, seqlens
 
 
-def ours(b, length, page=None, api=True):
+def ours(b, length, page=None, api=True, num_splits=0):
     """-> (fn, inputs): one decode call on a fresh cache."""
     q, kc, vc, table, seqlens = make(b, length, page)
     if api:
@@ -78,7 +79,7 @@ def ours(b, length, page=None, api=True):
         params = AttnParams(softmax_scale=D ** -0.5)
 
         def fn():
-            return launch_decode.decode(q, kc, vc, seqlens, params, block_table=table)[0]
+            return launch_decode.decode(q, kc, vc, seqlens, params, block_table=table, num_splits=num_splits)[0]
     return fn, (q, kc, vc, table)
 
 
@@ -180,6 +181,44 @@ def sweep(lengths, b=8):
     return dict(best_cfg, paged_num_stages=paged_best[0]), results
 
 
+def splits_check():
+    """Graph times of the kernels at explicit split counts around the heuristic's choice."""
+    rows = []
+    for b, length, options in ((64, 2048, (1, 2)), (64, 8192, (1, 2)), (8, 2048, (8, 9, 16)),
+                               (8, 8192, (8, 9, 16)), (8, 131072, (8, 9))):
+        for splits in options:
+            ms = time_graph(lambda: ours(b, length, api=False, num_splits=splits), kv_bytes(b, length), 10.0)
+            rows.append(dict(batch=b, cache=length, splits=splits, tbps=tbps(kv_bytes(b, length), ms)))
+            print(f"splits b={b} L={length} splits={splits}: {rows[-1]['tbps']:.2f} TB/s", flush=True)
+    return rows
+
+
+@triton.jit
+def _noop(X):
+    pass
+
+
+def host_overhead(n=300):
+    """Wall time per call of back-to-back calls (b=1, 2k cache: the GPU work is ~10 us)."""
+    x = torch.zeros(1, device=DEV)
+    calls = dict(api=ours(1, 2048)[0], kernels=ours(1, 2048, api=False)[0], sdpa=sdpa(1, 2048)[0],
+                 triton_noop=lambda: _noop[(1,)](x))
+    res = {}
+    for name, fn in calls.items():
+        best = math.inf
+        for _ in range(3):
+            fn()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        res[name] = best
+    print("host us per call: " + ", ".join(f"{k} {v:.1f}" for k, v in res.items()), flush=True)
+    return res
+
+
 def measure_row(b, length, graph_only=False):
     """One table row: ours (API eager + graph, kernels alone, paged 16/256), SDPA, flash_attn."""
     nbytes = kv_bytes(b, length)
@@ -228,6 +267,7 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="tune BLOCK_N/stages/warps/splits first")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--quick", action="store_true", help="b=8 rows only")
+    ap.add_argument("--splits-check", action="store_true", help="time explicit split counts and host overhead")
     ap.add_argument("--lengths", default="2048,8192,32768,131072", help="cache lengths, comma separated")
     args = ap.parse_args()
 
@@ -247,6 +287,10 @@ def main():
             report["sweep"], report["sweep_best"] = results, best
             launch_decode._overrides.update(best)
             print(f"using {launch_decode.get_config(_device())}", flush=True)
+            save()
+        if args.splits_check:
+            report["host_us"] = host_overhead()
+            report["splits_check"] = splits_check()
             save()
         plan = [(8, length) for length in lengths]
         if not args.quick:

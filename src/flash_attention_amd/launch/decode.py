@@ -22,7 +22,8 @@ MAX_SPLITS = 128
 # heuristic's target (programs per multiprocessor) and smallest slice (tiles per split);
 # paged_num_stages (if set) replaces num_stages for paged caches.
 _CONFIGS: dict[str, dict] = {
-    "sm90": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
+    # sm90: the H100 sweep of benchmarks/bench_decode.py (benchmarks/results/decode_h100.md)
+    "sm90": dict(BLOCK_N=32, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2, paged_num_stages=4),
     "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
     "gfx942": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
     "gfx90a": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
@@ -93,14 +94,15 @@ def block_m(rows: int) -> int:
 
 def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
                 cfg: dict | None = None) -> int:
-    """Splits so that about ctas_per_sm programs run per multiprocessor, from shapes only.
+    """Splits so that about ctas_per_sm programs run per multiprocessor, from shapes only
+    (rounded to the nearest count: a second, mostly idle wave costs more than a few idle SMs).
 
     Each split keeps at least min_tiles tiles of the cache's capacity (the longest a
     sequence can be), so short caches are not cut into slivers.
     """
     cfg = cfg or get_config(device)
     base = batch * nheads_k * m_blocks
-    want = _cdiv(cfg["ctas_per_sm"] * sm_count(device), max(base, 1))
+    want = (2 * cfg["ctas_per_sm"] * sm_count(device) + base) // (2 * max(base, 1))
     most = _cdiv(_cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
     return max(1, min(want, most, MAX_SPLITS))
 
