@@ -225,7 +225,7 @@ class Row:
     vgprs: int = -1  # AMD .vgpr_count (AGPRs included); NVIDIA registers per thread
     agprs: int = 0
     sgprs: int = -1
-    spills: int = 0  # AMD VGPR spill count; NVIDIA (local + stack bytes) / 4 (~ Triton's n_spills)
+    spills: int = 0  # AMD .vgpr_spill_count; NVIDIA ptxas "bytes spill stores" / 4
     sgpr_spills: int = 0  # AMD SGPRs spilled into VGPR lanes (no memory traffic): a warning only
     scratch: int = 0  # AMD private segment bytes per lane; NVIDIA local + stack bytes per thread
     lds: int = 0  # shared memory bytes per workgroup
@@ -364,6 +364,23 @@ def _cuobjdump_path() -> str:
     return triton.knobs.nvidia.cuobjdump.path
 
 
+def _ptxas_spill_stores(ptx: str, info: ArchInfo) -> int:
+    """Bytes of spill stores ptxas reports (``ptxas -v``) for this PTX; run only when the
+    cubin has a stack frame or local memory, to tell register spills from other local use."""
+    import triton
+
+    gpu = f"sm_{info.target_arch}" + ("a" if info.target_arch == 90 else "")
+    with tempfile.NamedTemporaryFile(suffix=".ptx", mode="w") as f:
+        f.write(ptx)
+        f.flush()
+        log = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v", f"--gpu-name={gpu}", f.name,
+                              "-o", os.devnull], capture_output=True, text=True, check=True).stderr
+    m = re.search(r"(\d+) bytes spill stores", log)
+    if not m:
+        raise ValueError(f"cannot read ptxas -v: {log[-300:]!r}")
+    return int(m.group(1))
+
+
 def compile_one(spec, info: ArchInfo) -> Row:
     """Compile one spec for one arch and fill a Row (raises on compile errors)."""
     import triton
@@ -404,8 +421,8 @@ def compile_one(spec, info: ArchInfo) -> Row:
                                  capture_output=True, text=True, check=True).stdout
         res = parse_cuobjdump(out)
         row.vgprs = res["regs"]
-        row.spills = (res["local"] + res["stack"]) // 4
         row.scratch = res["local"] + res["stack"]
+        row.spills = _ptxas_spill_stores(asm["ptx"], info) // 4 if row.scratch else 0
         row.lds += res["static_shared"]
         row.matrix = nvidia_matrix_instrs(asm["ptx"])
         row.occupancy, row.occ_by_regs, row.occ_by_lds = occupancy_nvidia(info, row.vgprs, row.lds, row.num_warps)
@@ -632,8 +649,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {n}")
     n_fail = sum(r.status == "FAIL" for r in rows)
     compile_total = sum(r.compile_s for r in rows)
+    n_warn = sum(r.status == "warn" for r in rows)
     print(f"check-amd: {len(rows)} configs on {', '.join(a for a in archs if a not in skipped)}: "
-          f"{len(rows) - n_fail} ok, {n_fail} FAIL; wall {wall:.1f} s "
+          f"{len(rows) - n_fail - n_warn} ok, {n_warn} warn, {n_fail} FAIL; wall {wall:.1f} s "
           f"(compile {compile_total:.1f} s over {max(1, args.jobs)} processes)")
     print("occ = waves per SIMD (AMD) / warps per SM sub-partition (NVIDIA); L = limited by LDS/shared memory; "
           "spill +Ns = N SGPRs spilled to VGPR lanes (a warning, no memory traffic)")
