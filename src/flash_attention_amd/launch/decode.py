@@ -20,14 +20,17 @@ MAX_SPLITS = 128
 
 # Per-architecture tuning: BLOCK_N keys per tile, warps, pipeline stages, and the split
 # heuristic's target (programs per multiprocessor) and smallest slice (tiles per split);
-# paged_num_stages (if set) replaces num_stages for paged caches.
+# paged_num_stages (if set) replaces num_stages for paged caches; large_d (if set) overrides
+# the rest for head dims above 128. Only sm90 is measured (benchmarks/results/decode_h100.md).
 _CONFIGS: dict[str, dict] = {
     # sm90: the H100 sweep of benchmarks/bench_decode.py (benchmarks/results/decode_h100.md)
     "sm90": dict(BLOCK_N=32, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2, paged_num_stages=4),
     "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
     "gfx942": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
     "gfx90a": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
-    "gfx1100": dict(BLOCK_N=32, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
+    # RDNA3 at d=256 spills heavily with 4 warps (check-amd); 8 warps: 3 VGPRs spilled
+    "gfx1100": dict(BLOCK_N=32, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2,
+                    large_d=dict(BLOCK_N=32, num_warps=8)),
     "default": dict(BLOCK_N=64, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2),
     # the interpreter: small tiles so that short test sequences span several tiles and splits
     "interpret": dict(BLOCK_N=16, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=1),
@@ -70,8 +73,16 @@ def _arch_key(device: torch.device) -> str:
     return _arch_of(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def get_config(device: torch.device) -> dict:
-    cfg = dict(_CONFIGS[_arch_key(device)])
+def _resolve(cfg: dict, head_dim: int) -> dict:
+    cfg = dict(cfg)
+    large = cfg.pop("large_d", None)
+    if large and head_dim > 128:
+        cfg.update(large)
+    return cfg
+
+
+def get_config(device: torch.device, head_dim: int = 128) -> dict:
+    cfg = _resolve(_CONFIGS[_arch_key(device)], head_dim)
     cfg.update(_overrides)
     return cfg
 
@@ -129,7 +140,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     lse = _empty((b, h, sq), torch.float32, device)
     if b == 0 or sq == 0:
         return out, lse
-    cfg = get_config(device)
+    cfg = get_config(device, max(d, dv))
     bm = block_m(sq * group)
     m_blocks = _cdiv(sq * group, bm)
     splits = int(num_splits) if num_splits and num_splits > 0 else auto_splits(b, hk, m_blocks, capacity, device, cfg)
@@ -169,7 +180,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
         IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
         HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
-        DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else "tf32", UPCAST=upcast,
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else None, UPCAST=upcast,
         num_warps=cfg["num_warps"], num_stages=cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"],
     )
     if split:
@@ -206,12 +217,13 @@ def _split_signature(ptr: str) -> dict[str, str]:
 def compile_specs(arch: str) -> list[CompileSpec]:
     """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
     with and without splitting, plus the combine kernel per dv."""
-    cfg = dict(_CONFIGS.get(arch, _CONFIGS["default"]))
-    opts = dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     specs = []
     for dtype in (torch.float16, torch.bfloat16):
         for d in (64, 128, 256):
+            cfg = _resolve(_CONFIGS.get(arch, _CONFIGS["default"]), d)
             for paged in (False, True):
+                stages = cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"]
+                opts = dict(num_warps=cfg["num_warps"], num_stages=stages)
                 for group in (1, 8):
                     for split in (False, True):
                         const = dict(
@@ -219,7 +231,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                             BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d, BLOCK_DV=d,
                             PAGE_SIZE=16 if paged else 1, PAGED=paged, HAS_BATCH_IDX=False,
                             HAS_LEFTPAD=False, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False,
-                            HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION="tf32",
+                            HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION=None,
                             UPCAST=False)
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
                                  f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
