@@ -50,15 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--seqlens", type=int, nargs="*", default=None)
     bench.add_argument("--backends", nargs="*", default=None, help="subset of triton sdpa ck torch")
     sub.add_parser("info", help="devices, and which backends can serve and why not")
-    check = sub.add_parser("check-amd", help="compile every kernel config for AMD/NVIDIA targets and check resources")
-    check.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("check-amd", add_help=False,
+                   help="compile every kernel config for AMD/NVIDIA targets and check resources (--help for options)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["check-amd"]:  # its own options, parsed by check_amd.main
+        from .check_amd import main as check_main
+
+        return check_main(argv[1:])
     ns = parser.parse_args(argv)
     if ns.command == "info":
         return _info()
-    if ns.command == "check-amd":
-        from .check_amd import main as check_main
-
-        return check_main(ns.args)
     from . import bench as bench_mod
 
     device = ns.device or ("cuda" if torch.cuda.is_available() else "cpu")
