@@ -11,7 +11,8 @@ from helpers import randn
 
 
 def _qkv(**kw):
-    return randn(1, 16, 2, 32), randn(1, 16, 2, 32), randn(1, 16, 2, 32)
+    """CPU tensors: these tests check the CPU rule table (GPU rules: test_*_rule* below)."""
+    return tuple(randn(1, 16, 2, 32, device="cpu") for _ in range(3))
 
 
 def test_every_backend_registered_and_torch_last():

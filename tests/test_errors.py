@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
-from helpers import randn
+from helpers import DEVICE, randn
 
 
 def qkv(b=2, sq=16, sk=16, h=4, hk=2, d=32, dtype=torch.float32):
@@ -12,7 +12,7 @@ def qkv(b=2, sq=16, sk=16, h=4, hk=2, d=32, dtype=torch.float32):
 
 
 def _cu(lens):
-    return torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
+    return torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device=DEVICE)
 
 
 CASES = [
@@ -55,9 +55,10 @@ def test_bad_input_raises_naming_argument(label, call, exc, fragment):
 
 VARLEN = [
     ("cu dtype", dict(cu_seqlens_q=_cu([4, 4]).long()), TypeError, "cu_seqlens_q has dtype torch.int64"),
-    ("cu not monotone", dict(cu_seqlens_q=torch.tensor([0, 6, 5, 8], dtype=torch.int32)), ValueError,
-     "not monotone"),
-    ("cu first", dict(cu_seqlens_k=torch.tensor([1, 4, 8], dtype=torch.int32)), ValueError, r"cu_seqlens_k\[0\] is 1"),
+    ("cu not monotone", dict(cu_seqlens_q=torch.tensor([0, 6, 5, 8], dtype=torch.int32, device=DEVICE)),
+     ValueError, "not monotone"),
+    ("cu first", dict(cu_seqlens_k=torch.tensor([1, 4, 8], dtype=torch.int32, device=DEVICE)), ValueError,
+     r"cu_seqlens_k\[0\] is 1"),
     ("cu total", dict(cu_seqlens_q=_cu([4, 3])), ValueError, r"cu_seqlens_q\[-1\] is 7"),
     ("cu batch", dict(cu_seqlens_q=_cu([2, 2, 4])), ValueError, "holds 3 sequences"),
     ("max_seqlen", dict(max_seqlen_q=2), ValueError, "max_seqlen_q is 2"),
@@ -66,12 +67,28 @@ VARLEN = [
 
 
 @pytest.mark.parametrize("label,override,exc,fragment", VARLEN, ids=[c[0] for c in VARLEN])
-def test_varlen_bad_input(label, override, exc, fragment):
+def test_varlen_bad_input(label, override, exc, fragment, monkeypatch):
+    # value checks read cu_seqlens: always on CPU tensors, on GPU tensors only in debug mode
+    monkeypatch.setenv("FLASH_ATTENTION_DEBUG", "1")
     q, k, v = randn(8, 4, 32), randn(8, 2, 32), randn(8, 2, 32)
     args = dict(cu_seqlens_q=_cu([4, 4]), cu_seqlens_k=_cu([4, 4]), max_seqlen_q=4, max_seqlen_k=4)
     args.update(override)
     with pytest.raises(exc, match=fragment):
         fa.flash_attn_varlen_func(q, k, v, **args)
+
+
+def test_gpu_value_checks_only_in_debug_mode(monkeypatch):
+    """On a GPU, reading cu_seqlens would add a host sync: skipped unless FLASH_ATTENTION_DEBUG=1."""
+    if DEVICE != "cuda":
+        pytest.skip("CPU tensors are always checked")
+    q, k, v = randn(8, 4, 32), randn(8, 2, 32), randn(8, 2, 32)
+    bad = torch.tensor([0, 6, 5, 8], dtype=torch.int32, device=DEVICE)
+    from flash_attention_amd.validation import check_cu_seqlens
+
+    assert check_cu_seqlens("cu_seqlens_q", bad, 8, 8, "max_seqlen_q", q.device) == 3  # not read
+    monkeypatch.setenv("FLASH_ATTENTION_DEBUG", "1")
+    with pytest.raises(ValueError, match="not monotone"):
+        check_cu_seqlens("cu_seqlens_q", bad, 8, 8, "max_seqlen_q", q.device)
 
 
 def test_devices_must_match():

@@ -19,6 +19,9 @@ from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
 ON_GPU = DEVICE == "cuda"
+# The option tests run fp32 in the interpreter (1e-5); on a GPU the backward serves fp16/bf16
+# only (launch.bwd.supports), so there the same tests run in bf16 (assert_matches' bf16 rule).
+FP = torch.bfloat16 if ON_GPU else torch.float32
 
 
 def _bwd():
@@ -62,8 +65,9 @@ def _ref_kwargs(p: AttnParams):
                 softcap=p.softcap, alibi_slopes=p.alibi_slopes, dropout_p=p.dropout_p, seed=p.seed)
 
 
-def _check(b, sq, sk, h, hk, d, dtype=torch.float32, config=None, dv_dim=None, **opts):
+def _check(b, sq, sk, h, hk, d, dtype=None, config=None, dv_dim=None, **opts):
     """Run the Triton backward on fresh randn inputs and compare dq, dk, dv with the reference."""
+    dtype = dtype or FP
     dv_dim = dv_dim or d
     q = torch.randn(b, sq, h, d, device=DEVICE, dtype=dtype)
     k = torch.randn(b, sk, hk, d, device=DEVICE, dtype=dtype)
@@ -153,11 +157,11 @@ def test_dropout_same_mask_as_reference(atomic):
 def test_dropout_wrong_seed_differs():
     """A test that can fail: the kernel with seed 11 is far from the reference with seed 12."""
     b, sq, sk, h, d = 1, 17, 23, 2, 16
-    q, k, v, dout = (torch.randn(b, n, h, d, device=DEVICE) for n in (sq, sk, sk, sq))
+    q, k, v, dout = (torch.randn(b, n, h, d, device=DEVICE, dtype=FP) for n in (sq, sk, sk, sq))
     params = _params(d, dropout_p=0.3, seed=11)
     out, lse, _ = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
     _, _, ref12 = _ref_grads(q, k, v, dout, **{**_ref_kwargs(params), "seed": 12})
-    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params)
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params)
     assert rel_err(grads[2], ref12[2]) > 0.1
 
 
@@ -171,16 +175,16 @@ def test_varlen_ragged(atomic):
     h, hk, d = 4, 2, 24
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
-    q = torch.randn(sum(lens_q), h, d, device=DEVICE)
-    k = torch.randn(sum(lens_k), hk, d, device=DEVICE)
-    v = torch.randn(sum(lens_k), hk, d, device=DEVICE)
-    dout = torch.randn(sum(lens_q), h, d, device=DEVICE)
+    q = torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP)
+    k = torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP)
+    v = torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP)
+    dout = torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP)
     alibi = torch.rand(len(lens_q), h, device=DEVICE)
     params = _params(d, causal=True, alibi=alibi, dropout_p=0.2, seed=99, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
                      max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
     kw = _ref_kwargs(params)
     out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **kw)
-    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params,
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params,
                                       config=_atomic_cfg() if atomic else None)
     for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
         assert_matches(g, r, name=name)
@@ -211,12 +215,12 @@ def test_keys_nobody_sees_get_zero():
 def test_deterministic_bitwise():
     """deterministic=True takes the atomic-free path even when the config prefers atomics."""
     bwd = _bwd()
-    q, k, v = (torch.randn(1, 33, 4, 32, device=DEVICE) for _ in range(3))
+    q, k, v = (torch.randn(1, 33, 4, 32, device=DEVICE, dtype=FP) for _ in range(3))
     k, v = k[:, :, :2].contiguous(), v[:, :, :2].contiguous()
     params = _params(32, causal=True, deterministic=True)
     out, lse, _ = _ref_grads(q, k, v, torch.zeros_like(q), **_ref_kwargs(params))
     dout = torch.randn_like(q)
-    runs = [bwd.attention_backward(dout, q, k, v, out.float(), lse.float(), params, config=_atomic_cfg())
+    runs = [bwd.attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=_atomic_cfg())
             for _ in range(2)]
     for a, c in zip(*runs):
         assert torch.equal(a, c)
@@ -225,12 +229,12 @@ def test_deterministic_bitwise():
 def test_strided_inputs():
     """q, k, v as views into one packed tensor (strided in every dim but the last), dout transposed."""
     b, s, h, d = 2, 30, 2, 16
-    qkv = torch.randn(b, s, 3, h, d, device=DEVICE)
+    qkv = torch.randn(b, s, 3, h, d, device=DEVICE, dtype=FP)
     q, k, v = qkv.unbind(2)
-    dout = torch.randn(b, h, s, d, device=DEVICE).transpose(1, 2)
+    dout = torch.randn(b, h, s, d, device=DEVICE, dtype=FP).transpose(1, 2)
     params = _params(d, causal=True)
     out, lse, ref = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
-    grads = _bwd().attention_backward(dout, q, k, v, out.float(), lse.float(), params)
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params)
     for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
         assert_matches(g, r, name=name)
 
@@ -239,11 +243,11 @@ def test_triton_backend_backward_route():
     """TritonBackend.backward reaches this launcher."""
     from flash_attention_amd.backends.triton_backend import TritonBackend
 
-    q, k, v = (torch.randn(1, 18, 2, 16, device=DEVICE) for _ in range(3))
+    q, k, v = (torch.randn(1, 18, 2, 16, device=DEVICE, dtype=FP) for _ in range(3))
     dout = torch.randn_like(q)
     params = _params(16)
     out, lse, ref = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
-    grads = TritonBackend().backward(dout, q, k, v, out.float(), lse.float(), params)
+    grads = TritonBackend().backward(dout, q, k, v, out.to(FP), lse.float(), params)
     for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
         assert_matches(g, r, name=name)
 

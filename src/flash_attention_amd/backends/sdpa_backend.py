@@ -12,6 +12,9 @@ import torch.nn.functional as F
 from ..params import AttnParams, Problem
 from .base import Backend
 
+# (major, minor) of this torch, computed once: torch.compile cannot build a TorchVersion in a graph.
+_TORCH = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
 
 def _fused_kernels(device_type: str):
     """SDPA restricted to its fused kernels, cuDNN first on GPUs (the fastest measured on an H100)."""
@@ -35,7 +38,7 @@ class SdpaBackend(Backend):
             from torch.nn.attention.bias import causal_lower_right  # noqa: F401
         except ImportError as exc:
             return f"this torch has no torch.nn.attention ({exc})"
-        if torch.torch_version.TorchVersion(torch.__version__) < (2, 5):
+        if _TORCH < (2, 5):
             return f"SDPA's enable_gqa needs torch >= 2.5, this is {torch.__version__}"
         return None
 
