@@ -25,6 +25,11 @@ Occupancy (waves per SIMD on AMD, warps per SM sub-partition on NVIDIA) is compu
 ``occupancy_amd`` / ``occupancy_nvidia`` for the formulas and their sources; on AMD it is
 cross-checked against the occupancy LLVM prints (which ignores Triton's dynamic LDS).
 
+Each kernel is compiled as Triton's JIT specialises it for a launch on torch tensors:
+pointers 16-byte aligned (and within 2 GiB on AMD, for buffer loads) and, by default, the
+``stride*`` arguments divisible by 16 (``--strides unaligned`` checks the variant Triton builds
+for other strides, e.g. head dim 40).
+
 Compilation runs in ``spawn`` worker processes that switch Triton's interpreter off (the
 kernels must be real ``JITFunction``s, even when the caller runs under TRITON_INTERPRET=1).
 """
@@ -211,6 +216,7 @@ class Job:
     kernel: str = ""
     label: str = ""
     weight: float = 0.0
+    aligned_strides: bool = True
 
 
 @dataclass
@@ -321,7 +327,8 @@ def quick_subset(jobs: list[Job]) -> list[Job]:
         ordered = sorted(group, key=lambda j: (-j.weight, j.index))
         picked = [ordered[0]] + ([ordered[-1]] if len(ordered) > 1 else [])
         keep.extend(sorted(picked[:QUICK_PER_KERNEL], key=lambda j: j.index))
-    return sorted(keep, key=lambda j: (jobs.index(j)))
+    order = {id(j): i for i, j in enumerate(jobs)}
+    return sorted(keep, key=lambda j: order[id(j)])
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -344,9 +351,11 @@ def _worker_init(sys_path: list[str], cache_dir: str | None) -> None:
         triton.knobs.cache.dir = cache_dir
 
 
-def _attrs_for(fn, signature: dict[str, str], backend: str) -> dict:
-    """Pointer arguments as the JIT specialises them for torch tensors: 16-byte aligned and,
-    on AMD with buffer ops, within 2 GiB. Integers get no divisibility hint (conservative)."""
+def _attrs_for(fn, signature: dict[str, str], backend: str, aligned_strides: bool = True) -> dict:
+    """The specialisation Triton's JIT gives a launch with torch tensors: pointers 16-byte
+    aligned (and, on AMD with buffer ops, within 2 GiB); with ``aligned_strides`` the integer
+    arguments named ``stride*`` divisible by 16 (contiguous tensors whose head dim is a
+    multiple of 16). Other integers (lengths, seeds, window bounds) get no hint."""
     import triton
 
     attrs = {}
@@ -355,6 +364,8 @@ def _attrs_for(fn, signature: dict[str, str], backend: str) -> dict:
         if ty.startswith("*"):
             desc = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
             attrs[(fn.arg_names.index(name),)] = desc
+        elif aligned_strides and ty in ("i32", "i64") and name.startswith("stride"):
+            attrs[(fn.arg_names.index(name),)] = [["tt.divisibility", 16]]
     return attrs
 
 
@@ -381,7 +392,7 @@ def _ptxas_spill_stores(ptx: str, info: ArchInfo) -> int:
     return int(m.group(1))
 
 
-def compile_one(spec, info: ArchInfo) -> Row:
+def compile_one(spec, info: ArchInfo, aligned_strides: bool = True) -> Row:
     """Compile one spec for one arch and fill a Row (raises on compile errors)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -392,7 +403,7 @@ def compile_one(spec, info: ArchInfo) -> Row:
     target = GPUTarget(info.backend, info.target_arch, info.warp_size)
     src = triton.compiler.ASTSource(
         fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
-        attrs=_attrs_for(spec.fn, spec.signature, info.backend),
+        attrs=_attrs_for(spec.fn, spec.signature, info.backend, aligned_strides),
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -469,8 +480,11 @@ def describe(exc: BaseException, limit: int = 400) -> str:
 def _run_job(job: Job) -> Row:
     info = ARCHS[job.arch]
     try:
-        spec = _specs(job.source, job.arch)[job.index]
-        row = compile_one(spec, info)
+        specs = _specs(job.source, job.arch)
+        spec = specs[job.index] if job.index < len(specs) else None
+        if spec is None or (spec.label or f"#{job.index}") != job.label:
+            raise RuntimeError(f"{job.source}.compile_specs({job.arch!r}) changed during the run; run again")
+        row = compile_one(spec, info, job.aligned_strides)
     except Exception as exc:  # a compile error is a result, not a crash of the checker
         row = Row(job.kernel, job.arch, job.label, status="FAIL", problems=[f"compile failed: {describe(exc)}"])
     row.source = job.source
@@ -590,6 +604,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--specs", action="append", default=None, metavar="MODULE_OR_FILE",
                    help="compile_specs sources instead of the library's launchers (module name or .py file)")
     p.add_argument("--progress", action="store_true", help="print each config to stderr as it is done")
+    p.add_argument("--strides", choices=("aligned", "unaligned"), default="aligned",
+                   help="aligned (default): compile the variant Triton specialises for stride arguments "
+                   "divisible by 16 (contiguous tensors, head dim a multiple of 16); unaligned: the variant "
+                   "for other strides (e.g. head dim 40 or 72), which needs more registers")
     p.add_argument("--fresh-cache", action="store_true",
                    help="compile into a new empty Triton cache (honest compile times)")
     return p.parse_args(argv)
@@ -615,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [j for j in jobs if j.kernel in kernels]
     if args.quick:
         jobs = quick_subset(jobs)
+    for job in jobs:
+        job.aligned_strides = args.strides == "aligned"
     if not jobs and not rows:
         for n in notes:
             print(f"note: {n}")
@@ -653,11 +673,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"check-amd: {len(rows)} configs on {', '.join(a for a in archs if a not in skipped)}: "
           f"{len(rows) - n_fail - n_warn} ok, {n_warn} warn, {n_fail} FAIL; wall {wall:.1f} s "
           f"(compile {compile_total:.1f} s over {max(1, args.jobs)} processes)")
-    print("occ = waves per SIMD (AMD) / warps per SM sub-partition (NVIDIA); L = limited by LDS/shared memory; "
-          "spill +Ns = N SGPRs spilled to VGPR lanes (a warning, no memory traffic)")
+    print(f"strides: {args.strides}; occ = waves per SIMD (AMD) / warps per SM sub-partition (NVIDIA); "
+          "L = limited by LDS/shared memory; spill +Ns = N SGPRs spilled to VGPR lanes (a warning, "
+          "no memory traffic)")
     if args.json:
         payload = {
-            "archs": archs, "skipped_archs": skipped, "quick": args.quick, "notes": notes,
+            "archs": archs, "skipped_archs": skipped, "quick": args.quick, "strides": args.strides, "notes": notes,
             "wall_s": wall, "n_fail": n_fail, "summary": summarize(rows), "rows": [asdict(r) for r in rows],
         }
         Path(args.json).write_text(json.dumps(payload, indent=1))
