@@ -21,7 +21,7 @@ is 0 on rows whose lse is +inf (no visible key), so they get zero gradients.
 import triton
 import triton.language as tl
 
-from .common import LOG2E, philox_keep, score_mod, visible
+from .common import LOG2E, philox_keep, score_mod, seq_bounds, visible
 
 
 @triton.jit
@@ -170,13 +170,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqQ, CuSeqK,
     pid_bh = tl.program_id(1)
     off_b = pid_bh // nheads_k
     off_hk = pid_bh % nheads_k
-    q_start = tl.full([], 0, tl.int32)
-    k_start = tl.full([], 0, tl.int32)
-    if IS_VARLEN:
-        q_start = tl.load(CuSeqQ + off_b)
-        seqlen_q = tl.load(CuSeqQ + off_b + 1) - q_start
-        k_start = tl.load(CuSeqK + off_b)
-        seqlen_k = tl.load(CuSeqK + off_b + 1) - k_start
+    q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqQ, CuSeqK, off_b, seqlen_q, seqlen_k, IS_VARLEN)
     start_n = pid_n * BLOCK_N
     if start_n >= seqlen_k:
         return
@@ -315,13 +309,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqQ, CuSeqK,
     off_b = pid_bh // nheads
     off_h = pid_bh % nheads
     off_hk = off_h // group
-    q_start = tl.full([], 0, tl.int32)
-    k_start = tl.full([], 0, tl.int32)
-    if IS_VARLEN:
-        q_start = tl.load(CuSeqQ + off_b)
-        seqlen_q = tl.load(CuSeqQ + off_b + 1) - q_start
-        k_start = tl.load(CuSeqK + off_b)
-        seqlen_k = tl.load(CuSeqK + off_b + 1) - k_start
+    q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqQ, CuSeqK, off_b, seqlen_q, seqlen_k, IS_VARLEN)
     start_m = pid_m * BLOCK_M
     if start_m >= seqlen_q:
         return

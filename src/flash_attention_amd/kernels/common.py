@@ -40,6 +40,20 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
 
 
 @triton.jit
+def seq_bounds(CuSeqQ, CuSeqK, off_b, seqlen_q, seqlen_k, IS_VARLEN: tl.constexpr):
+    """(q_start, k_start, seqlen_q, seqlen_k) of sequence off_b: its first packed row and its
+    lengths from cu_seqlens when IS_VARLEN, else rows from 0 and the given (dense) lengths."""
+    q_start = tl.full([], 0, tl.int32)
+    k_start = tl.full([], 0, tl.int32)
+    if IS_VARLEN:
+        q_start = tl.load(CuSeqQ + off_b)
+        seqlen_q = tl.load(CuSeqQ + off_b + 1) - q_start
+        k_start = tl.load(CuSeqK + off_b)
+        seqlen_k = tl.load(CuSeqK + off_b + 1) - k_start
+    return q_start, k_start, seqlen_q, seqlen_k
+
+
+@triton.jit
 def tanh_f32(x):
     """tanh for fp32 tensors, written with exp2 so it runs on every target and the interpreter."""
     e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
