@@ -201,8 +201,17 @@ def _noop(X):
 def host_overhead(n=300):
     """Wall time per call of back-to-back calls (b=1, 2k cache: the GPU work is ~10 us)."""
     x = torch.zeros(1, device=DEV)
-    calls = dict(api=ours(1, 2048)[0], kernels=ours(1, 2048, api=False)[0], sdpa=sdpa(1, 2048)[0],
-                 triton_noop=lambda: _noop[(1,)](x))
+    kernels = ours(1, 2048, api=False)[0]
+
+    def triton_launch():  # the launcher through Triton's own fn[grid](...) path (no cached direct launch)
+        launch_decode.FAST_LAUNCH = False
+        try:
+            return kernels()
+        finally:
+            launch_decode.FAST_LAUNCH = True
+
+    calls = dict(api=ours(1, 2048)[0], kernels=kernels, kernels_triton_launch=triton_launch,
+                 sdpa=sdpa(1, 2048)[0], triton_noop=lambda: _noop[(1,)](x))
     res = {}
     for name, fn in calls.items():
         best = math.inf

@@ -354,6 +354,38 @@ def test_unused_block_table_entries_are_not_checked():
     flash_attn_with_kvcache(**kw)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_plan_cache_validates_and_follows_each_call(backend):
+    """Calls repeat with one set of shapes (the API reuses its validated plan): every argument
+    is still checked, and scalars that change between calls (scale, causal, window, lse) take effect."""
+    case = make_case(sq=2, sn=0, h=4, hk=2, seqlens=(10, 30, 47))
+    q, kc, vc = (case[n].to(DEVICE) for n in ("q", "k_cache", "v_cache"))
+    seqlens = torch.tensor(case["seqlens"], dtype=torch.int32, device=DEVICE)
+    with use_backend(backend):
+        def call(**kw):
+            return flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, return_softmax_lse=True, **kw)
+
+        for _ in range(2):
+            base = call(causal=True)
+            _, _, _, out64, _, low = expected(case, True, (-1, -1), 0.0, None)
+            assert_matches(base[0].cpu(), out64, low, name="repeat")
+        with pytest.raises(TypeError, match="causal"):
+            call(causal=1)
+        with pytest.raises(ValueError, match="window_size"):
+            call(window_size=(-2, -1))
+        with pytest.raises(ValueError, match="softmax_scale"):
+            call(softmax_scale=math.inf)
+        with pytest.raises(TypeError, match="cache_seqlens"):
+            flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens.to(torch.int16))
+        scaled = call(causal=True, softmax_scale=0.05)
+        assert rel_err(scaled[0].cpu(), base[0].cpu()) > 1e-3  # the new scale is used
+        out = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True)
+        assert isinstance(out, torch.Tensor) and torch.equal(out.cpu(), base[0].cpu())
+        for _ in range(2):  # window as a list: validated every call, same numbers as the tuple
+            windowed = call(window_size=[3, 0])
+            assert torch.equal(windowed[0].cpu(), call(window_size=(3, 0))[0].cpu())
+
+
 # ------------------------------------------------------------------ GPU
 
 @pytest.mark.gpu
@@ -438,3 +470,41 @@ def test_gpu_cuda_graph_decode_step(paged):
             torch.testing.assert_close(kc.cpu()[written], kc_ref[written], rtol=1e-2, atol=1e-2)
             assert_matches(out.cpu(), out64, low, name="graph out")
             assert rel_err(lse.cpu(), lse64) < 2e-3
+
+
+@pytest.mark.gpu
+def test_gpu_direct_launch_matches_triton_launch():
+    """The launcher's cached direct launches (launch/decode._launch) give the same numbers as
+    Triton's own launch path, including a q whose data pointer is not 16-byte aligned (a
+    different specialisation of the same shapes) and a change of split count."""
+    from flash_attention_amd.launch import decode as launch_decode
+
+    b, h, hk, d, cap = 3, 8, 2, 64, 200
+    kc, vc = (torch.randn(b, cap, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    seqlens = torch.tensor([0, 77, 200], dtype=torch.int32, device="cuda")
+    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+    flat = torch.empty(q.numel() + 1, device="cuda", dtype=torch.bfloat16)
+    q_odd = flat[1:].view(q.shape)  # data_ptr % 16 == 2
+    q_odd.copy_(q)
+    assert q_odd.data_ptr() % 16 != 0
+    results = {}
+    with use_backend("triton"):
+        for fast in (False, True, True):
+            launch_decode.FAST_LAUNCH = fast
+            try:
+                for name, qq in (("aligned", q), ("odd", q_odd)):
+                    for splits in (0, 1, 3):
+                        out, lse = flash_attn_with_kvcache(qq, kc, vc, cache_seqlens=seqlens, num_splits=splits,
+                                                           return_softmax_lse=True)
+                        results.setdefault((name, splits), []).append((out.clone(), lse.clone()))
+            finally:
+                launch_decode.FAST_LAUNCH = True
+    torch.cuda.synchronize()
+    keys = [k for k in launch_decode._plans if k[0] is launch_decode.kernels.decode_split_kernel]
+    assert len({k[-1][0] for k in keys}) >= 2  # q aligned and not: two specialisations
+    ref = results[("aligned", 1)][0]
+    for key, runs in results.items():
+        for out, lse in runs[1:]:
+            assert not out.isnan().any()
+            assert torch.equal(out, runs[0][0]) and torch.equal(lse, runs[0][1]), key
+        assert rel_err(runs[0][0].float(), ref[0].float()) < 1e-2, key

@@ -2,7 +2,9 @@
 
 Same signature, defaults and returns as Dao-AILab flash_attn 2.x. Order of work:
 validate -> rotary on q and the new k -> append k/v into the cache in place at
-``cache_seqlens`` -> dispatch (``dispatch.select``) -> ``backend.decode``.
+``cache_seqlens`` -> dispatch (``dispatch.select``) -> ``backend.decode``. Validation depends
+only on metadata (shapes, dtypes, devices, strides, scalars), so its result is kept per
+distinct metadata (``_plan_key``) and repeated decode steps skip it (host time per call).
 
 GPU fast path: no host synchronisation and no allocation whose size depends on tensor
 values, so a whole decode step (append + attention) can be captured in a CUDA graph.
@@ -140,40 +142,20 @@ def _append(cache, new, positions, cache_batch_idx, block_table, capacity):
     cache.index_put_((rows[:, None].expand_as(pos), pos), new.to(cache.dtype))
 
 
-def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
-                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
-                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
-    """Attention of q over a KV cache, appending the new k/v to the cache in place first (no backward).
+class _Plan:
+    """What validation derives from a call's metadata (shapes, dtypes, devices, strides, scalars)."""
 
-    Arguments (b batch, sq query tokens, h query heads, hk KV heads with h % hk == 0, d/dv head dims):
-        q: (b, sq, h, d).
-        k_cache, v_cache: (b_cache, seqlen_cache, hk, d|dv), or paged (num_blocks, page_block_size, hk, d|dv)
-            with block_table; page_block_size may be any value >= 1. Last dim contiguous.
-        k, v [optional]: (b, seqlen_new, hk, d|dv): written into the cache at positions
-            cache_seqlens[b], cache_seqlens[b] + 1, ... (requires cache_seqlens).
-        rotary_cos, rotary_sin [optional]: (seqlen_ro, rotary_dim / 2), rotary_dim <= d; requires k.
-            The new k is rotated at positions cache_seqlens + i; q at cache_seqlens + i when causal or
-            local (a window), else every q token at cache_seqlens. rotary_interleaved: pairs (0, 1), (2, 3)...
-            (GPT-J) if True, else (i, i + rotary_dim / 2) (GPT-NeoX).
-        cache_seqlens: int or (b,) int32: tokens already in each sequence's cache (None: the whole cache).
-        cache_batch_idx [optional]: (b,) int32: the k_cache row of each sequence (not with block_table).
-        cache_leftpad [optional]: (b,) int32: where each sequence starts in the cache; it attends to cache
-            positions [cache_leftpad, cache_seqlens + seqlen_new).
-        block_table [optional]: (b, max_blocks_per_seq) int32: page numbers of each sequence.
-        softmax_scale: default d ** -0.5. causal / window_size (left, right), bottom-right aligned with
-            seqlen_k = cache_seqlens + seqlen_new - cache_leftpad. softcap > 0: softcapping.
-        alibi_slopes: (h,) or (b, h) fp32: adds -slope * |i + seqlen_k - sq - j| to the scores.
-        num_splits: key splits across programs (0 = heuristic from shapes and the GPU).
-        return_softmax_lse: also return the log-sum-exp (b, h, sq) fp32 (+inf on rows that see no key).
+    __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params")
 
-    Returns out (b, sq, h, dv) in q's dtype, and softmax_lse when return_softmax_lse.
+    def __init__(self, **kw):
+        for name, value in kw.items():
+            setattr(self, name, value)
 
-    Example::
 
-        out = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new,
-                                      cache_seqlens=seqlens, causal=True)
-    """
+def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+             block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
+             return_softmax_lse) -> _Plan:
+    """Checks every argument (raises on the first problem) -> the call's _Plan. Reads no tensor values."""
     _tensor("q", q, 4)
     _tensor("k_cache", k_cache, 4)
     _tensor("v_cache", v_cache, 4)
@@ -283,48 +265,179 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     right = 0 if causal else (-1 if right >= capacity else right)
     q_consecutive = causal or left >= 0 or right >= 0  # where q's rotary positions advance per token
 
+
+    # normalised masks (flash_attn: a window side >= the cache capacity is unbounded)
+    left, right = window_size
+    left = -1 if left >= capacity else left
+    right = 0 if causal else (-1 if right >= capacity else right)
+    q_consecutive = causal or left >= 0 or right >= 0  # where q's rotary positions advance per token
+    if isinstance(cache_seqlens, int) and rotary_cos is not None and not _reads_values_ok(device):
+        need = cache_seqlens + max(seqlen_new, seqlen_q if q_consecutive else 1)
+        if need > rotary_cos.shape[0]:
+            raise ValueError(f"rotary_cos has {rotary_cos.shape[0]} rows but positions up to {need - 1} are "
+                             f"rotated; allowed: seqlen_ro >= {need}")
+    is_rocm, arch = _arch(device.type, device.index)
+    problem = Problem(
+        device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
+        seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,
+        causal=causal, window_left=left, window_right=right, softcap=float(softcap),
+        has_alibi=alibi_slopes is not None, return_lse=return_softmax_lse, kind="kvcache",
+        extra=(("paged", paged), ("page_block_size", row_len if paged else 0),
+               ("leftpad", cache_leftpad is not None), ("batch_idx", cache_batch_idx is not None)),
+    )
+    params = None if alibi_slopes is not None else _params(softmax_scale, causal, left, right, softcap, None,
+                                                           return_softmax_lse)
+    return _Plan(softmax_scale=softmax_scale, capacity=capacity, seqlen_new=seqlen_new, q_consecutive=q_consecutive,
+                 left=left, right=right, problem=problem, params=params)
+
+
+def _params(softmax_scale, causal, left, right, softcap, alibi_slopes, return_lse):
+    return AttnParams(softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right,
+                      softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_lse)
+
+
+# Plans of validated calls, keyed by everything _prepare reads (see _plan_key); the per-call
+# host cost of a decode step is then the key, the value checks allowed on the device, the
+# append and the launch. Calls whose key cannot be formed exactly are validated every time.
+_PLAN_LIMIT = 1024
+_plans: dict = {}
+_Tensor = torch.Tensor
+
+
+def _meta(t):
+    if t is None:
+        return None
+    if type(t) is not _Tensor:  # subclasses and non-tensors: no key
+        raise TypeError
+    return t.shape, t.dtype, t.device, t.stride()
+
+
+def _scalar(x):
+    # (type, value): True and 1 hash alike but validate differently
+    return type(x), x
+
+
+def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+              block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
+              return_softmax_lse):
+    """A hashable key of every input of _prepare, or None (validate this call every time)."""
+    if cache_seqlens is not None and type(cache_seqlens) is not _Tensor:
+        return None  # an int start: its value is checked, and changes every step
+    if type(window_size) is not tuple or len(window_size) != 2:
+        return None
+    try:
+        return (_meta(q), _meta(k_cache), _meta(v_cache), _meta(k), _meta(v), _meta(rotary_cos), _meta(rotary_sin),
+                _meta(cache_seqlens), _meta(cache_batch_idx), _meta(cache_leftpad), _meta(block_table),
+                _meta(alibi_slopes), _scalar(softmax_scale), _scalar(causal), _scalar(window_size[0]),
+                _scalar(window_size[1]), _scalar(softcap), _scalar(num_splits), _scalar(return_softmax_lse))
+    except TypeError:  # not a plain tensor, or an unhashable scalar
+        return None
+
+
+_select_cache: dict = {}
+
+
+def _select(problem: Problem):
+    """dispatch.select, remembered per (problem, forced backend) outside debug mode (where select logs)."""
+    from . import dispatch
+
+    if config.debug():
+        return dispatch.select(problem)
+    key = (problem, dispatch.forced())
+    backend = _select_cache.get(key)
+    if backend is None:
+        backend = dispatch.select(problem)
+        if len(_select_cache) >= _PLAN_LIMIT:
+            _select_cache.clear()
+        _select_cache[key] = backend
+    return backend
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """Attention of q over a KV cache, appending the new k/v to the cache in place first (no backward).
+
+    Arguments (b batch, sq query tokens, h query heads, hk KV heads with h % hk == 0, d/dv head dims):
+        q: (b, sq, h, d).
+        k_cache, v_cache: (b_cache, seqlen_cache, hk, d|dv), or paged (num_blocks, page_block_size, hk, d|dv)
+            with block_table; page_block_size may be any value >= 1. Last dim contiguous.
+        k, v [optional]: (b, seqlen_new, hk, d|dv): written into the cache at positions
+            cache_seqlens[b], cache_seqlens[b] + 1, ... (requires cache_seqlens).
+        rotary_cos, rotary_sin [optional]: (seqlen_ro, rotary_dim / 2), rotary_dim <= d; requires k.
+            The new k is rotated at positions cache_seqlens + i; q at cache_seqlens + i when causal or
+            local (a window), else every q token at cache_seqlens. rotary_interleaved: pairs (0, 1), (2, 3)...
+            (GPT-J) if True, else (i, i + rotary_dim / 2) (GPT-NeoX).
+        cache_seqlens: int or (b,) int32: tokens already in each sequence's cache (None: the whole cache).
+        cache_batch_idx [optional]: (b,) int32: the k_cache row of each sequence (not with block_table).
+        cache_leftpad [optional]: (b,) int32: where each sequence starts in the cache; it attends to cache
+            positions [cache_leftpad, cache_seqlens + seqlen_new).
+        block_table [optional]: (b, max_blocks_per_seq) int32: page numbers of each sequence.
+        softmax_scale: default d ** -0.5. causal / window_size (left, right), bottom-right aligned with
+            seqlen_k = cache_seqlens + seqlen_new - cache_leftpad. softcap > 0: softcapping.
+        alibi_slopes: (h,) or (b, h) fp32: adds -slope * |i + seqlen_k - sq - j| to the scores.
+        num_splits: key splits across programs (0 = heuristic from shapes and the GPU).
+        return_softmax_lse: also return the log-sum-exp (b, h, sq) fp32 (+inf on rows that see no key).
+
+    Returns out (b, sq, h, dv) in q's dtype, and softmax_lse when return_softmax_lse.
+
+    Example::
+
+        out = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new,
+                                      cache_seqlens=seqlens, causal=True)
+    """
+    args = (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+            block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse)
+    key = _plan_key(*args)
+    plan = _plans.get(key) if key is not None else None
+    if plan is None:
+        plan = _prepare(*args)
+        if key is not None:
+            if len(_plans) >= _PLAN_LIMIT:
+                _plans.clear()
+            _plans[key] = plan
+    if torch.is_grad_enabled():
+        with torch.no_grad():
+            return _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                        cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse)
+    return _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse)
+
+
+def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+         block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse):
+    """The work of a validated call (grad mode off)."""
+    batch, seqlen_q = q.shape[0], q.shape[1]
+    device = q.device
+    capacity, seqlen_new, q_consecutive = plan.capacity, plan.seqlen_new, plan.q_consecutive
     if cache_seqlens is None:
         seqlens = torch.full((batch,), capacity, dtype=torch.int32, device=device)
     elif isinstance(cache_seqlens, int):
         seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=device)
     else:
-        seqlens = cache_seqlens.to(torch.int32)
+        seqlens = cache_seqlens if cache_seqlens.dtype == torch.int32 else cache_seqlens.to(torch.int32)
     if _reads_values_ok(device):
         _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache_leftpad, block_table,
                       rotary_cos, q_consecutive, seqlen_q)
-    elif isinstance(cache_seqlens, int) and rotary_cos is not None:
-        need = cache_seqlens + max(seqlen_new, seqlen_q if q_consecutive else 1)
-        if need > rotary_cos.shape[0]:
-            raise ValueError(f"rotary_cos has {rotary_cos.shape[0]} rows but positions up to {need - 1} are "
-                             f"rotated; allowed: seqlen_ro >= {need}")
 
-    with torch.no_grad():
-        q = q if q.stride(-1) == 1 else q.contiguous()
-        if rotary_cos is not None:
-            q = apply_rotary(q, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_q, q_consecutive),
-                             rotary_interleaved)
-            k = apply_rotary(k, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_new), rotary_interleaved)
-        if k is not None and seqlen_new > 0:
-            positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
-            _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
-            _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
-            seqlens = seqlens + seqlen_new
+    q = q if q.stride(-1) == 1 else q.contiguous()
+    if rotary_cos is not None:
+        q = apply_rotary(q, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_q, q_consecutive),
+                         rotary_interleaved)
+        k = apply_rotary(k, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_new), rotary_interleaved)
+    if k is not None and seqlen_new > 0:
+        positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
+        _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
+        _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
+        seqlens = seqlens + seqlen_new
 
-        params = AttnParams(softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right,
-                            softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_softmax_lse)
-        is_rocm, arch = _arch(device.type, device.index)
-        problem = Problem(
-            device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
-            seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,
-            causal=causal, window_left=left, window_right=right, softcap=float(softcap),
-            has_alibi=alibi_slopes is not None, return_lse=return_softmax_lse, kind="kvcache",
-            extra=(("paged", paged), ("page_block_size", row_len if paged else 0),
-                   ("leftpad", cache_leftpad is not None), ("batch_idx", cache_batch_idx is not None)),
-        )
-        from . import dispatch
-
-        backend = dispatch.select(problem)
-        out, lse = backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
-                                  cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
-                                  num_splits=num_splits)
+    params = plan.params
+    if params is None:
+        params = _params(plan.softmax_scale, plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
+                         alibi_slopes, return_softmax_lse)
+    backend = _select(plan.problem)
+    out, lse = backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
+                              cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
+                              num_splits=num_splits)
     return (out, lse) if return_softmax_lse else out
