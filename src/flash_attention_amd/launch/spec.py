@@ -21,3 +21,7 @@ class CompileSpec:
     constexprs: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
     label: str = ""  # human-readable: "bf16 d=128 causal BLOCK 128x64 w4 s2"
+    # NVIDIA only: why register spills of this config are accepted (a measurement showing it is
+    # still the fastest, e.g. "fastest on an H100, benchmarks/results/bwd_h100.md"). check-amd
+    # then reports its spills as a warning. AMD spills are never accepted.
+    accepted_spills: str = ""
