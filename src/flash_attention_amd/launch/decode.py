@@ -38,6 +38,15 @@ _CONFIGS: dict[str, dict] = {
     "interpret": dict(BLOCK_N=16, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=1),
 }
 _overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep sets entries here
+# Archs without a table of their own use their family's (same wave size and register file).
+_ALIASES = {"gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
+            "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100",
+            "sm89": "sm80", "sm86": "sm80", "sm87": "sm80"}
+
+
+def _table_key(arch: str | None) -> str:
+    arch = _ALIASES.get(arch, arch)
+    return arch if arch in _CONFIGS else "default"
 
 
 def supports(problem: Problem) -> str | None:
@@ -66,7 +75,7 @@ def _arch_of(index: int) -> str:
     from ..params import device_arch
 
     _, arch = device_arch(torch.device("cuda", index))
-    return arch if arch in _CONFIGS else "default"
+    return _table_key(arch)
 
 
 def _arch_key(device: torch.device) -> str:
@@ -299,7 +308,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for dtype in (torch.float16, torch.bfloat16):
         for d in (64, 128, 256):
-            cfg = _resolve(_CONFIGS.get(arch, _CONFIGS["default"]), d)
+            cfg = _resolve(_CONFIGS[_table_key(arch)], d)
             for paged in (False, True):
                 stages = cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"]
                 opts = dict(num_warps=cfg["num_warps"], num_stages=stages)
