@@ -189,7 +189,9 @@ def _launch(fn, grid, device, tensors: tuple, scalars: tuple, constexprs: dict, 
     opts = {"num_warps": num_warps}
     if num_stages is not None:
         opts["num_stages"] = num_stages
-    if not FAST_LAUNCH or device.type != "cuda":
+    # NVIDIA only: Triton's AMD backend also specialises pointers on their buffer range (buffer
+    # ops), which this key does not hold, and the direct path is unverified on ROCm.
+    if not FAST_LAUNCH or device.type != "cuda" or torch.version.hip is not None:
         fn[grid](*tensors, *scalars, **constexprs, **opts)
         return
     index = torch.cuda.current_device()
