@@ -11,8 +11,8 @@ the AMDGPU backend and NVIDIA's ptxas, so this works offline on a CPU) and reads
   ``.private_segment_fixed_size`` = scratch bytes per lane), LLVM's ``; Occupancy:`` line and
   the ``v_mfma_*`` / ``v_wmma_*`` instructions.
 - NVIDIA (``.asm["cubin"]``, ``.asm["ptx"]``): registers / local memory / stack from
-  ``cuobjdump --dump-resource-usage`` (shipped in the Triton wheel) and ``mma`` / ``wgmma``
-  in the PTX.
+  ``cuobjdump --dump-resource-usage``, spill stores from ``ptxas -v`` when there is local
+  memory (both shipped in the Triton wheel), and ``mma`` / ``wgmma`` in the PTX.
 - Both: the shared memory (LDS) Triton allocates (``metadata.shared``) and, from the TTGIR,
   whether each ``tt.dot`` got a matrix-core layout (``amd_mfma``, ``amd_wmma``, ``nvidia_mma``)
   or fell back to FMA (``blocked``).
@@ -20,6 +20,7 @@ the AMDGPU backend and NVIDIA's ptxas, so this works offline on a CPU) and reads
 A config FAILS when it does not compile, spills registers or uses scratch / local memory,
 needs more shared memory than one workgroup may have on the arch (the launch would raise
 OutOfResources), or lowers a ``tl.dot`` without matrix instructions. ``main`` returns 1 then.
+SGPRs spilled into VGPR lanes and compiler warnings only make a row ``warn``.
 
 Occupancy (waves per SIMD on AMD, warps per SM sub-partition on NVIDIA) is computed here, see
 ``occupancy_amd`` / ``occupancy_nvidia`` for the formulas and their sources; on AMD it is
