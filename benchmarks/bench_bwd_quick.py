@@ -81,6 +81,7 @@ def time_flex(q, k, v, dout, causal):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     torch._dynamo.config.cache_size_limit = 1000
+    torch._functorch.config.donated_buffer = False  # the timing loop calls backward(retain_graph=True)
     if "fn" not in _FLEX:
         _FLEX["fn"] = torch.compile(flex_attention)
     b, s, h, d = q.shape

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -135,6 +137,15 @@ def test_options_dq_atomic(case):
     """The atomic-dq path (the non-deterministic default on some GPUs) gives the same gradients."""
     _, (b, sq, sk, h, hk, d), opts = case
     _check(b, sq, sk, h, hk, d, config=_atomic_cfg(), **_resolve(b, h, opts))
+
+
+@pytest.mark.parametrize("case", [CASES[2], CASES[3], CASES[6], CASES[7], CASES[10], CASES[12]],
+                         ids=lambda c: c[0])
+def test_options_one_loop_dkdv(case):
+    """dK/dV in one masked loop (BwdConfig.split=False, the NVIDIA rows) gives the same gradients."""
+    _, (b, sq, sk, h, hk, d), opts = case
+    cfg = replace(_bwd().pick_config(None, d, d), split=False)
+    _check(b, sq, sk, h, hk, d, config=cfg, **_resolve(b, h, opts))
 
 
 @pytest.mark.parametrize("d", [160, 256])
@@ -291,8 +302,17 @@ def test_compile_specs_cover_every_config(arch):
         cfg = bwd.pick_config(arch, d, d)
         assert any(s.constexprs.get("BLOCK_N") == cfg.block_n1 and s.constexprs.get("BLOCK_M") == cfg.block_m1
                    for s in specs if s.kernel == "bwd_dkdv")
+    for dtype in ("fp16", "bf16"):  # every option-table and dropout-table row is compiled too
+        for tier in (1, 2):
+            for max_d, _, cfg in bwd._table(arch, tier):
+                assert any(s.constexprs.get("BLOCK_M") == cfg.block_m1 and s.constexprs.get("HEAD_DIM") == max_d
+                           and s.constexprs.get("HAS_SOFTCAP") and dtype in s.label
+                           for s in specs if s.kernel == "bwd_dkdv")
+    assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
     for s in specs:
-        assert all(t in ("i32", "fp32") or t.startswith("*") for t in s.signature.values())
+        # typed arguments; "constexpr" only for group == 1 (the MHA build Triton specialises)
+        assert all(t in ("i32", "fp32") or t.startswith("*") for n, t in s.signature.items() if n != "group")
+        assert s.signature.get("group", "i32") in ("i32", "constexpr")
         if arch.startswith("gfx"):
             assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= set(s.options)
 

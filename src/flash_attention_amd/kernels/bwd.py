@@ -81,69 +81,114 @@ def bwd_preprocess(O, DO, Delta, CuSeqQ,
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, offs_n, m_lo, m_hi,
+def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                 stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
-                sm_scale, softcap, slope, window_left, window_right,
-                threshold, dropout_scale, seed_lo, seed_hi, bh,
+                sm_scale, softcap, window_left, window_right, threshold, dropout_scale, seed_lo, seed_hi,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr):
-    """Query blocks [m_lo, m_hi) against one KV block; the transposed orientation [BLOCK_N, BLOCK_M].
-
-    Q/DO/LSE/Delta/DQ point at row 0 of this (sequence, head). MASK: bound checks and the
-    visibility mask (boundary blocks only).
-    """
+    """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
+    transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
+    MASK: bound checks and the visibility mask (boundary blocks only)."""
     offs_d = tl.arange(0, BLOCK_D)
     offs_dv = tl.arange(0, BLOCK_DV)
     PAD_D: tl.constexpr = BLOCK_D != HEAD_DIM
     PAD_DV: tl.constexpr = BLOCK_DV != HEAD_DIM_V
-    for start_m in range(m_lo, m_hi, BLOCK_M):
-        offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_ok = offs_m < seqlen_q
-        qT = _load2(Q + offs_m[None, :] * stride_qm + offs_d[:, None],
-                    row_ok[None, :], offs_d[:, None] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_D, BLOCK_M]
-        do = _load2(DO + offs_m[:, None] * stride_dom + offs_dv[None, :],
-                    row_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_M, BLOCK_DV]
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    row_ok = offs_m < seqlen_q
+    qT = _load2(Q + offs_m[None, :] * stride_qm + offs_d[:, None],
+                row_ok[None, :], offs_d[:, None] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_D, BLOCK_M]
+    do = _load2(DO + offs_m[:, None] * stride_dom + offs_dv[None, :],
+                row_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_M, BLOCK_DV]
+    if MASK:
+        lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
+        delta = tl.load(Delta + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
+    else:
+        lse = tl.load(LSE + offs_m)  # [BLOCK_M]
+        delta = tl.load(Delta + offs_m)  # [BLOCK_M]
+    qkT = tl.dot(k, qT)  # [BLOCK_N, BLOCK_M]
+    # score_mod with rows/cols swapped: |j + (sq - sk) - i| == |i + (sk - sq) - j|
+    sT, tT = score_mod(qkT, offs_n, offs_m, seqlen_k, seqlen_q, sm_scale, softcap, slope,
+                       HAS_SOFTCAP, HAS_ALIBI)
+    if MASK:
+        ok = tl.trans(visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
+                              IS_CAUSAL, HAS_WINDOW, True))  # [BLOCK_N, BLOCK_M]
+        sT = tl.where(ok, sT, float("-inf"))
+    pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
+    dpT = tl.dot(v, tl.trans(do))  # [BLOCK_N, BLOCK_M]
+    if HAS_DROPOUT:
+        keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
+                           offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, threshold)
+        pdT = tl.where(keep, pT * dropout_scale, 0.0)
+        dpT = tl.where(keep, dpT * dropout_scale, 0.0)
+    else:
+        pdT = pT
+    dv = tl.dot(pdT.to(do.dtype), do, dv)
+    dsT = pT * (dpT - delta[None, :])
+    if HAS_SOFTCAP:
+        dsT = dsT * (1.0 - tT * tT)
+    dsT = dsT.to(qT.dtype)
+    dk = tl.dot(dsT, tl.trans(qT), dk)
+    if DQ_ATOMIC:
+        dq = tl.dot(tl.trans(dsT), k)  # [BLOCK_M, BLOCK_D], unscaled
+        dq_ptrs = DQ + offs_m[:, None] * stride_dqm + offs_d[None, :]
         if MASK:
-            lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
-            delta = tl.load(Delta + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
+            tl.atomic_add(dq_ptrs, dq, mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), sem="relaxed")
+        elif PAD_D:
+            tl.atomic_add(dq_ptrs, dq, mask=offs_d[None, :] < HEAD_DIM, sem="relaxed")
         else:
-            lse = tl.load(LSE + offs_m)  # [BLOCK_M]
-            delta = tl.load(Delta + offs_m)  # [BLOCK_M]
-        qkT = tl.dot(k, qT)  # [BLOCK_N, BLOCK_M]
-        # score_mod with rows/cols swapped: |j + (sq - sk) - i| == |i + (sk - sq) - j|
-        sT, tT = score_mod(qkT, offs_n, offs_m, seqlen_k, seqlen_q, sm_scale, softcap, slope,
-                           HAS_SOFTCAP, HAS_ALIBI)
-        if MASK:
-            ok = tl.trans(visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
-                                  IS_CAUSAL, HAS_WINDOW, True))  # [BLOCK_N, BLOCK_M]
-            sT = tl.where(ok, sT, float("-inf"))
-        pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
-        dpT = tl.dot(v, tl.trans(do))  # [BLOCK_N, BLOCK_M]
-        if HAS_DROPOUT:
-            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
-                               offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, threshold)
-            pdT = tl.where(keep, pT * dropout_scale, 0.0)
-            dpT = tl.where(keep, dpT * dropout_scale, 0.0)
-        else:
-            pdT = pT
-        dv = tl.dot(pdT.to(do.dtype), do, dv)
-        dsT = pT * (dpT - delta[None, :])
-        if HAS_SOFTCAP:
-            dsT = dsT * (1.0 - tT * tT)
-        dsT = dsT.to(qT.dtype)
-        dk = tl.dot(dsT, tl.trans(qT), dk)
-        if DQ_ATOMIC:
-            dq = tl.dot(tl.trans(dsT), k)  # [BLOCK_M, BLOCK_D], unscaled
-            dq_ptrs = DQ + offs_m[:, None] * stride_dqm + offs_d[None, :]
-            if MASK:
-                tl.atomic_add(dq_ptrs, dq, mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), sem="relaxed")
-            elif PAD_D:
-                tl.atomic_add(dq_ptrs, dq, mask=offs_d[None, :] < HEAD_DIM, sem="relaxed")
-            else:
-                tl.atomic_add(dq_ptrs, dq, sem="relaxed")
+            tl.atomic_add(dq_ptrs, dq, sem="relaxed")
+    return dk, dv
+
+
+@triton.jit
+def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, group, bh0,
+                stride_qm, stride_qh, stride_dom, stride_doh, stride_dqm, stride_dqh, stride_lh, stride_ah,
+                seqlen_q, seqlen_k, sm_scale, softcap, window_left, window_right,
+                threshold, dropout_scale, seed_lo, seed_hi,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
+                IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
+                HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
+                GQA: tl.constexpr):
+    """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
+
+    GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
+    kept far more registers live (ptxas spilled). Else (group == 1) a plain block loop.
+    Q/DO/DQ point at row 0 of this sequence in the group's first head, LSE/Delta likewise,
+    Alibi at that head's slope; bh0: its (batch, head) number.
+    """
+    if GQA:
+        n_blocks = tl.maximum(tl.cdiv(m_hi - m_lo, BLOCK_M), 0)
+        # divisor >= 1: the software pipeliner computes the first iterations' addresses before
+        # it tests the trip count; a division by an empty loop's 0 made them wild (illegal
+        # memory access on an H200 with num_stages=3 when a head or tail loop was empty)
+        div = tl.maximum(n_blocks, 1)
+        for it in range(0, group * n_blocks):
+            g = it // div
+            slope = 0.0
+            if HAS_ALIBI:
+                slope = tl.load(Alibi + g * stride_ah)
+            dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_qh, DO + g * stride_doh,
+                                 LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
+                                 DQ + g * stride_dqh, slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
+                                 stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
+                                 sm_scale, softcap, window_left, window_right, threshold, dropout_scale,
+                                 seed_lo, seed_hi, HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, MASK,
+                                 IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC)
+    else:
+        slope = 0.0
+        if HAS_ALIBI:
+            slope = tl.load(Alibi)
+        for start_m in range(m_lo, m_hi, BLOCK_M):
+            dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
+                                 stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
+                                 sm_scale, softcap, window_left, window_right, threshold, dropout_scale,
+                                 seed_lo, seed_hi, HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, MASK,
+                                 IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC)
     return dk, dv
 
 
@@ -161,10 +206,12 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqQ, CuSeqK,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
              HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IS_VARLEN: tl.constexpr,
-             DQ_ATOMIC: tl.constexpr):
+             DQ_ATOMIC: tl.constexpr, SPLIT: tl.constexpr = True, GQA: tl.constexpr = True):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
-    The query heads hk * group .. hk * group + group - 1 are summed here, in order.
+    The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
+    head, unmasked middle, masked tail (three loops); else one masked loop (fewer registers).
+    GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic).
     """
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -210,37 +257,46 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqQ, CuSeqK,
     full_lo, full_hi = _full_blocks(m_lo, full_need, full_limit, BLOCK_M)
     mask_hi = tl.minimum(full_lo, row_hi)
 
-    for g in range(0, group):
-        off_h = off_hk * group + g
-        q_row0 = q_start.to(tl.int64)
-        Qh = Q + off_b64 * stride_qb + off_h * stride_qh + q_row0 * stride_qm
-        DOh = DO + off_b64 * stride_dob + off_h * stride_doh + q_row0 * stride_dom
-        DQh = DQ + off_b64 * stride_dqb + off_h * stride_dqh + q_row0 * stride_dqm
-        LSEh = LSE + off_b64 * stride_lb + off_h.to(tl.int64) * stride_lh + q_start
-        Deltah = Delta + off_b64 * stride_lb + off_h.to(tl.int64) * stride_lh + q_start
-        slope = 0.0
-        if HAS_ALIBI:
-            slope = tl.load(Alibi + off_b * stride_ab + off_h * stride_ah)
-        bh = off_b * (nheads_k * group) + off_h
-        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, offs_n, m_lo, mask_hi,
-                             stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
-                             sm_scale, softcap, slope, window_left, window_right,
-                             threshold, dropout_scale, seed_lo, seed_hi, bh,
+    off_h0 = off_hk * group  # the group's first query head
+    q_row0 = q_start.to(tl.int64)
+    Qh = Q + off_b64 * stride_qb + off_h0 * stride_qh + q_row0 * stride_qm
+    DOh = DO + off_b64 * stride_dob + off_h0 * stride_doh + q_row0 * stride_dom
+    DQh = DQ + off_b64 * stride_dqb + off_h0 * stride_dqh + q_row0 * stride_dqm
+    LSEh = LSE + off_b64 * stride_lb + off_h0.to(tl.int64) * stride_lh + q_start
+    Deltah = Delta + off_b64 * stride_lb + off_h0.to(tl.int64) * stride_lh + q_start
+    Alibih = Alibi + off_b * stride_ab + off_h0 * stride_ah
+    bh0 = off_b * (nheads_k * group) + off_h0
+    if SPLIT:
+        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, m_lo, mask_hi,
+                             group, bh0, stride_qm, stride_qh, stride_dom, stride_doh,
+                             stride_dqm, stride_dqh, stride_lh, stride_ah, seqlen_q, seqlen_k,
+                             sm_scale, softcap, window_left, window_right,
+                             threshold, dropout_scale, seed_lo, seed_hi,
                              HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, True,
-                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, offs_n, full_lo, full_hi,
-                             stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
-                             sm_scale, softcap, slope, window_left, window_right,
-                             threshold, dropout_scale, seed_lo, seed_hi, bh,
+                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC, GQA)
+        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, full_lo, full_hi,
+                             group, bh0, stride_qm, stride_qh, stride_dom, stride_doh,
+                             stride_dqm, stride_dqh, stride_lh, stride_ah, seqlen_q, seqlen_k,
+                             sm_scale, softcap, window_left, window_right,
+                             threshold, dropout_scale, seed_lo, seed_hi,
                              HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, False,
-                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, offs_n,
+                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC, GQA)
+        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n,
                              tl.maximum(full_hi, mask_hi), row_hi,
-                             stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k,
-                             sm_scale, softcap, slope, window_left, window_right,
-                             threshold, dropout_scale, seed_lo, seed_hi, bh,
+                             group, bh0, stride_qm, stride_qh, stride_dom, stride_doh,
+                             stride_dqm, stride_dqh, stride_lh, stride_ah, seqlen_q, seqlen_k,
+                             sm_scale, softcap, window_left, window_right,
+                             threshold, dropout_scale, seed_lo, seed_hi,
                              HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, True,
-                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC)
+                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC, GQA)
+    else:
+        dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, m_lo, row_hi,
+                             group, bh0, stride_qm, stride_qh, stride_dom, stride_doh,
+                             stride_dqm, stride_dqh, stride_lh, stride_ah, seqlen_q, seqlen_k,
+                             sm_scale, softcap, window_left, window_right,
+                             threshold, dropout_scale, seed_lo, seed_hi,
+                             HEAD_DIM, HEAD_DIM_V, BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, True,
+                             IS_CAUSAL, HAS_WINDOW, HAS_ALIBI, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC, GQA)
 
     dk = dk * sm_scale
     tl.store(DK + off_b64 * stride_dkb + off_hk * stride_dkh + kv_row[:, None] * stride_dkn + offs_d[None, :],

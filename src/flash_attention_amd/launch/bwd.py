@@ -13,13 +13,14 @@ otherwise the per-arch table decides.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .spec import CompileSpec
+from .spec import DROPOUT, OPTIONS, PLAIN, CompileSpec, tier_table
 
 MAX_HEADDIM = 256
 
@@ -37,6 +38,9 @@ class BwdConfig:
     warps2: int
     stages2: int
     dq_atomic: bool = False  # the non-deterministic default computes dq with atomics
+    # dK/dV loop over query blocks: split in masked head / unmasked middle / masked tail (no mask
+    # arithmetic in the middle), or one masked loop (False: far fewer registers on NVIDIA).
+    split: bool = True
     amd: dict = field(default_factory=dict, hash=False, compare=False)  # waves_per_eu, matrix_instr_nonkdim, kpack
 
 
@@ -45,22 +49,26 @@ def _amd(waves=1, kpack=1):
 
 
 # Per arch: (largest head dim, causal or None for both, config), first match wins.
-# sm90 rows: measured on an H100 (benchmarks/results/bwd_h100.md). The atomic dq path measured
-# no faster than the dq kernel there, so no sm90 row uses it (the default is deterministic).
-# The other rows are chosen to compile without register spills (check with compile_specs /
-# check-amd), not tuned on hardware; gfx1100 still spills at head dims > 64.
+# sm90 rows: measured on an H100 / H200 (benchmarks/results/bwd_h100.md, tiles_h200.md); the
+# atomic dq path measured no faster there, so no sm90 row uses it (the default is deterministic).
+# Rule for NVIDIA: the fastest tile measured, unless a tile that ptxas compiles spill-free (every
+# variant check-amd compiles, GQA included) is within 10% of it; spills kept that way are
+# accepted in check-amd with the measurement (_measured_spills). sm80 rows: spill-free per ptxas,
+# not timed (no A100 here). Other rows: spill-free per check-amd, not tuned on hardware.
+_ONE = dict(split=False)  # dK/dV in one masked loop: fewer registers
 _CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
     "sm90": [
         (64, False, BwdConfig(64, 64, 4, 3, 128, 64, 8, 3)),
         (64, True, BwdConfig(64, 64, 4, 3, 64, 64, 4, 3)),
         (128, False, BwdConfig(64, 128, 8, 3, 128, 64, 8, 3)),
         (128, True, BwdConfig(64, 128, 8, 2, 128, 64, 8, 3)),
-        (256, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
+        # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled), spill-free
+        (256, None, BwdConfig(32, 64, 8, 2, 32, 64, 4, 2, **_ONE)),
     ],
     "sm80": [
-        (64, None, BwdConfig(64, 64, 4, 3, 128, 64, 8, 2)),
-        (128, None, BwdConfig(64, 64, 4, 2, 64, 64, 4, 2)),
-        (256, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)),
+        (64, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 2)),
+        (128, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
+        (256, None, BwdConfig(32, 64, 8, 1, 64, 32, 8, 1)),
     ],
     "gfx942": [
         (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
@@ -82,24 +90,47 @@ _CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
     # Triton's interpreter (CPU tensors): small, unequal tiles so tests cross many block edges.
     "interp": [(MAX_HEADDIM, None, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1))],
 }
+# Other tiles where the main row spills with a window, ALiBi or softcap on (check-amd variant
+# "opts": all three, varlen too, no dropout), and with dropout (variant "all": every option).
+# Same layout as _CONFIGS; an arch without a row here uses its main table.
+_OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
+    "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
+        (64, None, BwdConfig(32, 64, 4, 3, 128, 64, 8, 3)),  # spill-free, 0.92-1.0x the main row
+        (128, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 3)),  # 0.95-1.0x the main row, fewer spills
+        (256, None, BwdConfig(32, 64, 8, 2, 32, 64, 4, 2, **_ONE)),
+    ],
+    "sm80": [
+        (64, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 2, **_ONE)),
+        (128, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
+        (256, None, BwdConfig(16, 32, 4, 1, 64, 32, 8, 1)),
+    ],
+}
+_DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {}
+_TABLES = (_CONFIGS, _OPTION_CONFIGS, _DROPOUT_CONFIGS)
 _ALIASES = {"sm89": "sm80", "sm86": "sm80", "sm87": "sm80", "sm100": "sm90", "sm103": "sm90", "sm120": "sm80",
             "gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
             "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100"}
 
 
-def _table(arch: str | None) -> list[tuple[int, bool | None, BwdConfig]]:
+def _table(arch: str | None, tier: int = PLAIN) -> list[tuple[int, bool | None, BwdConfig]]:
+    """The arch's rows for a feature tier (launch/spec.py): PLAIN, OPTIONS or DROPOUT."""
     if arch is None:
         return _CONFIGS["interp"]
     arch = _ALIASES.get(arch, arch)
-    if arch in _CONFIGS:
-        return _CONFIGS[arch]
-    return _CONFIGS["gfx942" if arch.startswith("gfx") else "sm80"]
+    if arch not in _CONFIGS:
+        arch = "gfx942" if arch.startswith("gfx") else "sm80"
+    return tier_table(_TABLES, arch, tier)
 
 
-def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False) -> BwdConfig:
-    """The tuned config of this arch for these head dims (and causal flag)."""
+def _tier(dropout: bool, options: bool) -> int:
+    return DROPOUT if dropout else OPTIONS if options else PLAIN
+
+
+def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
+                dropout: bool = False, options: bool = False) -> BwdConfig:
+    """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap)."""
     d = max(headdim, headdim_v)
-    for max_d, when_causal, cfg in _table(arch):
+    for max_d, when_causal, cfg in _table(arch, _tier(dropout, options)):
         if d <= max_d and when_causal in (None, causal):
             return cfg
     raise ValueError(f"headdim {d} has no backward config on {arch} (see supports())")
@@ -114,10 +145,12 @@ def supports(problem: Problem) -> str | None:
         return f"backward supports {', '.join(str(t).replace('torch.', '') for t in allowed)}, not {problem.dtype}"
     if not 1 <= problem.headdim <= MAX_HEADDIM or not 1 <= problem.headdim_v <= MAX_HEADDIM:
         return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
-    largest = max(max_d for max_d, _, _ in _table(problem.arch))
+    dropout = problem.dropout_p > 0
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0
+    largest = max(max_d for max_d, _, _ in _table(problem.arch, _tier(dropout, options)))
     if max(problem.headdim, problem.headdim_v) > largest:
-        return (f"no spill-free backward tile on {problem.arch} above head dim {largest} "
-                f"(got {problem.headdim}/{problem.headdim_v})")
+        return (f"no spill-free backward tile on {problem.arch} above head dim {largest}"
+                f"{' with dropout' if dropout else ' with these options' if options else ''} (got {problem.headdim}/{problem.headdim_v})")
     return None
 
 
@@ -183,7 +216,8 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         stride_lb, stride_lh = lse.stride(0), lse.stride(1)
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
-    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal)
+    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
+    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options)
     use_atomic = cfg.dq_atomic and not params.deterministic
 
     dk = _empty(k.shape, k.dtype, k.device)
@@ -227,7 +261,7 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         stride_lb, stride_lh, *_strides3(dk, varlen), *_strides3(dv, varlen), *_strides3(dq_target, varlen),
         stride_ab, stride_ah, seqlen_q, seqlen_k, nheads_k, group, *masks,
         HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
-        BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=use_atomic, **flags,
+        BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=use_atomic, SPLIT=cfg.split, GQA=group > 1, **flags,
         num_warps=cfg.warps1, num_stages=cfg.stages1, **amd)
 
     if use_atomic:
@@ -264,57 +298,100 @@ def _signature(names: list[str], ptr: str, ptr_types: dict[str, str]) -> dict[st
     return sig
 
 
-def _measured_spills(arch: str, max_d: int) -> str:
-    """Why the spills of a table row are accepted: only sm90 rows up to d=128, the fastest tiles
-    measured on an H100 (their 136-896 B of local memory stay in L1); nothing else."""
-    if arch == "sm90" and max_d <= 128:
-        return "fastest tile measured on an H100 (benchmarks/results/bwd_h100.md)"
+def _measured_spills(arch: str, max_d: int, variant: str = "plain") -> str:
+    """Why ptxas spills of a table row are accepted (NVIDIA only, always with a measurement):
+    sm90 rows that timed fastest on an H100 / H200, where no spill-free tile came within 10%."""
+    if arch != "sm90":
+        return ""
+    if variant == "plain" and max_d <= 128:
+        return ("fastest tile measured (benchmarks/results/bwd_h100.md); spills only in the GQA build, "
+                "0 B local memory in the MHA build the driver loaded (tiles_h200.md)")
+    if variant != "plain" and max_d == 128:
+        return ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; spill-free tiles measured "
+                "0.47-0.83x (benchmarks/results/tiles_h200.md)")
+    if variant != "plain" and max_d == 256:
+        return ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
+                "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
     return ""
 
 
-def compile_specs(arch: str) -> list[CompileSpec]:
-    """Each (dtype, head dim bucket, causal) config of bwd_preprocess / bwd_dkdv / bwd_dq on ``arch``."""
+# Kernel variants compiled per table row: the plain path and every option on (dropout included).
+_OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
+_VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT))
+
+
+def _params_of(fn) -> list[str]:
     import inspect
 
+    return list(inspect.signature(fn.fn).parameters)
+
+
+def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
+                 accepted_spills: str = "") -> list[CompileSpec]:
+    """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config."""
+    from ..kernels import bwd as K
+
+    opts = dict(cfg.amd) if arch.startswith("gfx") else {}
+    f32 = {"LSE": "*fp32", "Delta": "*fp32", "Alibi": "*fp32", "CuSeqQ": "*i32", "CuSeqK": "*i32"}
+    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
+                 HAS_DROPOUT=False, IS_VARLEN=False)
+    flags.update({v: f for v, f, _ in _VARIANTS}[variant])
+    bd = _pow2(headdim)
+    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
+    what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
+    specs = []
+    # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
+    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
+        const = dict(dims, BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=atomic, SPLIT=cfg.split,
+                     GQA=gqa, **flags)
+        sig = _signature([n for n in _params_of(K.bwd_dkdv) if n not in const], dtype,
+                         {**f32, "DQ": "*fp32" if atomic else f"*{dtype}"})
+        if not gqa:
+            sig["group"] = "constexpr"
+            const["group"] = 1
+        specs.append(CompileSpec(
+            "bwd_dkdv", K.bwd_dkdv, sig, const, {"num_warps": cfg.warps1, "num_stages": cfg.stages1, **opts},
+            f"{what} dkdv {cfg.block_m1}x{cfg.block_n1} w{cfg.warps1} s{cfg.stages1}{'' if cfg.split else ' one-loop'}"
+            f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
+            accepted_spills=accepted_spills))
+    const = dict(dims, BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags)
+    specs.append(CompileSpec(
+        "bwd_dq", K.bwd_dq, _signature([n for n in _params_of(K.bwd_dq) if n not in const], dtype, f32), const,
+        {"num_warps": cfg.warps2, "num_stages": cfg.stages2, **opts},
+        f"{what} dq {cfg.block_m2}x{cfg.block_n2} w{cfg.warps2} s{cfg.stages2}", accepted_spills=accepted_spills))
+    return specs
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """Each (dtype, head dim bucket, causal, variant) config of bwd_preprocess / bwd_dkdv / bwd_dq
+    on ``arch``: the main table's rows plain, the options table's (else main) rows with "opts",
+    the dropout table's (else options, else main) rows with "all" (every option on)."""
     from ..kernels import bwd as K
 
     specs: list[CompileSpec] = []
-    is_amd = arch.startswith("gfx")
-    f32 = {"LSE": "*fp32", "Delta": "*fp32", "Alibi": "*fp32", "CuSeqQ": "*i32", "CuSeqK": "*i32"}
-
-    def params_of(fn):
-        return [p for p in inspect.signature(fn.fn).parameters]
-
-    for dtype, ty in _TY.items():
-        for max_d, when_causal, cfg in _table(arch):
-            for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
-                opts = {**(cfg.amd if is_amd else {})}
+    for ty in _TY.values():
+        for variant, _, tier in _VARIANTS:
+            for max_d, when_causal, cfg in _table(arch, tier):
+                for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
+                    if tier == PLAIN:
+                        causals = (False, True) if when_causal is None else (when_causal,)
+                    else:  # every option on: causal where the row serves it
+                        causals = (when_causal is not False,)
+                    for causal in causals:
+                        specs += config_specs(arch, cfg, ty, headdim, causal, variant,
+                                              _measured_spills(arch, max_d, variant))
+        pre_dims: dict[int, BwdConfig] = {}
+        for max_d, _, cfg in _table(arch):
+            pre_dims.setdefault(max_d, cfg)
+        for max_d, cfg in pre_dims.items():
+            for headdim in (max_d, max_d * 3 // 4):
                 bd = _pow2(headdim)
-                for causal in (False, True) if when_causal is None else (when_causal,):
-                    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
-                                 HAS_DROPOUT=False, IS_VARLEN=False)
-                    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
-                    for atomic in ((False, True) if cfg.dq_atomic else (False,)):
-                        names = [n for n in params_of(K.bwd_dkdv)]
-                        const = dict(dims, BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=atomic, **flags)
-                        sig = _signature([n for n in names if n not in const], ty, {**f32, "DQ": "*fp32" if atomic else f"*{ty}"})
-                        specs.append(CompileSpec(
-                            "bwd_dkdv", K.bwd_dkdv, sig, const,
-                            {"num_warps": cfg.warps1, "num_stages": cfg.stages1, **opts},
-                            f"{ty} d={headdim} {'causal' if causal else 'full'} dkdv {cfg.block_m1}x{cfg.block_n1} "
-                            f"w{cfg.warps1} s{cfg.stages1}{' dq-atomic' if atomic else ''}",
-                            accepted_spills=_measured_spills(arch, max_d)))
-                    names = params_of(K.bwd_dq)
-                    const = dict(dims, BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags)
-                    specs.append(CompileSpec(
-                        "bwd_dq", K.bwd_dq, _signature([n for n in names if n not in const], ty, f32), const,
-                        {"num_warps": cfg.warps2, "num_stages": cfg.stages2, **opts},
-                        f"{ty} d={headdim} {'causal' if causal else 'full'} dq {cfg.block_m2}x{cfg.block_n2} "
-                        f"w{cfg.warps2} s{cfg.stages2}", accepted_spills=_measured_spills(arch, max_d)))
-                names = params_of(K.bwd_preprocess)
+                f32 = {"Delta": "*fp32", "CuSeqQ": "*i32"}
                 const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=_pre_block(bd), IS_VARLEN=False)
+                opts = dict(cfg.amd) if arch.startswith("gfx") else {}
                 specs.append(CompileSpec(
-                    "bwd_pre", K.bwd_preprocess, _signature([n for n in names if n not in const], ty, f32), const,
+                    "bwd_pre", K.bwd_preprocess,
+                    _signature([n for n in _params_of(K.bwd_preprocess) if n not in const], ty, f32), const,
                     {"num_warps": 4, "num_stages": 1, **opts}, f"{ty} d={headdim} preprocess"))
     return specs
 

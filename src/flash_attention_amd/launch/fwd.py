@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .spec import CompileSpec
+from .spec import DROPOUT, OPTIONS, PLAIN, CompileSpec, tier_table
 
 MAX_HEADDIM = 256
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -43,6 +43,8 @@ class FwdConfig:
     # together. Head-major measured faster on the H100 for causal too (bench_attention.py sweep).
     heavy_first: bool = False
     use_tma: bool = False  # K/V through TMA tensor descriptors (sm90+, dense, aligned) when possible
+    # NVIDIA only: why ptxas spills of this row are accepted (a measurement, see CompileSpec).
+    spills_ok: str = field(default="", compare=False)
 
     def launch_options(self, amd: bool) -> dict:
         opts = {"num_warps": self.num_warps, "num_stages": self.num_stages}
@@ -73,11 +75,12 @@ CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
         (128, None, _C(128, 64, 8, 3)),
         (256, None, _C(64, 64, 4, 2, use_tma=True)),
     ],
-    # A100: 164 KB shared memory, mma.sync.
+    # A100: 164 KB shared memory, mma.sync. Not timed on an A100: rows chosen spill-free with
+    # ptxas (64x64 w4 at d=256 spilled 8 registers; 8 warps halve the accumulator per thread).
     "sm80": [
         (64, None, _C(128, 64, 4, 3)),
         (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(64, 64, 4, 2)),
+        (256, None, _C(64, 64, 8, 2)),
     ],
     # sm86 / sm89: 100 KB shared memory.
     "sm86": [
@@ -123,9 +126,34 @@ CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
 }
 
 
-# With dropout the Philox rounds need more registers: smaller tiles where the main row spills
-# (checked with every option on: causal, window, ALiBi, softcap, varlen, dropout).
+# A window, ALiBi or softcap (check-amd variant "opts": all of them, causal and varlen on, no
+# dropout) holds more registers than the plain kernel: other tiles where the main row spills.
+_MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.6x faster with ALiBi+softcap or dropout than the fastest spill-free "
+                  "tile (32x64 w4 s2) on an H200, benchmarks/results/tiles_h200.md")
+OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
+    # Hopper (also serves dropout): measured (benchmarks/results/tiles_h200.md), d<=64 64x64 w4 s3
+    # 1.04-1.17x the main row and spill-free; d<=256 keeps the main row, whose spills are accepted.
+    "sm90": [
+        (64, None, _C(64, 64, 4, 3, use_tma=True)),
+        (128, False, _C(128, 64, 8, 4), 4096),
+        (128, None, _C(128, 64, 8, 3)),
+        (256, None, _C(64, 64, 4, 2, use_tma=True, spills_ok=_MEASURED_D256)),
+    ],
+    "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
+        (64, None, _C(128, 64, 4, 3)),
+        (128, None, _C(64, 64, 8, 2)),
+        (256, None, _C(64, 64, 8, 2)),
+    ],
+}
+
+# With dropout the Philox rounds need more registers still: smaller tiles where the main row
+# spills (check-amd variant "all": every option on, dropout included).
 DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
+    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64, 64x64 w8 s2 16 at d=256
+        (64, None, _C(128, 64, 8, 2)),
+        (128, None, _C(128, 64, 8, 2)),
+        (256, None, _C(64, 64, 8, 1)),
+    ],
     "gfx942": [
         (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 242 VGPRs
         (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 230 VGPRs
@@ -171,14 +199,20 @@ def padded_dim(d: int) -> int:
     return max(16, 1 << (max(d, 1) - 1).bit_length())
 
 
+_TABLES = (CONFIGS, OPTION_CONFIGS, DROPOUT_CONFIGS)
+
+
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0, dropout: bool = False) -> FwdConfig | None:
-    """The table row for this call, or None when the arch's table has no row that fits."""
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> FwdConfig | None:
+    """The table row for this call, or None when the arch's table has no row that fits.
+
+    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (launch/spec.py tiers).
+    """
     family = arch_family(arch)
     if dtype == torch.float32 and family != "interpreter":
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    table = DROPOUT_CONFIGS.get(family, CONFIGS[family]) if dropout else CONFIGS[family]
+    table = tier_table(_TABLES, family, DROPOUT if dropout else OPTIONS if options else PLAIN)
     for entry in table:
         max_d, c, cfg = entry[:3]
         min_sk = entry[3] if len(entry) > 3 else 0
@@ -212,9 +246,10 @@ def supports(problem: Problem) -> str | None:
     unsupported = [k for k, v in problem.extra if v]
     if unsupported:
         return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
-            problem.seqlen_k, problem.dropout_p > 0) is None:
+            problem.seqlen_k, problem.dropout_p > 0, options) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -276,8 +311,9 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
 
     amd, arch = _arch_of(q.device.type, q.device.index)
     if cfg is None:
+        options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
-                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0)
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
     heavy_first = cfg.heavy_first
@@ -362,12 +398,14 @@ _INT_ARGS = (
     "stride_lb", "stride_lh", "stride_ab", "nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks",
 )
 
-# (label, flags) of the kernel variants compiled per config: the fast path and everything on.
+# Kernel variants compiled per table row: (label, flags, tier of the table they come from).
+# "opts" and "all" take the row's causal flag (causal where the row serves both).
+_OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
 _VARIANTS = (
-    ("plain", dict()),
-    ("causal", dict(IS_CAUSAL=True)),
-    ("all", dict(IS_CAUSAL=True, HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True,
-                 HAS_DROPOUT=True)),
+    ("plain", dict(), PLAIN),
+    ("causal", dict(IS_CAUSAL=True), PLAIN),
+    ("opts", _OPTS, OPTIONS),
+    ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT),
 )
 
 
@@ -388,28 +426,33 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """Every launchable config of the forward kernel on ``arch`` ("gfx942", "sm90", ...):
-    fp16 and bf16, each table row at its largest head dim (and d=40 for padded loads),
-    each in the variants plain / causal / all options on."""
+    fp16 and bf16, each row at its largest head dim (and 5/8 of it, for padded loads), the
+    main table's rows plain and causal, the options table's (or main) rows with "opts", the
+    dropout table's rows with "all"."""
     from ..kernels.fwd import attn_fwd_kernel
 
     family = arch_family(arch)
     amd = arch.startswith("gfx")
     specs = []
-    tables = [(CONFIGS[family], _VARIANTS[:2] if family in DROPOUT_CONFIGS else _VARIANTS)]
-    if family in DROPOUT_CONFIGS:
-        tables.append((DROPOUT_CONFIGS[family], _VARIANTS[2:]))
-    for table, variants in tables:
+    for vname, flags, tier in _VARIANTS:
         prev_d = 0
-        for entry in table:
+        for entry in tier_table(_TABLES, family, tier):
             max_d, causal, cfg = entry[:3]
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             prev_d = max_d
+            if tier == PLAIN:
+                if causal is not None and causal != flags.get("IS_CAUSAL", False):
+                    continue
+                vflags = flags
+            else:
+                vflags = dict(flags, IS_CAUSAL=causal is not False)
+            # TMA rows: the options also dense (TMA; varlen takes plain pointers)
+            forms = [(vname, vflags)] + ([(vname + "-dense", dict(vflags, IS_VARLEN=False))]
+                                         if tier != PLAIN and cfg.use_tma and not amd else [])
             for dtype in ("fp16", "bf16"):
                 for d in dims:
-                    for vname, flags in variants:
-                        if causal is not None and causal != flags.get("IS_CAUSAL", False):
-                            continue
-                        specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, vname, flags, amd))
+                    for label, fl in forms:
+                        specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, label, fl, amd))
     return specs
 
 
@@ -424,7 +467,7 @@ def _spec(fn, cfg: FwdConfig, dtype: str, d: int, vname: str, flags: dict, amd: 
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
     return CompileSpec(
-        kernel="fwd", fn=fn,
+        kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok,
         signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")

@@ -1,0 +1,152 @@
+"""Time candidate tiles of our forward / backward kernels on a GPU, per feature set.
+
+Used to choose per-arch table rows (launch/fwd.py, launch/bwd.py) between candidates that
+``check-amd`` found spill-free and the current row. Also prints the registers and spills the
+driver reports for each compiled kernel (a cross-check of the offline numbers).
+
+Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/s = 4 * b * h *
+sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
+Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1.
+
+    PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 64 --causal 1 --feat opts,drop \\
+        --seqlens 4096 16384 --fwd 128x64x4x3t,128x64x8x3t
+    PYTHONPATH=src python benchmarks/bench_tiles.py --pass bwd --d 256 --causal 0 1 --feat plain \\
+        --bwd 32x64x8x2:64x64x8x2,32x64x4x2:64x64x4x2
+
+Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA); bwd ``dkdv:dq`` each ``MxNxWxS``
+(dkdv + ``u``: one masked loop instead of three);
+``default`` = the table's row for the call.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+
+from flash_attention_amd.launch import bwd as B  # noqa: E402
+from flash_attention_amd.launch import fwd as F  # noqa: E402
+from flash_attention_amd.params import AttnParams  # noqa: E402
+
+TOKENS, HIDDEN = 16384, 2048
+
+
+def parse_fwd(s: str):
+    if s == "default":
+        return None
+    tma = s.endswith("t")
+    m, n, w, st = map(int, s.rstrip("t").split("x"))
+    return F.FwdConfig(m, n, w, st, use_tma=tma)
+
+
+def parse_bwd(s: str):
+    if s == "default":
+        return None
+    a, b = s.split(":")
+    one_loop = a.endswith("u")
+    return B.BwdConfig(*map(int, a.rstrip("u").split("x")), *map(int, b.split("x")), split=not one_loop)
+
+
+def params_for(d, causal, feat, h):
+    kw = dict(softmax_scale=d ** -0.5, causal=bool(causal), window_right=0 if causal else -1)
+    if feat == "opts":
+        kw.update(softcap=30.0, alibi_slopes=torch.rand(h, device="cuda") * 0.1)
+    elif feat == "drop":
+        kw.update(dropout_p=0.1, seed=1234)
+    return AttnParams(**kw)
+
+
+def new_kernels(fns, before):
+    """(name, n_regs, n_spills) of kernels compiled since ``before`` (a set of cache keys)."""
+    out = []
+    for fn in fns:
+        for dev_cache in fn.device_caches.values():
+            for key, k in dev_cache[0].items():
+                if (id(fn), key) not in before:
+                    k._init_handles()
+                    out.append((fn.__name__, k.n_regs, k.n_spills))
+    return out
+
+
+def cache_keys(fns):
+    return {(id(fn), key) for fn in fns for c in fn.device_caches.values() for key in c[0]}
+
+
+def main(argv=None):
+    import triton
+
+    from flash_attention_amd.kernels import bwd as KB
+    from flash_attention_amd.kernels.fwd import attn_fwd_kernel
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd")
+    ap.add_argument("--d", type=int, nargs="+", default=[64])
+    ap.add_argument("--causal", type=int, nargs="+", default=[1])
+    ap.add_argument("--feat", default="plain", help="comma list of plain, opts, drop")
+    ap.add_argument("--seqlens", type=int, nargs="+", default=[4096, 16384])
+    ap.add_argument("--group", type=int, default=1, help="query heads per KV head (GQA)")
+    ap.add_argument("--fwd", default="default")
+    ap.add_argument("--bwd", default="default")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--warm-only", action="store_true", help="compile (one launch per config), no timing")
+    args = ap.parse_args(argv)
+    fns = [attn_fwd_kernel] if args.pass_ == "fwd" else [KB.bwd_dkdv, KB.bwd_dq]
+    cfgs = args.fwd.split(",") if args.pass_ == "fwd" else args.bwd.split(",")
+    rows = []
+    if not args.warm_only:
+        print(f"# {torch.cuda.get_device_name()} {args.pass_}: TFLOP/s (regs/spills of the kernels compiled)")
+    for d in args.d:
+        for causal in args.causal:
+            for feat in args.feat.split(","):
+                for s in args.seqlens:
+                    b, h = TOKENS // s, HIDDEN // d
+                    torch.manual_seed(0)
+                    hk = h // args.group
+                    q, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+                    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+                    p = params_for(d, causal, feat, h)
+                    flops = 4 * b * h * s * s * d / (2 if causal else 1) * (2.5 if args.pass_ == "bwd" else 1)
+                    pre = cache_keys(fns)
+                    out, lse = F._forward(q, k, v, p)
+                    ref = None
+                    for i, c in enumerate(cfgs):
+                        before = pre if i == 0 else cache_keys(fns)
+                        try:
+                            if args.pass_ == "fwd":
+                                cfg = parse_fwd(c)
+                                fn = lambda: F._forward(q, k, v, p, cfg=cfg)  # noqa: E731
+                            else:
+                                cfg = parse_bwd(c)
+                                fn = lambda: B.attention_backward(do, q, k, v, out, lse, p, config=cfg)  # noqa: E731
+                            res = fn()
+                            torch.cuda.synchronize()
+                            first = res[0].float()
+                            err = 0.0 if ref is None else float((first - ref).abs().max())
+                            ref = first if ref is None else ref
+                            if args.warm_only:
+                                tf = math.nan
+                            else:
+                                ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+                                tf = flops / ms / 1e9
+                        except Exception as exc:  # out of resources etc.: report, go on
+                            tf, err = math.nan, math.nan
+                            print(f"  {c}: {type(exc).__name__}: {str(exc)[:120]}")
+                        ks = new_kernels(fns, before)
+                        row = dict(d=d, causal=causal, feat=feat, seqlen=s, group=args.group, cfg=c, tflops=round(tf, 1),
+                                   max_err_vs_first=err, kernels=ks)
+                        rows.append(row)
+                        kdesc = " ".join(f"{n.replace('bwd_', '')}:{r}/{sp}" for n, r, sp in ks)
+                        print(f"d={d} g={args.group} causal={causal} {feat:5s} s={s} {c:24s} {tf:7.1f}  err={err:.2e}  {kdesc}",
+                              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
