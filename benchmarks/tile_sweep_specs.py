@@ -55,7 +55,7 @@ def compile_specs(arch: str):
             cfg = F.FwdConfig(bm, bn, w, s, use_tma=(arch == "sm90" and d != 128))
             specs.append(F._spec(attn_fwd_kernel, cfg, dtype, d, v, _FWD_VARIANTS[v], amd))
         return specs
-    plan = {"": _BWD_PLAN, "1": _BWD_ONE_LOOP, "small": _BWD_SMALL, "flat": _BWD_FLAT, "flat2": _BWD_FLAT2}[os.environ.get("SWEEP_ONE_LOOP", "")].get(arch, {})
+    plan = {"": _BWD_PLAN, "1": _BWD_ONE_LOOP, "small": _BWD_SMALL, "flat": _BWD_FLAT, "flat2": _BWD_FLAT2, "rdna": _BWD_RDNA, "cdna": _BWD_CDNA}[os.environ.get("SWEEP_ONE_LOOP", "")].get(arch, {})
     for d in dims:
         for kernel, tiles in plan.get(d, {}).items():
             for tile, v in itertools.product(tiles, variants):
@@ -147,3 +147,17 @@ _BWD_FLAT2 = {  # second round on sm90: options / dropout rows, dq rows
               "bwd_dq": [(32, 32, 4, 2), (32, 64, 8, 2), (64, 32, 8, 1), (32, 64, 4, 1), (16, 64, 4, 2)]},
     },
 }
+
+_BWD_RDNA = {  # RDNA3 with every option: the smallest tiles, one loop, fewer warps
+    "gfx1100": {
+        d: {"bwd_dkdv": [(16, 16, 4, 1, _U), (16, 16, 2, 1, _U), (16, 16, 2, 1), (16, 32, 4, 1, _U), (32, 16, 4, 1, _U)],
+            "bwd_dq": [(16, 16, 4, 1), (16, 32, 4, 1), (32, 16, 4, 1), (32, 32, 2, 1)]}
+        for d in (48, 64)
+    },
+}
+
+_CDNA_DROP = {  # CDNA dK/dV with dropout and every option (the main rows spilled there)
+    64: {"bwd_dkdv": [(32, 64, 4, 1), (64, 32, 4, 1), (32, 64, 4, 1, _U), (64, 64, 4, 1, _U)]},
+    128: {"bwd_dkdv": [(16, 64, 4, 1), (32, 32, 4, 1), (16, 64, 4, 1, _U), (32, 64, 4, 1, _U)]},
+}
+_BWD_CDNA = {"gfx90a": _CDNA_DROP, "gfx942": _CDNA_DROP}

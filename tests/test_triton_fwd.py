@@ -286,14 +286,22 @@ def test_configs_and_compile_specs(arch):
     max_d = 128 if arch == "gfx1100" else 256  # RDNA3: no spill-free tile past 128 (declined)
     for d in (16, 40, 64, 96, 128, 160, 256):
         for causal in (False, True):
-            for dropout in (False, True):
-                cfg = launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout)
+            for dropout, options in ((False, False), (False, True), (True, False), (True, True)):
+                cfg = launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout, options)
                 if d > max_d or (arch == "gfx1100" and dropout and d > 64):
                     assert cfg is None
                     continue
                 assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
+                if dropout:  # the dropout row wins over the options row
+                    assert cfg == launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, True, False)
+    # options pick the options table where the arch has one (sm90 d<=64: a smaller tile)
+    if arch == "sm90":
+        assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, True).block_m == 64
+        assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, False).block_m == 128
     specs = launch.compile_specs(arch)
     assert specs and all(s.kernel == "fwd" for s in specs)
+    variants = {s.label.split()[2] for s in specs}
+    assert {"plain", "causal", "opts", "all"} <= variants
     labels = [s.label for s in specs]
     assert len(set(labels)) == len(labels)
     for s in specs:  # every non-constexpr argument typed, every constexpr given

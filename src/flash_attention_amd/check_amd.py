@@ -26,6 +26,10 @@ Occupancy (waves per SIMD on AMD, warps per SM sub-partition on NVIDIA) is compu
 ``occupancy_amd`` / ``occupancy_nvidia`` for the formulas and their sources; on AMD it is
 cross-checked against the occupancy LLVM prints (which ignores Triton's dynamic LDS).
 
+Which configs: every row of each launcher's tables (main, options and dropout tiers), fp16 and
+bf16, in the variants the row serves (plain / causal / every option / every option and
+dropout); the backward dK/dV kernel in its MHA (``group`` == 1, a constant) and GQA builds.
+
 Each kernel is compiled as Triton's JIT specialises it for a launch on torch tensors:
 pointers 16-byte aligned (and within 2 GiB on AMD, for buffer loads) and, by default, the
 ``stride*`` arguments divisible by 16 (``--strides unaligned`` checks the variant Triton builds

@@ -99,13 +99,24 @@ _OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
         (128, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 3)),  # 0.95-1.0x the main row, fewer spills
         (256, None, BwdConfig(32, 64, 8, 2, 32, 64, 4, 2, **_ONE)),
     ],
+    # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
+    "gfx1100": [
+        (64, None, BwdConfig(16, 16, 4, 1, 32, 16, 4, 1, amd=_amd(1, 1), **_ONE)),
+    ],
     "sm80": [
         (64, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 2, **_ONE)),
         (128, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
         (256, None, BwdConfig(16, 32, 4, 1, 64, 32, 8, 1)),
     ],
 }
-_DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {}
+_DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
+    # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
+    "gfx90a": [
+        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1), **_ONE)),
+        (128, None, BwdConfig(16, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1), **_ONE)),
+        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
+    ],
+}
 _TABLES = (_CONFIGS, _OPTION_CONFIGS, _DROPOUT_CONFIGS)
 _ALIASES = {"sm89": "sm80", "sm86": "sm80", "sm87": "sm80", "sm100": "sm90", "sm103": "sm90", "sm120": "sm80",
             "gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",

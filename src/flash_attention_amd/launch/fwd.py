@@ -5,8 +5,9 @@ Shapes (see docs/ARCHITECTURE.md): dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] 
 [total_q, h, dv], lse [h, total_q]. Only ``out`` and ``lse`` are allocated.
 
 Configs are deterministic per-architecture tables (no autotuning): ``select_config`` picks
-the first row of the arch's table whose head-dim bound and causal flag fit, so a new
-sequence length never triggers tuning. ``compile_specs(arch)`` lists every row for
+the first row whose head-dim bound and causal flag fit, from the arch's main table, its
+options table (window / ALiBi / softcap on) or its dropout table (tiers: launch/spec.py), so
+a new sequence length never triggers tuning. ``compile_specs(arch)`` lists every row for
 ``check-amd``. Under TRITON_INTERPRET=1 CPU tensors run in Triton's interpreter.
 """
 from __future__ import annotations
@@ -139,6 +140,18 @@ OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
         (128, None, _C(128, 64, 8, 3)),
         (256, None, _C(64, 64, 4, 2, use_tma=True, spills_ok=_MEASURED_D256)),
     ],
+    # CDNA: the main rows at d<=64 (gfx942) and d<=128 (gfx90a) spilled with these options; the
+    # dropout rows serve them (check-amd "opts").
+    "gfx942": [
+        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
+    ],
+    "gfx90a": [
+        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
+    ],
     "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
         (64, None, _C(128, 64, 4, 3)),
         (128, None, _C(64, 64, 8, 2)),
@@ -149,10 +162,10 @@ OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
 # With dropout the Philox rounds need more registers still: smaller tiles where the main row
 # spills (check-amd variant "all": every option on, dropout included).
 DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64, 64x64 w8 s2 16 at d=256
-        (64, None, _C(128, 64, 8, 2)),
+    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40),
+        (64, None, _C(64, 64, 8, 2)),  # 64x64 w8 s2 16 at d=160 / 256
         (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(64, 64, 8, 1)),
+        (256, None, _C(32, 64, 4, 1)),
     ],
     "gfx942": [
         (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 242 VGPRs
