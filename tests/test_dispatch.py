@@ -16,7 +16,7 @@ def _qkv(**kw):
 
 
 def test_every_backend_registered_and_torch_last():
-    assert set(dispatch.registry()) == {"triton", "sdpa", "ck", "torch"}
+    assert set(dispatch.registry()) == {"triton", "sdpa", "flash_attn", "torch"}
     for plat in ("nvidia", "rocm-cdna", "rocm-rdna", "cpu"):
         for kind in ("attn", "kvcache"):
             order = dispatch._PREFERENCE[(plat, kind)]
@@ -26,7 +26,7 @@ def test_every_backend_registered_and_torch_last():
 
 
 def test_rocm_rules_never_softcap_or_rdna3_backward_to_ck():
-    ck = dispatch.registry()["ck"]
+    ck = dispatch.registry()["flash_attn"]  # the old name "ck" is an alias
     base = dict(device_type="cuda", is_rocm=True, dtype=torch.bfloat16, batch=1, seqlen_q=128, seqlen_k=128,
                 nheads=8, nheads_k=8, headdim=128, headdim_v=128)
     assert "softcap" in ck.supports(Problem(arch="gfx942", softcap=30.0, **base))

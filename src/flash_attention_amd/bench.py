@@ -12,7 +12,8 @@ import time
 
 import torch
 
-from .dispatch import BackendUnavailable, registry, use_backend
+from .backends import registry
+from .dispatch import BackendUnavailable, use_backend
 from .interface import flash_attn_func
 from .reference import attention_ref
 

@@ -9,7 +9,7 @@ import torch
 
 
 def _info() -> int:
-    from .dispatch import registry
+    from .backends import registry
     from .params import Problem, device_arch
 
     print(f"flash_attention_amd on Python {platform.python_version()}, torch {torch.__version__}"

@@ -3,8 +3,8 @@
 Values are read at call time (never at import), so tests and users can change them
 between calls.
 
-- ``FLASH_ATTENTION_BACKEND``: ``triton`` | ``sdpa`` | ``ck`` | ``torch`` forces a backend
-  (a forced backend that cannot serve a call raises with its reason).
+- ``FLASH_ATTENTION_BACKEND``: ``triton`` | ``sdpa`` | ``flash_attn`` (alias ``ck``) | ``torch``
+  forces a backend (a forced backend that cannot serve a call raises with its reason).
 - ``FLASH_ATTENTION_DEBUG``: ``1`` logs each distinct dispatch decision once, with the
   reasons of the backends passed over, and turns on host-side value checks for GPU
   tensors (cu_seqlens order, block_table range, cache room).
@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import os
 
-BACKEND_NAMES = ("triton", "sdpa", "ck", "torch")
+BACKEND_NAMES = ("triton", "sdpa", "flash_attn", "torch")
+# Old names that still work: "ck" was the flash_attn backend's name while it served ROCm's CK build only.
+BACKEND_ALIASES = {"ck": "flash_attn"}
+
+
+def canonical_backend(name: str) -> str | None:
+    """The backend a (lower-case) name or alias means, or None when it names none."""
+    name = BACKEND_ALIASES.get(name, name)
+    return name if name in BACKEND_NAMES else None
 
 
 def _flag(name: str) -> bool:
@@ -27,11 +35,12 @@ def forced_backend() -> str | None:
     value = os.environ.get("FLASH_ATTENTION_BACKEND", "").strip().lower()
     if not value or value == "auto":
         return None
-    if value not in BACKEND_NAMES:
+    name = canonical_backend(value)
+    if name is None:
         raise ValueError(
             f"FLASH_ATTENTION_BACKEND={value!r} is not a backend; allowed: {', '.join(BACKEND_NAMES)} or auto"
         )
-    return value
+    return name
 
 
 def debug() -> bool:

@@ -12,18 +12,25 @@ backends passed over; ``explain(q, k, v, **kwargs)`` returns the same text witho
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from dataclasses import dataclass
 
+import torch
+
 from . import config
+from .backends import registry
 from .backends.base import Backend
 from .params import Problem
 
 logger = logging.getLogger("flash_attention_amd")
 
-# use_backend() stack: a plain list (torch.compile traces list reads, not ContextVars).
-_forced_stack: list[str | None] = []
-_registry: dict[str, Backend] = {}
+# use_backend() stack, per thread and per asyncio task (a ContextVar holding a tuple).
+_forced: contextvars.ContextVar[tuple[str | None, ...]] = contextvars.ContextVar("flash_attention_amd_backend",
+                                                                                default=())
+# use_backend() blocks entered inside a function torch.compile traces: a plain list, which
+# Dynamo traces (it cannot trace ContextVar); empty outside tracing.
+_traced: list[str | None] = []
 _logged: set[tuple] = set()
 
 
@@ -31,22 +38,13 @@ class BackendUnavailable(RuntimeError):
     """A forced backend cannot serve the call (the message says why)."""
 
 
-def registry() -> dict[str, Backend]:
-    """name -> Backend instance, created on first use (nothing runs at import)."""
-    if not _registry:
-        from .backends.ck_backend import CkBackend
-        from .backends.sdpa_backend import SdpaBackend
-        from .backends.torch_backend import TorchBackend
-        from .backends.triton_backend import TritonBackend
-
-        for backend in (TritonBackend(), SdpaBackend(), CkBackend(), TorchBackend()):
-            _registry[backend.name] = backend
-    return _registry
-
-
 @contextlib.contextmanager
 def use_backend(name: str | None):
     """Force a backend inside a ``with`` block (``None`` or "auto" restores automatic choice).
+
+    The forcing holds for the current thread (and asyncio task) only; blocks may nest and
+    exit in any order. Under ``torch.compile`` the backend is the one forced when the
+    function is traced.
 
     Example::
 
@@ -55,22 +53,42 @@ def use_backend(name: str | None):
     """
     if name is not None and name.lower() == "auto":
         name = None
-    if name is not None and name.lower() not in config.BACKEND_NAMES:
+    if name is not None and config.canonical_backend(name.lower()) is None:
         raise ValueError(f"use_backend got {name!r}; allowed: {', '.join(config.BACKEND_NAMES)}, 'auto' or None")
-    _forced_stack.append(None if name is None else name.lower())
+    value = None if name is None else config.canonical_backend(name.lower())
+    if torch.compiler.is_compiling():
+        _traced.append(value)
+        try:
+            yield
+        finally:
+            _traced.pop()
+        return
+    token = _forced.set(_forced.get() + (value,))
     try:
         yield
     finally:
-        _forced_stack.pop()
+        _forced.reset(token)
+
+
+def _forced_eager() -> str | None:
+    stack = _forced.get()
+    if stack:
+        return stack[-1]  # None: use_backend(None / "auto") overrides the environment
+    return config.forced_backend()
+
+
+# While torch.compile traces, the eager forcing (use_backend around the compiled call, the
+# environment) is read once at trace time and baked into the graph.
+_forced_at_trace = torch.compiler.assume_constant_result(_forced_eager)
 
 
 def forced() -> str | None:
     """The forced backend: use_backend() wins over FLASH_ATTENTION_BACKEND."""
-    if _forced_stack and _forced_stack[-1] is not None:
-        return _forced_stack[-1]
-    if _forced_stack:  # use_backend(None / "auto") overrides the environment
-        return None
-    return config.forced_backend()
+    if torch.compiler.is_compiling():
+        if _traced:
+            return _traced[-1]
+        return _forced_at_trace()
+    return _forced_eager()
 
 
 # The rule table. Orders are by measured speed where measured (benchmarks/bench_attention.py
@@ -78,13 +96,13 @@ def forced() -> str | None:
 # vendor paths' coverage and are NOT yet measured on AMD hardware (docs/HARDWARE.md).
 #   key: (platform, kind) -> order. platform: "nvidia", "rocm-cdna", "rocm-rdna", "cpu"
 _PREFERENCE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("nvidia", "attn"): ("triton", "sdpa", "ck", "torch"),
-    ("nvidia", "kvcache"): ("triton", "ck", "torch"),
-    # CDNA (MI200/MI300): CK's flash_attn build is the vendor's tuned path; ours next.
-    ("rocm-cdna", "attn"): ("ck", "triton", "sdpa", "torch"),
-    ("rocm-cdna", "kvcache"): ("triton", "ck", "torch"),
-    # RDNA3: CK has no backward there (CkBackend declines grads on gfx11); ours first.
-    ("rocm-rdna", "attn"): ("triton", "sdpa", "ck", "torch"),
+    ("nvidia", "attn"): ("triton", "sdpa", "flash_attn", "torch"),
+    ("nvidia", "kvcache"): ("triton", "flash_attn", "torch"),
+    # CDNA (MI200/MI300): the flash_attn package (ROCm's CK build) is the vendor's tuned path; ours next.
+    ("rocm-cdna", "attn"): ("flash_attn", "triton", "sdpa", "torch"),
+    ("rocm-cdna", "kvcache"): ("triton", "flash_attn", "torch"),
+    # RDNA3: CK has no backward there (the flash_attn backend declines grads on gfx11); ours first.
+    ("rocm-rdna", "attn"): ("triton", "sdpa", "flash_attn", "torch"),
     ("rocm-rdna", "kvcache"): ("triton", "torch"),
     # CPU: torch's SDPA CPU kernels where they serve the call, else our blockwise path.
     # triton runs on CPU only in the interpreter, when forced.
@@ -123,7 +141,7 @@ def _sdpa_measured_faster(problem: Problem) -> bool:
 def preference(problem: Problem) -> tuple[str, ...]:
     plat = platform(problem)
     if plat == "nvidia" and problem.kind == "attn" and _sdpa_measured_faster(problem):
-        return ("sdpa", "triton", "ck", "torch")
+        return ("sdpa", "triton", "flash_attn", "torch")
     return _PREFERENCE.get((plat, problem.kind), ("torch",))
 
 
@@ -148,17 +166,28 @@ def _why_not(backend: Backend, problem: Problem) -> str | None:
     return reason
 
 
-def decide(problem: Problem) -> Decision:
-    """Pick the backend for a problem (raises BackendUnavailable if a forced one declines)."""
+_KERNEL_BACKENDS = ("triton", "torch")
+
+
+def decide(problem: Problem, kernel_only: bool = False) -> Decision:
+    """Pick the backend for a problem (raises BackendUnavailable if a forced one declines).
+
+    kernel_only: only backends with separate forward / backward passes (triton, torch) may
+    serve (flash_attn's private entry points, ring attention).
+    """
     backends = registry()
     name = forced()
     if name is not None:
         reason = _why_not(backends[name], problem)
+        if reason is None and kernel_only and name not in _KERNEL_BACKENDS:
+            reason = "this entry point needs a backend with separate forward and backward passes (triton or torch)"
         if reason is not None:
             raise BackendUnavailable(f"forced backend {name!r} cannot serve {problem.describe()}: {reason}")
         return Decision(name, True, (), problem)
     passed = []
     for candidate in preference(problem):
+        if kernel_only and candidate not in _KERNEL_BACKENDS:
+            continue
         reason = _why_not(backends[candidate], problem)
         if reason is None:
             return Decision(candidate, False, tuple(passed), problem)
@@ -168,9 +197,9 @@ def decide(problem: Problem) -> Decision:
     )
 
 
-def select(problem: Problem) -> Backend:
+def select(problem: Problem, kernel_only: bool = False) -> Backend:
     """The Backend that serves this problem; logs the decision once under FLASH_ATTENTION_DEBUG=1."""
-    decision = decide(problem)
+    decision = decide(problem, kernel_only)
     if config.debug():
         key = (problem, decision.backend)
         if key not in _logged:

@@ -1,8 +1,11 @@
-"""torch.library custom ops ``flash_attention_amd::fwd`` / ``::bwd`` with fake (meta) kernels.
+"""torch.library custom ops ``flash_attention_amd::fwd`` / ``::bwd`` with fake (meta) kernels:
+the path of the attention functions under ``torch.compile`` (eager calls use ``core.py``'s
+plain autograd.Function, which costs less host time).
 
-Kernel-style backends (triton, torch) run through these ops, so torch.compile traces a
-call as one opaque node (no graph break) and autograd links forward and backward. The
-backend is chosen before the op (dispatch is metadata-only) and passed by name.
+A compiled call is one opaque node each way (no graph break), autograd links forward and
+backward, and the LSE output is differentiable. The backend is chosen while tracing
+(dispatch is metadata-only) and passed to the op by name; value checks of cu_seqlens run
+inside the op, where the real tensors are.
 """
 from __future__ import annotations
 
@@ -11,24 +14,21 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from .backends import registry
 from .params import AttnParams
 from .philox import new_seed
 
+_EMPTY_PROBS = (0,)
+
 
 def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic) -> AttnParams:
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors) -> AttnParams:
     return AttnParams(
         softmax_scale=softmax_scale, causal=causal, window_left=window_left, window_right=window_right,
         softcap=softcap, dropout_p=dropout_p, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, seed=seed,
-        deterministic=deterministic,
+        deterministic=deterministic, return_lse=True, zero_tensors=zero_tensors,
     )
-
-
-def _backend(name: str):
-    from .dispatch import registry
-
-    return registry()[name]
 
 
 @torch.library.custom_op("flash_attention_amd::fwd", mutates_args=())
@@ -36,66 +36,108 @@ def _fwd(
     q: Tensor, k: Tensor, v: Tensor, backend: str, softmax_scale: float, causal: bool,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
     alibi_slopes: Optional[Tensor], cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
-    max_seqlen_q: int, max_seqlen_k: int, deterministic: bool,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """-> (out, lse, rng_state). rng_state: int64 [1] on CPU, the dropout seed (0 without dropout)."""
+    max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool, return_probs: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """-> (out, lse, rng_state int64 [1] on the CPU (the dropout seed, 0 without dropout), S_dmask
+    or an empty tensor)."""
     seed = new_seed() if dropout_p > 0 else 0
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic)
-    out, lse = _backend(backend).forward(q, k, v, params)
-    return out, lse, torch.tensor([seed], dtype=torch.int64)
+                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors)
+    if cu_seqlens_q is not None and q.device.type == "cpu":
+        from .validation import check_cu_seqlens_values
+
+        check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", zero_tensors)
+        check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", zero_tensors)
+    out, lse = registry()[backend].forward(q, k, v, params)
+    probs = None
+    if return_probs and dropout_p > 0:
+        from .core import attn_probs
+
+        probs = attn_probs(q, k, params)
+    if probs is None:
+        probs = q.new_empty(_EMPTY_PROBS)
+    return out, lse, torch.tensor([seed], dtype=torch.int64), probs
+
+
+def _round128(n: int) -> int:
+    return (n + 127) // 128 * 128
 
 
 @_fwd.register_fake
 def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p,
-              alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic):
+              alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
+              return_probs):
     out = q.new_empty((*q.shape[:-1], v.shape[-1]))
     if cu_seqlens_q is None:
         lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+        shape = (q.shape[0], q.shape[2], _round128(q.shape[1]), _round128(k.shape[1]))
     else:
         lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
-    return out, lse, torch.empty(1, dtype=torch.int64, device="cpu")
+        shape = (cu_seqlens_q.shape[0] - 1, q.shape[1], _round128(max_seqlen_q), _round128(max_seqlen_k))
+    probs = q.new_empty(shape if return_probs and dropout_p > 0 else _EMPTY_PROBS)
+    return out, lse, torch.empty(1, dtype=torch.int64, device="cpu"), probs
 
 
 @torch.library.custom_op("flash_attention_amd::bwd", mutates_args=())
 def _bwd(
-    dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, rng_state: Tensor,
-    backend: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
+    dout: Tensor, dlse: Optional[Tensor], q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+    rng_state: Tensor, backend: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
     softcap: float, dropout_p: float, alibi_slopes: Optional[Tensor], cu_seqlens_q: Optional[Tensor],
-    cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int, deterministic: bool,
+    cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool,
 ) -> tuple[Tensor, Tensor, Tensor]:
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic)
-    return tuple(_backend(backend).backward(dout, q, k, v, out, lse, params))
+                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic,
+                     zero_tensors)
+    return tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse))
 
 
 @_bwd.register_fake
-def _bwd_fake(dout, q, k, v, out, lse, rng_state, *args):
+def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det = inputs
-    out, lse, rng_state = output
+    (q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, _) = inputs
+    out, lse, rng_state, _ = output
     ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k)
     ctx.args = (backend, scale, causal, wl, wr, softcap, p)
-    ctx.varlen_args = (mq, mk, det)
+    ctx.varlen_args = (mq, mk, det, zero)
 
 
-def _backward(ctx, dout, dlse, drng):
+def _backward(ctx, dout, dlse, drng, dprobs):
     q, k, v, out, lse, rng_state, alibi, cu_q, cu_k = ctx.saved_tensors
-    dq, dk, dv = _bwd(dout, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k, *ctx.varlen_args)
-    return (dq, dk, dv) + (None,) * 13
+    if dout is None:
+        dout = torch.zeros_like(out)
+    dq, dk, dv = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k, *ctx.varlen_args)
+    return (dq, dk, dv) + (None,) * 15
 
 
 _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
-def attention_op(backend: str, q: Tensor, k: Tensor, v: Tensor, params: AttnParams) -> tuple[Tensor, Tensor]:
-    """Run a kernel-style backend through the custom ops -> (out, lse)."""
-    out, lse, _ = _fwd(
-        q, k, v, backend, params.softmax_scale, params.causal, params.window_left, params.window_right,
-        params.softcap, params.dropout_p, params.alibi_slopes, params.cu_seqlens_q, params.cu_seqlens_k,
-        params.max_seqlen_q, params.max_seqlen_k, params.deterministic,
+def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                       deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                       zero_tensors):
+    """core.attention while torch.compile traces: validation and dispatch (metadata only) at
+    trace time, then one custom op (or the sdpa / flash_attn backend's own traceable ops)."""
+    from .core import _validate
+    from .dispatch import select
+
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    params, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                   deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                   max_seqlen_k, zero_tensors, needs_grad)
+    backend = select(problem)
+    if not hasattr(backend, "forward"):  # sdpa / flash_attn: their own ops, traced as they are
+        params = params._replace(alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+        out, lse = backend.run(q, k, v, params)
+        return (out, lse, None) if return_attn_probs else out
+    out, lse, _, probs = _fwd(
+        q, k, v, backend.name, params.softmax_scale, params.causal, params.window_left, params.window_right,
+        params.softcap, params.dropout_p, alibi_slopes, cu_seqlens_q, cu_seqlens_k, params.max_seqlen_q,
+        params.max_seqlen_k, params.deterministic, params.zero_tensors, bool(return_attn_probs),
     )
-    return out, lse
+    if not return_attn_probs:
+        return out
+    return out, lse, probs if params.dropout_p > 0 else None

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
 
-@dataclass(frozen=True)
-class AttnParams:
-    """Options of one call after validation and normalisation.
+class AttnParams(NamedTuple):
+    """Options of one call after validation and normalisation (a NamedTuple: cheap to build per call).
 
     Masks are bottom-right aligned (offset ``seqlen_k - seqlen_q`` per sequence).
     ``window_left``/``window_right`` use -1 for unbounded; ``causal`` implies
@@ -33,6 +33,9 @@ class AttnParams:
     seed: int = 0  # 64-bit Philox key of the dropout mask (see philox.py)
     deterministic: bool = False
     return_lse: bool = False
+    # varlen rows outside every sequence (past cu_seqlens[-1]) of out / dq / dk / dv are written
+    # as zeros (flash_attn's zero_tensors; the Hugging Face integration packs into a fixed size)
+    zero_tensors: bool = False
 
     @property
     def is_varlen(self) -> bool:

@@ -1,17 +1,17 @@
 """Input checks of the public API: bad input raises ValueError/TypeError naming the argument,
 what it got and what is allowed. Never modifies an input.
 
-Checks that read tensor values (cu_seqlens order and totals) run for CPU tensors always,
-and for GPU tensors only under FLASH_ATTENTION_DEBUG=1 (they would add a host
-synchronisation to the fast path) and never while a CUDA graph is being captured.
+Scalars are accepted in every form flash_attn accepts (Python numbers, numpy scalars, 0-d
+tensors; window_size also as a tensor of two ints): ``as_float`` / ``as_int`` / ``as_bool`` /
+``as_window``. Checks that read tensor values (``check_cu_seqlens_values``) are run by the
+call path for CPU tensors always and for GPU tensors only under FLASH_ATTENTION_DEBUG=1
+(they would add a host synchronisation), never while a CUDA graph is being captured.
 """
 from __future__ import annotations
 
 import math
 
 import torch
-
-from . import config
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 MAX_HEADDIM = 512
@@ -57,23 +57,107 @@ def check_headdim(headdim: int, headdim_v: int) -> None:
             raise ValueError(f"{name} is {d}; allowed: 1 to {MAX_HEADDIM}")
 
 
+_PLAIN = (int, float)
+
+
+def _scalar_value(name: str, x, kinds: str):
+    """A Python number from x: a Python int/float, a numpy scalar or a 0-d / one-element tensor
+    (read with .item(): a host synchronisation when it lives on a GPU, as in flash_attn).
+    kinds: "int" accepts integers only, "float" any real number."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name} is {x!r}; allowed: a {'n int' if kinds == 'int' else ' number'}, not a bool")
+    if isinstance(x, torch.Tensor):
+        if x.numel() != 1 or x.dtype == torch.bool or x.is_complex():
+            raise TypeError(f"{name} is a tensor of shape {tuple(x.shape)} and dtype {x.dtype}; allowed: "
+                            f"a Python number, a numpy scalar or a 0-d real tensor")
+        x = x.item()
+    elif type(x).__module__ == "numpy":
+        if getattr(x, "ndim", 0) != 0 or getattr(getattr(x, "dtype", None), "kind", "") not in "iuf":
+            raise TypeError(f"{name} is {x!r}; allowed: a Python number, a numpy scalar or a 0-d tensor")
+        x = x.item()
+    if kinds == "int":
+        if isinstance(x, float) and x.is_integer():
+            return int(x)
+        if not isinstance(x, int) or isinstance(x, bool):
+            raise TypeError(f"{name} is {x!r}; allowed: an int")
+        return x
+    if not isinstance(x, _PLAIN) or isinstance(x, bool):
+        raise TypeError(f"{name} is {x!r}; allowed: a number")
+    return float(x)
+
+
+def as_bool(name: str, x) -> bool:
+    """causal-style flags: a bool, or an int / numpy / 0-d tensor equal to 0 or 1. Never a string."""
+    if type(x) is bool:
+        return x
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and x.dtype == torch.bool:
+        return bool(x.item())
+    if type(x).__module__ == "numpy" and getattr(getattr(x, "dtype", None), "kind", "") == "b" \
+            and getattr(x, "ndim", 0) == 0:
+        return bool(x)
+    try:
+        value = _scalar_value(name, x, "int")
+    except TypeError:
+        raise TypeError(f"{name} is {x!r}; allowed: True or False (or 0 / 1)") from None
+    if value not in (0, 1):
+        raise ValueError(f"{name} is {x!r}; allowed: True or False (or 0 / 1)")
+    return bool(value)
+
+
+def as_float(name: str, x) -> float:
+    return x if type(x) is float else _scalar_value(name, x, "float")
+
+
+def as_int(name: str, x) -> int:
+    return x if type(x) is int else _scalar_value(name, x, "int")
+
+
+def as_window(window_size) -> tuple[int, int]:
+    """(left, right) ints from a pair of int-likes, a tensor of two ints or a numpy array of two."""
+    if type(window_size) is tuple and len(window_size) == 2 and type(window_size[0]) is int \
+            and type(window_size[1]) is int:
+        pair = window_size
+    else:
+        if isinstance(window_size, torch.Tensor) or type(window_size).__module__ == "numpy":
+            if tuple(window_size.shape) != (2,):
+                raise ValueError(f"window_size has shape {tuple(window_size.shape)}; allowed: two ints (left, right)")
+            window_size = window_size.tolist()  # a GPU tensor: one host synchronisation, as in flash_attn
+        if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
+            raise ValueError(f"window_size is {window_size!r}; allowed: a pair of ints (left, right), -1 = unbounded")
+        try:
+            pair = (as_int("window_size[0]", window_size[0]), as_int("window_size[1]", window_size[1]))
+        except TypeError:
+            raise ValueError(f"window_size is {window_size!r}; allowed: a pair of ints (left, right), "
+                             "-1 = unbounded") from None
+    if pair[0] < -1 or pair[1] < -1:
+        raise ValueError(f"window_size is {pair}; each side must be >= 0 or -1 (unbounded)")
+    return pair
+
+
 def scalar_options(dropout_p, softmax_scale, window_size, softcap, headdim: int):
     """Validate the scalar options -> (dropout_p, softmax_scale, (left, right), softcap) normalised."""
-    if not isinstance(dropout_p, (int, float)) or not 0.0 <= float(dropout_p) < 1.0:
+    try:
+        dropout_p = as_float("dropout_p", dropout_p)
+    except TypeError:
+        raise ValueError(f"dropout_p is {dropout_p!r}; allowed: a float in [0, 1)") from None
+    if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p is {dropout_p!r}; allowed: a float in [0, 1)")
     if softmax_scale is None:
         softmax_scale = headdim ** -0.5
-    if not isinstance(softmax_scale, (int, float)) or not math.isfinite(softmax_scale):
+    try:
+        softmax_scale = as_float("softmax_scale", softmax_scale)
+    except TypeError:
+        raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None") from None
+    if not math.isfinite(softmax_scale):
         raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None")
-    if (not isinstance(window_size, (tuple, list)) or len(window_size) != 2
-            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
-        raise ValueError(f"window_size is {window_size!r}; allowed: a pair of ints (left, right), -1 = unbounded")
-    left, right = window_size
-    if left < -1 or right < -1:
-        raise ValueError(f"window_size is {tuple(window_size)}; each side must be >= 0 or -1 (unbounded)")
-    if not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
+    left, right = as_window(window_size)
+    try:
+        softcap = as_float("softcap", softcap)
+    except TypeError:
+        raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0") from None
+    if not math.isfinite(softcap) or softcap < 0:
         raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0")
-    return float(dropout_p), float(softmax_scale), (int(left), int(right)), float(softcap)
+    return dropout_p, softmax_scale, (left, right), softcap
 
 
 def check_alibi(alibi_slopes, batch: int, nheads: int, device: torch.device) -> None:
@@ -89,34 +173,39 @@ def check_alibi(alibi_slopes, batch: int, nheads: int, device: torch.device) -> 
     same_device({"alibi_slopes": alibi_slopes}, device)
 
 
-def _reads_values_ok(t: torch.Tensor) -> bool:
-    """Value checks run on CPU tensors always; on GPU only in debug mode, never during capture."""
-    if t.device.type == "cpu":
-        return True
-    if not config.debug():
-        return False
-    return not (t.device.type == "cuda" and torch.cuda.is_current_stream_capturing())
+def as_max_seqlen(name: str, value) -> int:
+    try:
+        value = as_int(name, value)
+    except TypeError:
+        raise ValueError(f"{name} is {value!r}; allowed: an int >= 0") from None
+    if value < 0:
+        raise ValueError(f"{name} is {value!r}; allowed: an int >= 0")
+    return value
 
 
-def check_cu_seqlens(name: str, cu, total: int, max_seqlen, max_name: str, device: torch.device) -> int:
-    """Validate cu_seqlens (batch + 1,) int32 -> batch."""
+def check_cu_seqlens(name: str, cu, device: torch.device) -> int:
+    """Metadata checks of cu_seqlens (batch + 1,) int32 -> batch. Its values: check_cu_seqlens_values."""
     check_tensor(name, cu, rank=1)
     if cu.dtype != torch.int32:
         raise TypeError(f"{name} has dtype {cu.dtype}; allowed: int32")
     if cu.numel() < 2:
         raise ValueError(f"{name} has {_shape(cu)}; allowed: (batch + 1,) with batch >= 1")
     same_device({name: cu}, device)
-    if not isinstance(max_seqlen, int) or isinstance(max_seqlen, bool) or max_seqlen < 0:
-        raise ValueError(f"{max_name} is {max_seqlen!r}; allowed: an int >= 0")
-    if _reads_values_ok(cu):
-        values = cu.tolist()
-        if values[0] != 0:
-            raise ValueError(f"{name}[0] is {values[0]}; allowed: 0")
-        steps = [b - a for a, b in zip(values, values[1:])]
-        if min(steps) < 0:
-            raise ValueError(f"{name} is not monotone non-decreasing: {values}")
-        if values[-1] != total:
-            raise ValueError(f"{name}[-1] is {values[-1]} but the packed tensor has {total} tokens; they must match")
-        if max(steps) > max_seqlen:
-            raise ValueError(f"{max_name} is {max_seqlen} but {name} holds a sequence of length {max(steps)}")
     return cu.numel() - 1
+
+
+def check_cu_seqlens_values(name: str, cu: torch.Tensor, total: int, max_seqlen: int, max_name: str,
+                            allow_short: bool = False) -> None:
+    """cu_seqlens starts at 0, never decreases, ends at the packed tensor's row count (at most
+    that with ``allow_short``: rows past the end belong to no sequence) and has no sequence
+    longer than max_seqlen. Reads the values: CPU tensors always, GPU tensors in debug mode."""
+    values = cu.tolist()
+    if values[0] != 0:
+        raise ValueError(f"{name}[0] is {values[0]}; allowed: 0")
+    steps = [b - a for a, b in zip(values, values[1:])]
+    if min(steps) < 0:
+        raise ValueError(f"{name} is not monotone non-decreasing: {values}")
+    if values[-1] != total and not (allow_short and values[-1] <= total):
+        raise ValueError(f"{name}[-1] is {values[-1]} but the packed tensor has {total} tokens; they must match")
+    if max(steps) > max_seqlen:
+        raise ValueError(f"{max_name} is {max_seqlen} but {name} holds a sequence of length {max(steps)}")

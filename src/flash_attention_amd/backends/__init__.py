@@ -1,2 +1,19 @@
-"""Backends: triton (our kernels), sdpa (torch's fused kernels), ck (the flash_attn package),
-torch (pure PyTorch, runs anywhere). See dispatch.py for how one is chosen."""
+"""The backends: one module each, and the registry that creates them on first use."""
+from __future__ import annotations
+
+from .base import Backend
+
+_registry: dict[str, Backend] = {}
+
+
+def registry() -> dict[str, Backend]:
+    """name -> Backend instance, created on first use (nothing runs at import)."""
+    if not _registry:
+        from .flash_attn_backend import FlashAttnBackend
+        from .sdpa_backend import SdpaBackend
+        from .torch_backend import TorchBackend
+        from .triton_backend import TritonBackend
+
+        for backend in (TritonBackend(), SdpaBackend(), FlashAttnBackend(), TorchBackend()):
+            _registry[backend.name] = backend
+    return _registry

@@ -1,4 +1,4 @@
-"""What a backend is: the seam every implementation (Triton, SDPA, CK, PyTorch) plugs into."""
+"""What a backend is: the seam every implementation (Triton, SDPA, flash_attn, PyTorch) plugs into."""
 from __future__ import annotations
 
 import torch
@@ -11,11 +11,13 @@ class Backend:
 
     - ``available()``: None if usable in this install, else why not (package missing, ...).
     - ``supports(problem)``: None if it computes this call exactly, else the reason it declines.
-    - ``run(q, k, v, params)``: the whole autograd-capable call -> (out, lse or None).
+    - ``run(q, k, v, params, slot)``: the whole autograd-capable call -> (out, lse or None).
 
+    ``slot`` is a dict owned by the call's plan (one per distinct call signature, see
+    ``core.py``): a backend may keep there whatever it prepared from the call's metadata
+    (tile configs, grids, compiled kernels) so that the next identical call only launches.
     Kernel-style backends (``KernelBackend``: triton, torch) instead provide ``forward`` and
-    ``backward``; ``run`` wires them into the ``flash_attention_amd::fwd``/``bwd`` custom ops
-    so torch.compile traces through without graph breaks.
+    ``backward``; the call path wraps them in autograd (``core.py``, ``ops.py``).
     ``decode(...)`` serves ``flash_attn_with_kvcache`` (forward only) where implemented.
     """
 
@@ -27,7 +29,7 @@ class Backend:
     def supports(self, problem: Problem) -> str | None:
         raise NotImplementedError
 
-    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams):
+    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams, slot: dict | None = None):
         raise NotImplementedError
 
     def supports_decode(self, problem: Problem) -> str | None:
@@ -42,14 +44,14 @@ class KernelBackend(Backend):
     -> out [total_q, h, dv], lse [h, total_q]. lse is fp32, natural log, +inf on empty rows.
     """
 
-    def forward(self, q, k, v, params: AttnParams) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, q, k, v, params: AttnParams, slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
-    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
-        """-> (dq, dk, dv) shaped like q, k, v (dk/dv summed over the heads sharing a KV head)."""
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
+        """-> (dq, dk, dv) shaped like q, k, v (dk/dv summed over the heads sharing a KV head).
+
+        dlse (like lse, or None): the gradient reaching the LSE output; it enters as
+        ``delta - dlse`` (d lse_i / d s_ij = P_ij), so merging partial attentions by their
+        LSE (ring attention) differentiates exactly.
+        """
         raise NotImplementedError
-
-    def run(self, q, k, v, params: AttnParams):
-        from ..ops import attention_op
-
-        return attention_op(self.name, q, k, v, params)

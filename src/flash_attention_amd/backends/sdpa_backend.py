@@ -72,7 +72,7 @@ class SdpaBackend(Backend):
                 return reason
         return None
 
-    def run(self, q, k, v, params: AttnParams):
+    def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         from torch.nn.attention.bias import causal_lower_right
 
         sq, sk = q.shape[1], k.shape[1]

@@ -185,8 +185,10 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
         lse4[:, :, :, m0:m1] = blk_lse.squeeze(-1)
 
 
-def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n):
+def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n, dlse=None):
     """Writes dq [b, sq, h, d], dk [b, sk, hk, d], dv [b, sk, hk, dv] for one dense slice.
+
+    dlse [b, h, sq] (or None): gradient of the LSE output, taken in as delta - dlse.
 
     dk / dv accumulate in the compute dtype over query blocks ([b, hk, sk, *] buffers), dq
     per query block over its key blocks. With qt = q * q_fold, the score gradient
@@ -197,6 +199,7 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
     do5 = dout.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
     o5 = out.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
     lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
+    dlse4 = None if dlse is None else dlse.unflatten(1, (hk, g))  # [b, hk, g, sq]
     dq5 = dq.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
     dk_acc = torch.zeros((b, hk, T.sk, T.d), dtype=cdt, device=T.device)
     dv_acc = torch.zeros((b, hk, T.sk, T.dv), dtype=cdt, device=T.device)
@@ -209,6 +212,8 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
         qt = T.q_tile(m0, m1)  # [b, hk, g * bm, d]
         dot = do5[:, :, :, m0:m1].to(cdt)  # [b, hk, g, bm, dv]
         delta = (dot * o5[:, :, :, m0:m1].to(cdt)).sum(-1, keepdim=True)  # [b, hk, g, bm, 1]
+        if dlse4 is not None:
+            delta = delta - dlse4[:, :, :, m0:m1].to(cdt).unsqueeze(-1)
         row_lse = lse4[:, :, :, m0:m1].to(cdt).unsqueeze(-1)  # [b, hk, g, bm, 1]
         dot = dot.reshape(b, hk, g * bm, T.dv)
         dq_acc = torch.zeros((b, hk, g * bm, T.d), dtype=cdt, device=T.device)
@@ -261,7 +266,7 @@ class TorchBackend(KernelBackend):
         return None
 
     @torch.no_grad()
-    def forward(self, q, k, v, params: AttnParams):
+    def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
         """-> out like q with v's head dim, lse fp32 (see KernelBackend for the shapes)."""
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
@@ -281,11 +286,13 @@ class TorchBackend(KernelBackend):
         return out, lse
 
     @torch.no_grad()
-    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
         """-> (dq, dk, dv) like q, k, v; zero for rows / keys that take part in nothing."""
+        if dout is None:
+            dout = torch.zeros_like(out)
         if not params.is_varlen:
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-            _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, 0, self.block_m, self.block_n)
+            _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, 0, self.block_m, self.block_n, dlse)
             return dq, dk, dv
         dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
@@ -293,7 +300,8 @@ class TorchBackend(KernelBackend):
                 continue
             _backward_dense(dout[q0:q1][None], q[q0:q1][None], k[k0:k1][None], v[k0:k1][None],
                             out[q0:q1][None], lse[:, q0:q1][None], dq[q0:q1][None],
-                            dk[k0:k1][None], dv[k0:k1][None], params, bi, self.block_m, self.block_n)
+                            dk[k0:k1][None], dv[k0:k1][None], params, bi, self.block_m, self.block_n,
+                            None if dlse is None else dlse[:, q0:q1][None])
         return dq, dk, dv
 
     def supports_decode(self, problem: Problem) -> str | None:

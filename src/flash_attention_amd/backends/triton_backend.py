@@ -40,15 +40,15 @@ class TritonBackend(KernelBackend):
             reason = bwd.supports(problem)
         return reason
 
-    def forward(self, q, k, v, params: AttnParams):
+    def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
         from ..launch import fwd
 
         return fwd.attention_forward(q, k, v, params)
 
-    def backward(self, dout, q, k, v, out, lse, params: AttnParams):
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
         from ..launch import bwd
 
-        return bwd.attention_backward(dout, q, k, v, out, lse, params)
+        return bwd.attention_backward(dout, q, k, v, out, lse, params, dlse=dlse)
 
     def supports_decode(self, problem: Problem) -> str | None:
         reason = self.available() or self._device_reason(problem)

@@ -201,10 +201,12 @@ def _arch_of(device: torch.device) -> str | None:
     return device_arch(device)[1] if device.type == "cuda" else None
 
 
-def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None):
+def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
+                       dlse: torch.Tensor | None = None):
     """(dq, dk, dv) of attention(q, k, v) for the upstream gradient dout.
 
-    ``config`` overrides the per-arch table (tests, tuning).
+    ``config`` overrides the per-arch table (tests, tuning); ``dlse`` (like lse) is the
+    gradient reaching the LSE output: it enters as ``delta - dlse``.
     """
     import triton
 
@@ -238,6 +240,9 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     dq = _empty(q.shape, q.dtype, q.device)
     delta = _empty(lse.shape, torch.float32, lse.device)
+    if params.zero_tensors:  # varlen rows outside every sequence stay 0
+        for t in (dq, dk, dv):
+            t.zero_()
     if seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0:
         return dq.zero_(), dk.zero_(), dv.zero_()
 
@@ -266,6 +271,8 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         stride_lb, stride_lh, seqlen_q, nheads,
         HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=_pre_block(block_dv), IS_VARLEN=varlen, num_warps=4)
 
+    if dlse is not None:
+        delta.sub_(dlse)
     dq_target = dq_acc if use_atomic else dq
     K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.block_n1), batch * nheads_k)](
         q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q_arg, cu_k_arg,

@@ -315,6 +315,9 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
         out = torch.empty(out_shape, dtype=q.dtype, device=q.device)
     if lse is None:
         lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+    if params.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
+        out.zero_()
+        lse.fill_(math.inf)
     o_str = (0, out.stride(0), out.stride(1)) if varlen else out.stride()[:3]
     l_str = (0, lse.stride(0)) if varlen else lse.stride()[:2]
     if q.numel() == 0 or out.numel() == 0:

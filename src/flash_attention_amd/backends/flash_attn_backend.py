@@ -1,4 +1,5 @@
-"""The ``ck`` backend: an installed ``flash_attn`` package (ROCm's CK build or Dao-AILab's CUDA build).
+"""The ``flash_attn`` backend (old name ``ck``): an installed ``flash_attn`` 2.x package, ROCm's
+CK build or Dao-AILab's CUDA build.
 
 Used only for the calls it computes exactly: never softcap on ROCm (the CK build ignores
 it), never backward on RDNA3 (CK has none there).
@@ -17,8 +18,8 @@ def _flash_attn():
     return importlib.import_module("flash_attn")
 
 
-class CkBackend(Backend):
-    name = "ck"
+class FlashAttnBackend(Backend):
+    name = "flash_attn"
 
     def available(self) -> str | None:
         try:
@@ -44,7 +45,7 @@ class CkBackend(Backend):
                 return reason
         return None
 
-    def run(self, q, k, v, params: AttnParams):
+    def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         fa = _flash_attn()
         common = dict(dropout_p=params.dropout_p, softmax_scale=params.softmax_scale, causal=params.causal,
                       window_size=(params.window_left, params.window_right), alibi_slopes=params.alibi_slopes,

@@ -1,0 +1,313 @@
+"""The call path of the attention functions: validate and plan a call once, then only run it.
+
+``interface.py`` (the flash_attn API) -> ``attention()`` here:
+
+1. ``_key``: a tuple of everything validation and dispatch read (shapes, strides, dtypes and
+   devices of the tensors, the scalar options, grad mode, the forced backend, the debug
+   flag). No tensor values, no host synchronisation.
+2. ``_PLANS[key]``, built on the first call of that signature by ``_build``: every check of
+   the arguments (each error message), the ``Problem``, the dispatcher's decision (logged
+   once under ``FLASH_ATTENTION_DEBUG=1``), the backend, the ``AttnParams`` template and a
+   ``slot`` where the backend keeps what it prepared (configs, grids, compiled kernels).
+3. Every call: the checks that read tensor values (cu_seqlens: CPU tensors always, GPU
+   tensors in debug mode), a fresh dropout seed, then the backend. Kernel-style backends
+   run eagerly through ``_AttentionFn`` (a plain ``autograd.Function``: cheaper than the
+   custom-op dispatcher); under ``torch.compile`` the call goes through the custom ops of
+   ``ops.py`` instead, which have fake kernels, so nothing breaks the graph.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import config, dispatch
+from .params import AttnParams, Problem, device_arch
+from .philox import new_seed
+from .validation import (
+    as_bool,
+    as_max_seqlen,
+    check_alibi,
+    check_cu_seqlens,
+    check_cu_seqlens_values,
+    check_float,
+    check_headdim,
+    check_heads,
+    check_tensor,
+    same_device,
+    scalar_options,
+)
+
+_Tensor = torch.Tensor
+_PLAIN = (bool, int, float, type(None))
+_PLAN_LIMIT = 4096
+_PLANS: dict = {}
+_ARCHS: dict = {}
+
+
+def arch_of(device: torch.device) -> tuple[bool, str | None]:
+    """(is_rocm, arch) of a device, cached (a plain dict: torch.compile traces it)."""
+    if device not in _ARCHS:
+        _ARCHS[device] = device_arch(device)
+    return _ARCHS[device]
+
+
+class Plan:
+    """Everything a call signature needs that does not depend on tensor values."""
+
+    __slots__ = ("backend", "kernel", "params", "problem", "slot", "check_values", "max_seqlen")
+
+    def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen):
+        self.backend = backend
+        self.kernel = hasattr(backend, "forward")  # triton / torch: forward + backward of our own
+        self.params = params
+        self.problem = problem
+        self.slot: dict = {}
+        self.check_values = check_values  # read cu_seqlens values before each call
+        self.max_seqlen = max_seqlen  # (max_seqlen_q, max_seqlen_k) as validated
+
+
+class _AttentionFn(torch.autograd.Function):
+    """Eager autograd of a kernel-style backend: (q, k, v) -> (out, lse); lse is differentiable."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, plan, params):
+        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.plan, ctx.params = plan, params
+        ctx.set_materialize_grads(False)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        if dout is None and dlse is None:
+            return None, None, None, None, None
+        dq, dk, dv = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, dlse, ctx.plan.slot)
+        return dq, dk, dv, None, None
+
+
+def _meta(t):
+    return None if t is None else (t.shape, t.dtype, t.device, t.stride())
+
+
+def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
+         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad, kernel_only):
+    """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
+    if type(q) is not _Tensor or type(k) is not _Tensor or type(v) is not _Tensor:
+        raise TypeError
+    for x in (dropout_p, softmax_scale, causal, softcap, deterministic, return_lse, max_seqlen_q, max_seqlen_k):
+        if type(x) not in _PLAIN:
+            raise TypeError
+    if type(window_size) is not tuple:
+        raise TypeError
+    hash(window_size)
+    return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
+            v.shape, v.stride(), v.dtype, v.device, dropout_p, softmax_scale, causal, window_size, softcap,
+            deterministic, return_lse, zero_tensors, needs_grad, kernel_only,
+            None if alibi_slopes is None else _meta(alibi_slopes),
+            None if cu_seqlens_q is None else _meta(cu_seqlens_q),
+            None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k,
+            dispatch.forced(), config.debug())
+
+
+def _values_readable(device: torch.device) -> bool:
+    """cu_seqlens values are checked on CPU tensors always, on GPU tensors in debug mode
+    (a host synchronisation), never while a CUDA graph is captured or torch.compile traces."""
+    if torch.compiler.is_compiling():
+        return False
+    if device.type == "cpu":
+        return True
+    return config.debug() and not (device.type == "cuda" and torch.cuda.is_current_stream_capturing())
+
+
+def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
+              return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad):
+    """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k))."""
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    rank = 3 if varlen else 4
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, rank)
+    check_float("q", q)
+    check_float("k", k, q.dtype)
+    check_float("v", v, q.dtype)
+    same_device({"k": k, "v": v}, q.device)
+    hd = q.shape[-1]
+    check_headdim(hd, v.shape[-1])
+    if k.shape[-1] != hd:
+        raise ValueError(f"k has headdim {k.shape[-1]} but q has {hd}; they must match")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"k has shape {tuple(k.shape)} and v {tuple(v.shape)}; they must match except the last dim")
+    nheads, nheads_k = q.shape[-2], k.shape[-2]
+    check_heads(nheads, nheads_k)
+    if varlen:
+        if cu_seqlens_q is None or cu_seqlens_k is None:
+            raise ValueError("varlen needs both cu_seqlens_q and cu_seqlens_k")
+        seqlen_q = max_seqlen_q = as_max_seqlen("max_seqlen_q", max_seqlen_q)
+        seqlen_k = max_seqlen_k = as_max_seqlen("max_seqlen_k", max_seqlen_k)
+        batch = check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.device)
+        batch_k = check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, q.device)
+        if _values_readable(q.device):  # also before each call (Plan.check_values)
+            check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], seqlen_q, "max_seqlen_q", zero_tensors)
+            check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], seqlen_k, "max_seqlen_k", zero_tensors)
+        if batch_k != batch:
+            raise ValueError(f"cu_seqlens_q holds {batch} sequences but cu_seqlens_k {batch_k}; they must match")
+    else:
+        batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
+        if k.shape[0] != batch:
+            raise ValueError(f"k has batch {k.shape[0]} but q has {batch}; they must match")
+    dropout_p, softmax_scale, (left, right), softcap = scalar_options(
+        dropout_p, softmax_scale, window_size, softcap, hd)
+    causal = as_bool("causal", causal)
+    deterministic = as_bool("deterministic", deterministic)
+    check_alibi(alibi_slopes, batch, nheads, q.device)
+    causal = causal or (left < 0 and right == 0)
+    if causal:
+        right = 0
+    params = AttnParams(
+        softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right, softcap=softcap,
+        dropout_p=dropout_p, max_seqlen_q=seqlen_q if varlen else 0, max_seqlen_k=seqlen_k if varlen else 0,
+        deterministic=deterministic, return_lse=bool(return_lse), zero_tensors=bool(zero_tensors),
+    )
+    is_rocm, arch = arch_of(q.device)
+    problem = Problem(
+        device_type=q.device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch,
+        seqlen_q=seqlen_q, seqlen_k=seqlen_k, nheads=nheads, nheads_k=nheads_k, headdim=hd,
+        headdim_v=v.shape[-1], is_varlen=varlen, causal=causal, window_left=left, window_right=right,
+        softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p, needs_grad=needs_grad,
+        return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
+    )
+    return params, problem, (max_seqlen_q, max_seqlen_k)
+
+
+def _build(q, k, v, args, needs_grad, kernel_only) -> Plan:
+    params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad)
+    backend = dispatch.select(problem, kernel_only)
+    check_values = problem.is_varlen and (q.device.type == "cpu" or config.debug())
+    return Plan(backend, params, problem, check_values, max_seqlen)
+
+
+def _plan(q, k, v, args, needs_grad, kernel_only=False) -> Plan:
+    try:
+        key = _key(q, k, v, *args, needs_grad, kernel_only)
+    except (AttributeError, TypeError, IndexError):
+        return _build(q, k, v, args, needs_grad, kernel_only)  # odd inputs: validated (and explained) each time
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _build(q, k, v, args, needs_grad, kernel_only)
+        if len(_PLANS) >= _PLAN_LIMIT:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed=None) -> AttnParams:
+    """The plan's params with this call's tensors and dropout seed; value checks first."""
+    params = plan.params
+    if cu_seqlens_q is not None:
+        max_q, max_k = plan.max_seqlen
+        if plan.check_values and _values_readable(q.device):
+            check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_q, "max_seqlen_q",
+                                    params.zero_tensors)
+            check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_k, "max_seqlen_k",
+                                    params.zero_tensors)
+        params = params._replace(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    if alibi_slopes is not None:
+        params = params._replace(alibi_slopes=alibi_slopes)
+    if params.dropout_p > 0:
+        params = params._replace(seed=new_seed() if seed is None else seed)
+    return params
+
+
+def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+              alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
+              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False):
+    """flash_attn_func / flash_attn_varlen_func semantics -> out, or (out, lse, S_dmask)."""
+    if torch.compiler.is_compiling():
+        from .ops import compiled_attention
+
+        return compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                  deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                  max_seqlen_k, zero_tensors)
+    if type(q) is _Tensor and q.dim() and q.stride(-1) != 1:
+        q = q.contiguous()  # flash_attn's rule: the last dim must be contiguous, else copy
+    if type(k) is _Tensor and k.dim() and k.stride(-1) != 1:
+        k = k.contiguous()
+    if type(v) is _Tensor and v.dim() and v.stride(-1) != 1:
+        v = v.contiguous()
+    needs_grad = torch.is_grad_enabled() and (
+        getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False) or getattr(v, "requires_grad", False))
+    args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs,
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+    plan = _plan(q, k, v, args, needs_grad)
+    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k)
+    if plan.kernel:
+        if needs_grad:
+            out, lse = _AttentionFn.apply(q, k, v, plan, params)
+        else:
+            out, lse = plan.backend.forward(q, k, v, params, plan.slot)
+    else:
+        out, lse = plan.backend.run(q, k, v, params, plan.slot)
+    if not return_attn_probs:
+        return out
+    return out, lse, attn_probs(q, k, params)
+
+
+def attn_probs(q, k, params: AttnParams):
+    """flash_attn's S_dmask (dropout on) or None: see probs.py. A testing aid, O(seqlen^2) memory."""
+    if params.dropout_p == 0:
+        return None
+    from .probs import dropout_attn_probs
+
+    return dropout_attn_probs(q, k, params)
+
+
+def explain(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+            alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
+            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None) -> str:
+    needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (q, k, v))
+    _, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                              deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                              max_seqlen_k, False, needs_grad)
+    return dispatch.decide(problem).describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# flash_attn's private entry points (flash_attn_interface.py): one pass each, no autograd.
+
+def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_softmax,
+                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False,
+                 seed=None):
+    """-> (out, lse, S_dmask or None, rng_state int64 [2] on the CPU: (seed, 0))."""
+    args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+    q, k, v = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
+    plan = _plan(q, k, v, args, False, kernel_only=True)
+    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
+    with torch.no_grad():
+        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
+    probs = attn_probs(q, k, params) if return_softmax else None
+    return out, lse, probs, torch.tensor([params.seed, 0], dtype=torch.int64)
+
+
+def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                  deterministic, rng_state=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+                  max_seqlen_k=None, zero_tensors=False, dlse=None):
+    """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state)."""
+    args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+    dout, q, k, v, out = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t
+                          for t in (dout, q, k, v, out))
+    plan = _plan(q, k, v, args, True, kernel_only=True)
+    seed = 0
+    if plan.params.dropout_p > 0:
+        if rng_state is None:
+            raise ValueError("rng_state is None but dropout_p > 0; pass the rng_state the forward returned")
+        seed = int(rng_state[0])
+    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
+    with torch.no_grad():
+        return plan.backend.backward(dout, q, k, v, out, lse, params, dlse, plan.slot)
+
+
+def clear_plans() -> None:
+    """Forget every cached plan (tests; after changing a backend's tables)."""
+    _PLANS.clear()
+
