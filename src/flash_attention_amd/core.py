@@ -90,7 +90,8 @@ def _meta(t):
 
 
 def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad, kernel_only):
+         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad, kernel_only,
+         offsets=(0, 0, 0)):
     """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
     if type(q) is not _Tensor or type(k) is not _Tensor or type(v) is not _Tensor:
         raise TypeError
@@ -105,7 +106,7 @@ def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
             deterministic, return_lse, zero_tensors, needs_grad, kernel_only,
             None if alibi_slopes is None else _meta(alibi_slopes),
             None if cu_seqlens_q is None else _meta(cu_seqlens_q),
-            None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k,
+            None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, offsets,
             dispatch.forced(), config.debug())
 
 
@@ -120,7 +121,8 @@ def _values_readable(device: torch.device) -> bool:
 
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-              return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad):
+              return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad,
+              offsets=(0, 0, 0)):
     """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k))."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     rank = 3 if varlen else 4
@@ -166,6 +168,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right, softcap=softcap,
         dropout_p=dropout_p, max_seqlen_q=seqlen_q if varlen else 0, max_seqlen_k=seqlen_k if varlen else 0,
         deterministic=deterministic, return_lse=bool(return_lse), zero_tensors=bool(zero_tensors),
+        diag_offset=offsets[0], dropout_offset_q=offsets[1], dropout_offset_k=offsets[2],
     )
     is_rocm, arch = arch_of(q.device)
     problem = Problem(
@@ -174,25 +177,26 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         headdim_v=v.shape[-1], is_varlen=varlen, causal=causal, window_left=left, window_right=right,
         softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p, needs_grad=needs_grad,
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
+        offsets=any(offsets),
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
 
 
-def _build(q, k, v, args, needs_grad, kernel_only) -> Plan:
-    params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad)
+def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
+    params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad, offsets)
     backend = dispatch.select(problem, kernel_only)
     check_values = problem.is_varlen and (q.device.type == "cpu" or config.debug())
     return Plan(backend, params, problem, check_values, max_seqlen)
 
 
-def _plan(q, k, v, args, needs_grad, kernel_only=False) -> Plan:
+def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Plan:
     try:
-        key = _key(q, k, v, *args, needs_grad, kernel_only)
+        key = _key(q, k, v, *args, needs_grad, kernel_only, offsets)
     except (AttributeError, TypeError, IndexError):
-        return _build(q, k, v, args, needs_grad, kernel_only)  # odd inputs: validated (and explained) each time
+        return _build(q, k, v, args, needs_grad, kernel_only, offsets)  # odd inputs: validated each time
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _build(q, k, v, args, needs_grad, kernel_only)
+        plan = _build(q, k, v, args, needs_grad, kernel_only, offsets)
         if len(_PLANS) >= _PLAN_LIMIT:
             _PLANS.clear()
         _PLANS[key] = plan
@@ -275,12 +279,14 @@ def explain(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_siz
 
 def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_softmax,
                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False,
-                 seed=None):
-    """-> (out, lse, S_dmask or None, rng_state int64 [2] on the CPU: (seed, 0))."""
+                 seed=None, diag_offset=0, dropout_offsets=(0, 0)):
+    """-> (out, lse, S_dmask or None, rng_state int64 [2] on the CPU: (seed, 0)).
+
+    diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
     q, k, v = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
-    plan = _plan(q, k, v, args, False, kernel_only=True)
+    plan = _plan(q, k, v, args, False, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
     with torch.no_grad():
         out, lse = plan.backend.forward(q, k, v, params, plan.slot)
@@ -290,13 +296,14 @@ def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, soft
 
 def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   deterministic, rng_state=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-                  max_seqlen_k=None, zero_tensors=False, dlse=None):
-    """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state)."""
+                  max_seqlen_k=None, zero_tensors=False, dlse=None, diag_offset=0, dropout_offsets=(0, 0)):
+    """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state);
+    dlse: gradient reaching the LSE (or None)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
     dout, q, k, v, out = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t
                           for t in (dout, q, k, v, out))
-    plan = _plan(q, k, v, args, True, kernel_only=True)
+    plan = _plan(q, k, v, args, True, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))
     seed = 0
     if plan.params.dropout_p > 0:
         if rng_state is None:

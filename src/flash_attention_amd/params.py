@@ -36,6 +36,18 @@ class AttnParams(NamedTuple):
     # varlen rows outside every sequence (past cu_seqlens[-1]) of out / dq / dk / dv are written
     # as zeros (flash_attn's zero_tensors; the Hugging Face integration packs into a fixed size)
     zero_tensors: bool = False
+    # A chunk of a longer sequence (ring attention): diag_offset is added to seqlen_k - seqlen_q,
+    # the bottom-right offset of the masks and of ALiBi's distances (key j is visible from query i
+    # iff j <= i + seqlen_k - seqlen_q + diag_offset under causal, ...); dropout_offset_q/_k are
+    # added to the query row and key column counters of the Philox mask (this chunk's first
+    # row and key in the whole sequence), so the mask is the one of the whole sequence.
+    diag_offset: int = 0
+    dropout_offset_q: int = 0
+    dropout_offset_k: int = 0
+
+    @property
+    def has_offsets(self) -> bool:
+        return bool(self.diag_offset or self.dropout_offset_q or self.dropout_offset_k)
 
     @property
     def is_varlen(self) -> bool:
@@ -73,6 +85,7 @@ class Problem:
     return_lse: bool = False
     deterministic: bool = False
     compiling: bool = False  # traced by torch.compile
+    offsets: bool = False  # AttnParams.diag_offset / dropout offsets set (a chunk of a longer sequence)
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
 
@@ -98,6 +111,7 @@ class Problem:
             ("grad", self.needs_grad),
             ("lse", self.return_lse),
             ("deterministic", self.deterministic),
+            ("offsets", self.offsets),
         ):
             if on:
                 opts.append(flag)

@@ -49,6 +49,7 @@ class SdpaBackend(Backend):
             return f"no fused SDPA kernel on {p.device_type}"
         reasons = (
             (p.is_varlen, "varlen (cu_seqlens) is not expressible without nested tensors"),
+            (p.offsets, "diag / dropout offsets are not expressible in SDPA"),
             (p.has_window, "sliding window is not expressible without a materialised mask"),
             (p.has_alibi, "ALiBi is not expressible without a materialised bias"),
             (p.softcap > 0, "softcap is not supported by SDPA"),

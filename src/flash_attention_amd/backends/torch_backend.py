@@ -258,6 +258,8 @@ class TorchBackend(KernelBackend):
         return None
 
     def supports(self, problem: Problem) -> str | None:
+        if problem.offsets:
+            return "diag / dropout offsets (a chunk of a longer sequence) are not implemented on the torch path yet"
         if problem.dtype not in _DTYPES:
             return f"dtype {problem.dtype} is not one of fp16, bf16, fp32, fp64"
         for name, d in (("headdim", problem.headdim), ("headdim_v", problem.headdim_v)):
