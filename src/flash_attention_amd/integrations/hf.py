@@ -6,15 +6,24 @@ Example::
     fa_hf.register()  # once
     model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="fa_amd")
 
-Padding masks (2-D, from HF's flash-attention mask function) are served by un-padding into
-varlen calls; no mask means dense calls. Attention sinks (``s_aux``) and
-``output_attentions`` are rejected with a clear error rather than ignored.
+- No mask: dense calls.
+- A 2-D padding mask [b, sk] (from HF's flash-attention mask function, which ``register()``
+  installs): the valid tokens are packed into varlen calls. The packing (a stable sort of the
+  mask, cu_seqlens) is computed once per forward pass, for the mask tensor every layer shares,
+  and uses only fixed-size GPU ops: no host synchronisation. Packed tensors keep the padded
+  size (b * s rows): the valid tokens first, then rows that belong to no sequence, which the
+  kernels leave out and write as zeros (``zero_tensors``), so padding positions get 0 outputs
+  and 0 gradients. Any 2-D mask works, holes included (tokens keep their order).
+- Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
+  ``max_length_q`` / ``max_length_k`` keyword arguments, batch 1): varlen calls as given.
+- Sliding window and softcap are passed through. Attention sinks (``s_aux``) and
+  ``output_attentions`` raise instead of being ignored.
 """
 from __future__ import annotations
 
 import torch
 
-from ..interface import flash_attn_func, flash_attn_varlen_func
+from .. import core
 
 # transformers treats any name containing "flash" as a hub kernel to download, hence the short name.
 NAME = "fa_amd"
@@ -27,6 +36,51 @@ def _window(sliding_window, key_length: int) -> tuple[int, int]:
     return (sliding_window - 1, sliding_window - 1)
 
 
+class _Packing:
+    """How one 2-D padding mask packs a padded [b, s] batch into varlen rows, for q and for k/v.
+
+    order_*: [b * s] int64, the padded positions in packed order (valid tokens of sequence 0,
+    of sequence 1, ..., then the padding); inverse_q: packed row of each padded query position;
+    cu_*: (b + 1,) int32 cumulative valid lengths.
+    """
+
+    __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "cu_q", "cu_k")
+
+    def __init__(self, mask: torch.Tensor, sq: int):
+        self.mask, self.version, self.sq = mask, mask._version, sq
+        keep_k = mask.bool()
+        keep_q = keep_k[:, -sq:]
+        self.order_k, self.cu_k = self._order(keep_k)
+        if keep_q.shape[1] == keep_k.shape[1]:
+            self.order_q, self.cu_q = self.order_k, self.cu_k
+        else:
+            self.order_q, self.cu_q = self._order(keep_q)
+        self.inverse_q = torch.empty_like(self.order_q)
+        self.inverse_q[self.order_q] = torch.arange(self.order_q.numel(), device=mask.device)
+
+    @staticmethod
+    def _order(keep: torch.Tensor):
+        # a stable sort of "is padding" over the flattened batch: valid tokens first, in order
+        order = torch.sort((~keep).flatten().to(torch.int8), stable=True).indices
+        lens = keep.sum(1, dtype=torch.int32)
+        cu = torch.nn.functional.pad(lens.cumsum(0, dtype=torch.int32), (1, 0))
+        return order, cu
+
+    def matches(self, mask: torch.Tensor, sq: int) -> bool:
+        return self.mask is mask and self.version == mask._version and self.sq == sq
+
+
+_last: list[_Packing] = []  # the packing of the last mask seen (one forward pass shares it)
+
+
+def _packing(mask: torch.Tensor, sq: int) -> _Packing:
+    if _last and _last[0].matches(mask, sq):
+        return _last[0]
+    packing = _Packing(mask, sq)
+    _last[:] = [packing]
+    return packing
+
+
 def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                       sliding_window: int | None = None, softcap: float | None = None,
@@ -36,26 +90,30 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
         raise ValueError("output_attentions=True is not available with flash_attention_amd; use 'eager'")
     if kwargs.get("s_aux") is not None:
         raise ValueError("attention sinks (s_aux) are not supported by flash_attention_amd's HF integration yet")
-    causal = module.is_causal if is_causal is None else is_causal
+    causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [b, s, h, d]
+    b, sq, sk = q.shape[0], q.shape[1], k.shape[1]
     options = dict(dropout_p=dropout if module.training else 0.0, softmax_scale=scaling, causal=causal,
-                   window_size=_window(sliding_window, k.shape[1]), softcap=softcap or 0.0)
-    if attention_mask is None or bool(attention_mask.all()):
-        return flash_attn_func(q, k, v, **options), None
-    if attention_mask.dim() != 2:
+                   window_size=_window(sliding_window, sk), softcap=softcap or 0.0)
+    cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
+    if attention_mask is None and cu_q is not None and cu_k is not None and b == 1:
+        max_q, max_k = kwargs.get("max_length_q") or sq, kwargs.get("max_length_k") or sk
+        out = core.attention(q[0], k[0], v[0], cu_seqlens_q=cu_q.to(torch.int32), cu_seqlens_k=cu_k.to(torch.int32),
+                             max_seqlen_q=int(max_q), max_seqlen_k=int(max_k), **options)
+        return out[None], None
+    if attention_mask is None:
+        return core.attention(q, k, v, **options), None
+    if attention_mask.dim() != 2 or tuple(attention_mask.shape) != (b, sk):
         raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; the flash_attention_amd "
-                         "integration takes HF's 2-D padding mask (register() installs the matching mask function)")
-    # Un-pad: the mask covers the keys; the queries are its last sq columns.
-    b, sq = q.shape[:2]
-    keep_k = attention_mask.bool()
-    keep_q = keep_k[:, -sq:]
-    lens_q, lens_k = keep_q.sum(1, dtype=torch.int32), keep_k.sum(1, dtype=torch.int32)
-    cu_q = torch.nn.functional.pad(lens_q.cumsum(0, dtype=torch.int32), (1, 0))
-    cu_k = torch.nn.functional.pad(lens_k.cumsum(0, dtype=torch.int32), (1, 0))
-    out_packed = flash_attn_varlen_func(q[keep_q], k[keep_k], v[keep_k], cu_q, cu_k, int(lens_q.max()),
-                                        int(lens_k.max()), **options)
-    out = out_packed.new_zeros(b, sq, *out_packed.shape[1:])
-    out[keep_q] = out_packed
+                         f"integration takes HF's 2-D padding mask ({b}, {sk}) (register() installs the matching "
+                         "mask function)")
+    pack = _packing(attention_mask, sq)
+    q_packed = q.reshape(b * sq, *q.shape[2:]).index_select(0, pack.order_q)  # [b * sq, h, d]
+    k_packed = k.reshape(b * sk, *k.shape[2:]).index_select(0, pack.order_k)  # [b * sk, hk, d]
+    v_packed = v.reshape(b * sk, *v.shape[2:]).index_select(0, pack.order_k)  # [b * sk, hk, dv]
+    out_packed = core.attention(q_packed, k_packed, v_packed, cu_seqlens_q=pack.cu_q, cu_seqlens_k=pack.cu_k,
+                                max_seqlen_q=sq, max_seqlen_k=sk, zero_tensors=True, **options)
+    out = out_packed.index_select(0, pack.inverse_q).view(b, sq, *out_packed.shape[1:])
     return out, None
 
 
