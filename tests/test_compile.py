@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
-from helpers import randn
+from helpers import DEVICE, randn
 
 
 @pytest.mark.parametrize("backend,hk,kwargs", [
@@ -42,3 +42,54 @@ def test_custom_op_passes_opcheck():
     args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False)
     torch.library.opcheck(torch.ops.flash_attention_amd.fwd.default, args,
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
+def test_compile_varlen_fullgraph_matches_eager():
+    torch._dynamo.reset()
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    lens = [5, 17, 9]
+    cu = torch.tensor([0, 5, 22, 31], dtype=torch.int32, device=DEVICE)
+    q, k, v = (randn(sum(lens), h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))
+
+    def f(q, k, v):
+        out, lse, _ = fa.flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), causal=True,
+                                                return_attn_probs=True)
+        return out, lse
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    out_c, lse_c = compiled(q, k, v)
+    (out_c.square().sum() + lse_c.sum()).backward()
+    grads_c = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    out_e, lse_e = f(q, k, v)
+    (out_e.square().sum() + lse_e.sum()).backward()
+    torch.testing.assert_close(out_c, out_e)
+    torch.testing.assert_close(lse_c, lse_e)
+    for gc, t in zip(grads_c, (q, k, v)):
+        torch.testing.assert_close(gc, t.grad)
+
+
+def test_compile_kvcache_fullgraph_matches_eager():
+    """Rotary, the in-place append and the attention: one custom op, caches mutated as in eager."""
+    torch._dynamo.reset()
+    from flash_attention_amd.kvcache import flash_attn_with_kvcache
+
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    kc, vc = randn(2, 32, 2, 16, dtype=dtype), randn(2, 32, 2, 16, dtype=dtype)
+    q, k, v = randn(2, 1, 4, 16, dtype=dtype), randn(2, 1, 2, 16, dtype=dtype), randn(2, 1, 2, 16, dtype=dtype)
+    seqlens = torch.tensor([5, 9], dtype=torch.int32, device=DEVICE)
+    cos, sin = randn(64, 4), randn(64, 4)
+
+    def f(q, kc, vc, k, v, seqlens):
+        return flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens,
+                                       causal=True, return_softmax_lse=True)
+
+    kc_before = kc.clone()
+    kc_c, vc_c = kc.clone(), vc.clone()
+    out_c, lse_c = torch.compile(f, fullgraph=True, backend="aot_eager")(q, kc_c, vc_c, k, v, seqlens)
+    out_e, lse_e = f(q, kc, vc, k, v, seqlens)
+    torch.testing.assert_close(out_c, out_e)
+    torch.testing.assert_close(lse_c, lse_e)
+    assert torch.equal(kc_c, kc) and torch.equal(vc_c, vc)
+    assert not torch.equal(kc_c, kc_before)  # the new k was appended

@@ -16,6 +16,7 @@ import math
 import pytest
 import torch
 
+import flash_attention_amd as fa
 from flash_attention_amd import config
 from flash_attention_amd.dispatch import use_backend
 from flash_attention_amd.kvcache import flash_attn_with_kvcache
@@ -370,7 +371,8 @@ def test_plan_cache_validates_and_follows_each_call(backend):
             _, _, _, out64, _, low = expected(case, True, (-1, -1), 0.0, None)
             assert_matches(base[0].cpu(), out64, low, name="repeat")
         with pytest.raises(TypeError, match="causal"):
-            call(causal=1)
+            call(causal="no")  # a bool or 0 / 1, as in every function (causal=1 is True)
+        torch.testing.assert_close(call(causal=1)[0], base[0])
         with pytest.raises(ValueError, match="window_size"):
             call(window_size=(-2, -1))
         with pytest.raises(ValueError, match="softmax_scale"):
@@ -508,3 +510,23 @@ def test_gpu_direct_launch_matches_triton_launch():
             assert not out.isnan().any()
             assert torch.equal(out, runs[0][0]) and torch.equal(lse, runs[0][1]), key
         assert rel_err(runs[0][0].float(), ref[0].float()) < 1e-2, key
+
+
+def test_failed_call_leaves_the_cache_unwritten(monkeypatch):
+    """Nothing is appended unless the call succeeds: a forced backend that declines raises before
+    the append, and a launch that fails on a plan's first call restores the overwritten slots."""
+    kw = _err_inputs()
+    before_k, before_v = kw["k_cache"].clone(), kw["v_cache"].clone()
+    with use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="decoding"):
+        flash_attn_with_kvcache(**kw)
+    assert torch.equal(kw["k_cache"], before_k) and torch.equal(kw["v_cache"], before_v)
+
+    from flash_attention_amd.backends import registry
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(registry()["torch"], "decode", broken)
+    with use_backend("torch"), pytest.raises(RuntimeError, match="launch failed"):
+        flash_attn_with_kvcache(**kw)
+    assert torch.equal(kw["k_cache"], before_k) and torch.equal(kw["v_cache"], before_v)

@@ -15,14 +15,15 @@ every index they read, so bad values on the GPU give wrong numbers, not a crash.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 
-from . import config
-from .params import AttnParams, Problem, device_arch
+from . import config, dispatch
+from .core import arch_of
+from .params import AttnParams, Problem
 from .rotary import apply_rotary, rotary_positions
+from .validation import as_bool, as_int, scalar_options
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _INTS = (torch.int32, torch.int64)
@@ -48,13 +49,6 @@ def _int_tensor(name, t, shape):
         raise ValueError(f"{name} has {_shape(t)}; allowed: {tuple(shape)}")
 
 
-@functools.lru_cache(maxsize=None)
-def _arch(device_type: str, index: int | None):
-    if device_type == "cuda" and index is None:
-        index = torch.cuda.current_device()
-    return device_arch(torch.device(device_type, index) if device_type == "cuda" else torch.device(device_type))
-
-
 def _reads_values_ok(device: torch.device) -> bool:
     if device.type == "cpu":
         return True
@@ -64,24 +58,17 @@ def _reads_values_ok(device: torch.device) -> bool:
 
 
 def _check_scalars(softmax_scale, causal, window_size, softcap, num_splits, headdim):
-    if softmax_scale is None:
-        softmax_scale = headdim ** -0.5
-    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)) \
-            or not math.isfinite(softmax_scale):
-        raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal is {causal!r}; allowed: True or False")
-    if (not isinstance(window_size, (tuple, list)) or len(window_size) != 2
-            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
-        raise ValueError(f"window_size is {window_size!r}; allowed: a pair of ints (left, right), -1 = unbounded")
-    if window_size[0] < -1 or window_size[1] < -1:
-        raise ValueError(f"window_size is {tuple(window_size)}; each side must be >= 0 or -1 (unbounded)")
-    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) \
-            or softcap < 0:
-        raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0")
-    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 0:
+    """-> (softmax_scale, causal, (left, right), softcap, num_splits) normalised; scalars may be
+    Python numbers, numpy scalars or 0-d tensors, window_size a pair or a tensor of two ints."""
+    _, softmax_scale, window_size, softcap = scalar_options(0.0, softmax_scale, window_size, softcap, headdim)
+    causal = as_bool("causal", causal)
+    try:
+        num_splits = as_int("num_splits", num_splits)
+    except TypeError:
+        raise ValueError(f"num_splits is {num_splits!r}; allowed: 0 (heuristic) or an int >= 1") from None
+    if num_splits < 0:
         raise ValueError(f"num_splits is {num_splits!r}; allowed: 0 (heuristic) or an int >= 1")
-    return float(softmax_scale)
+    return softmax_scale, causal, window_size, softcap, num_splits
 
 
 def _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache_leftpad, block_table,
@@ -126,26 +113,36 @@ def _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache
                              f"rotated; allowed: seqlen_ro >= {need}")
 
 
-def _append(cache, new, positions, cache_batch_idx, block_table, capacity):
-    """cache[row(b), positions[b, i]] = new[b, i] in place (positions and rows clamped into range)."""
+def _slots(cache, positions, cache_batch_idx, block_table, capacity):
+    """(row, position) int64 index tensors [b, n] of cache slots positions[b, i] (clamped into range)."""
     pos = positions.clamp(0, max(capacity - 1, 0))
     if block_table is not None:
         page_size = cache.shape[1]
         page = (pos // page_size).clamp(max=block_table.shape[1] - 1)
         blk = block_table.to(torch.int64).gather(1, page).clamp(0, cache.shape[0] - 1)
-        cache.index_put_((blk, pos % page_size), new.to(cache.dtype))
-        return
+        return blk, pos % page_size
     if cache_batch_idx is not None:
         rows = cache_batch_idx.to(torch.int64).clamp(0, cache.shape[0] - 1)
     else:
-        rows = torch.arange(new.shape[0], device=new.device)
-    cache.index_put_((rows[:, None].expand_as(pos), pos), new.to(cache.dtype))
+        rows = torch.arange(positions.shape[0], device=positions.device)
+    return rows[:, None].expand_as(pos), pos
+
+
+def _append(cache, new, positions, cache_batch_idx, block_table, capacity):
+    """cache[row(b), positions[b, i]] = new[b, i] in place (positions and rows clamped into range)."""
+    cache.index_put_(_slots(cache, positions, cache_batch_idx, block_table, capacity), new.to(cache.dtype))
+
+
+def _read(cache, positions, cache_batch_idx, block_table, capacity):
+    """A copy of the slots _append would write: [b, n, hk, d]."""
+    return cache[_slots(cache, positions, cache_batch_idx, block_table, capacity)]
 
 
 class _Plan:
     """What validation derives from a call's metadata (shapes, dtypes, devices, strides, scalars)."""
 
-    __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params")
+    __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params",
+                 "num_splits", "backend", "launched")
 
     def __init__(self, **kw):
         for name, value in kw.items():
@@ -183,7 +180,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
             raise ValueError(f"{name} has strides {t.stride()}; its last dim must be contiguous (it is written in place)")
         if t.device != device:
             raise ValueError(f"{name} is on {t.device} but q is on {device}; all tensors must be on one device")
-    softmax_scale = _check_scalars(softmax_scale, causal, window_size, softcap, num_splits, headdim)
+    softmax_scale, causal, window_size, softcap, num_splits = _check_scalars(
+        softmax_scale, causal, window_size, softcap, num_splits, headdim)
 
     if paged:
         _tensor("block_table", block_table, 2)
@@ -264,19 +262,12 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     left = -1 if left >= capacity else left
     right = 0 if causal else (-1 if right >= capacity else right)
     q_consecutive = causal or left >= 0 or right >= 0  # where q's rotary positions advance per token
-
-
-    # normalised masks (flash_attn: a window side >= the cache capacity is unbounded)
-    left, right = window_size
-    left = -1 if left >= capacity else left
-    right = 0 if causal else (-1 if right >= capacity else right)
-    q_consecutive = causal or left >= 0 or right >= 0  # where q's rotary positions advance per token
     if isinstance(cache_seqlens, int) and rotary_cos is not None and not _reads_values_ok(device):
         need = cache_seqlens + max(seqlen_new, seqlen_q if q_consecutive else 1)
         if need > rotary_cos.shape[0]:
             raise ValueError(f"rotary_cos has {rotary_cos.shape[0]} rows but positions up to {need - 1} are "
                              f"rotated; allowed: seqlen_ro >= {need}")
-    is_rocm, arch = _arch(device.type, device.index)
+    is_rocm, arch = arch_of(device)
     problem = Problem(
         device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
         seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,
@@ -287,8 +278,10 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     )
     params = None if alibi_slopes is not None else _params(softmax_scale, causal, left, right, softcap, None,
                                                            return_softmax_lse)
+    backend = dispatch.select(problem)  # before anything is written: a declining forced backend raises here
     return _Plan(softmax_scale=softmax_scale, capacity=capacity, seqlen_new=seqlen_new, q_consecutive=q_consecutive,
-                 left=left, right=right, problem=problem, params=params)
+                 left=left, right=right, problem=problem, params=params, num_splits=num_splits, backend=backend,
+                 launched=False)
 
 
 def _params(softmax_scale, causal, left, right, softcap, alibi_slopes, return_lse):
@@ -329,28 +322,10 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
         return (_meta(q), _meta(k_cache), _meta(v_cache), _meta(k), _meta(v), _meta(rotary_cos), _meta(rotary_sin),
                 _meta(cache_seqlens), _meta(cache_batch_idx), _meta(cache_leftpad), _meta(block_table),
                 _meta(alibi_slopes), _scalar(softmax_scale), _scalar(causal), _scalar(window_size[0]),
-                _scalar(window_size[1]), _scalar(softcap), _scalar(num_splits), _scalar(return_softmax_lse))
+                _scalar(window_size[1]), _scalar(softcap), _scalar(num_splits), _scalar(return_softmax_lse),
+                dispatch.forced(), config.debug(), torch.is_grad_enabled())
     except TypeError:  # not a plain tensor, or an unhashable scalar
         return None
-
-
-_select_cache: dict = {}
-
-
-def _select(problem: Problem):
-    """dispatch.select, remembered per (problem, forced backend) outside debug mode (where select logs)."""
-    from . import dispatch
-
-    if config.debug():
-        return dispatch.select(problem)
-    key = (problem, dispatch.forced())
-    backend = _select_cache.get(key)
-    if backend is None:
-        backend = dispatch.select(problem)
-        if len(_select_cache) >= _PLAN_LIMIT:
-            _select_cache.clear()
-        _select_cache[key] = backend
-    return backend
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
@@ -389,6 +364,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """
     args = (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
             block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse)
+    if torch.compiler.is_compiling():  # validate while tracing, then one custom op (no graph break)
+        plan = _prepare(*args)
+        out, lse = _kvcache_op(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin,
+                               cache_seqlens if isinstance(cache_seqlens, torch.Tensor) else None,
+                               -1 if cache_seqlens is None or isinstance(cache_seqlens, torch.Tensor)
+                               else int(cache_seqlens),
+                               cache_batch_idx, cache_leftpad, block_table, alibi_slopes, plan.softmax_scale,
+                               plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
+                               bool(rotary_interleaved), plan.num_splits, plan.backend.name)
+        return (out, lse) if return_softmax_lse else out
     key = _plan_key(*args)
     plan = _plans.get(key) if key is not None else None
     if plan is None:
@@ -426,18 +411,55 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
         q = apply_rotary(q, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_q, q_consecutive),
                          rotary_interleaved)
         k = apply_rotary(k, rotary_cos, rotary_sin, rotary_positions(seqlens, seqlen_new), rotary_interleaved)
-    if k is not None and seqlen_new > 0:
-        positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
-        _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
-        _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
-        seqlens = seqlens + seqlen_new
-
     params = plan.params
     if params is None:
         params = _params(plan.softmax_scale, plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
                          alibi_slopes, return_softmax_lse)
-    backend = _select(plan.problem)
-    out, lse = backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
-                              cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
-                              num_splits=num_splits)
+    saved = None
+    if k is not None and seqlen_new > 0:
+        positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
+        if not plan.launched:  # the first call of a plan compiles the kernels: keep what it overwrites
+            saved = (positions, _read(k_cache, positions, cache_batch_idx, block_table, capacity),
+                     _read(v_cache, positions, cache_batch_idx, block_table, capacity))
+        _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
+        _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
+        seqlens = seqlens + seqlen_new
+    try:
+        out, lse = plan.backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
+                                       cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
+                                       num_splits=plan.num_splits)
+    except BaseException:
+        if saved is not None:  # the call failed: the caches hold what they held before it
+            positions, old_k, old_v = saved
+            _append(k_cache, old_k, positions, cache_batch_idx, block_table, capacity)
+            _append(v_cache, old_v, positions, cache_batch_idx, block_table, capacity)
+        raise
+    plan.launched = True
     return (out, lse) if return_softmax_lse else out
+
+
+# torch.compile: the whole call (rotary, append, attention) is one custom op that mutates the
+# caches. Validation and the backend choice happen while tracing; the op runs the eager call
+# with the normalised options and that backend.
+@torch.library.custom_op("flash_attention_amd::kvcache", mutates_args=("k_cache", "v_cache"))
+def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor | None,
+                v: torch.Tensor | None, rotary_cos: torch.Tensor | None, rotary_sin: torch.Tensor | None,
+                cache_seqlens: torch.Tensor | None, cache_seqlens_int: int, cache_batch_idx: torch.Tensor | None,
+                cache_leftpad: torch.Tensor | None, block_table: torch.Tensor | None,
+                alibi_slopes: torch.Tensor | None, softmax_scale: float, causal: bool, window_left: int,
+                window_right: int, softcap: float, rotary_interleaved: bool, num_splits: int,
+                backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    seqlens = cache_seqlens if cache_seqlens is not None else (None if cache_seqlens_int < 0 else cache_seqlens_int)
+    with dispatch.use_backend(backend):
+        out, lse = flash_attn_with_kvcache(
+            q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, seqlens, cache_batch_idx, cache_leftpad, block_table,
+            softmax_scale, causal, (window_left, window_right), softcap, rotary_interleaved, alibi_slopes,
+            num_splits, True)
+    return out, lse
+
+
+@_kvcache_op.register_fake
+def _kvcache_fake(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_seqlens_int,
+                  cache_batch_idx, cache_leftpad, block_table, alibi_slopes, *options):
+    b, sq, h, _ = q.shape
+    return q.new_empty((b, sq, h, v_cache.shape[-1])), q.new_empty((b, h, sq), dtype=torch.float32)
