@@ -39,7 +39,7 @@ def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
 def test_custom_op_passes_opcheck():
     q, k, v = randn(1, 8, 2, 16, requires_grad=True), randn(1, 8, 2, 16, requires_grad=True), randn(
         1, 8, 2, 16, requires_grad=True)
-    args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False)
+    args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False, None, None)
     torch.library.opcheck(torch.ops.flash_attention_amd.fwd.default, args,
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
 

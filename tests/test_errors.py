@@ -41,6 +41,18 @@ CASES = [
      TypeError, "alibi_slopes has dtype"),
     ("alibi shape", lambda q, k, v: fa.flash_attn_func(q, k, v, alibi_slopes=torch.ones(3)), ValueError,
      "alibi_slopes has shape (3,)"),
+    ("bias shape", lambda q, k, v: fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(2, 4, 16, 15)), ValueError,
+     "attn_bias has shape (2, 4, 16, 15): its seqlen_k dim is 15, not 16 or 1"),
+    ("bias rank", lambda q, k, v: fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(1, 2, 4, 16, 16)), ValueError,
+     "attn_bias has shape (1, 2, 4, 16, 16)"),
+    ("bias dtype", lambda q, k, v: fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(16, 16, dtype=torch.int32)),
+     TypeError, "attn_bias has dtype torch.int32"),
+    ("bias device", lambda q, k, v: fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(16, 16, device="meta")),
+     ValueError, "attn_bias is on meta"),
+    ("sinks length", lambda q, k, v: fa.flash_attn_func(q, k, v, sinks=torch.zeros(3)), ValueError,
+     "sinks has shape (3,); allowed: (4,)"),
+    ("sinks dtype", lambda q, k, v: fa.flash_attn_func(q, k, v, sinks=torch.zeros(4, dtype=torch.float16)),
+     TypeError, "sinks has dtype torch.float16"),
     ("qkv packed dim", lambda q, k, v: fa.flash_attn_qkvpacked_func(randn(1, 4, 2, 2, 8)), ValueError, "qkv"),
     ("kv packed dim", lambda q, k, v: fa.flash_attn_kvpacked_func(q, randn(2, 4, 3, 2, 32)), ValueError, "kv"),
 ]
@@ -63,6 +75,7 @@ VARLEN = [
     ("cu batch", dict(cu_seqlens_q=_cu([2, 2, 4])), ValueError, "holds 3 sequences"),
     ("max_seqlen", dict(max_seqlen_q=2), ValueError, "max_seqlen_q is 2"),
     ("block_table", dict(block_table=torch.zeros(2, 1, dtype=torch.int32)), ValueError, "block_table"),
+    ("sinks varlen", dict(sinks=torch.zeros(2)), ValueError, "sinks has shape (2,); allowed: (4,)"),
 ]
 
 

@@ -26,11 +26,13 @@ from .validation import (
     as_bool,
     as_max_seqlen,
     check_alibi,
+    check_attn_bias,
     check_cu_seqlens,
     check_cu_seqlens_values,
     check_float,
     check_headdim,
     check_heads,
+    check_sinks,
     check_tensor,
     same_device,
     scalar_options,
@@ -69,7 +71,8 @@ class _AttentionFn(torch.autograd.Function):
     """Eager autograd of a kernel-style backend: (q, k, v) -> (out, lse); lse is differentiable."""
 
     @staticmethod
-    def forward(ctx, q, k, v, plan, params):
+    def forward(ctx, q, k, v, attn_bias, sinks, plan, params):
+        # attn_bias (the 4-D view) and sinks are inputs so that their gradients flow; params holds them too
         out, lse = plan.backend.forward(q, k, v, params, plan.slot)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.plan, ctx.params = plan, params
@@ -80,9 +83,10 @@ class _AttentionFn(torch.autograd.Function):
     def backward(ctx, dout, dlse):
         q, k, v, out, lse = ctx.saved_tensors
         if dout is None and dlse is None:
-            return None, None, None, None, None
-        dq, dk, dv = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, dlse, ctx.plan.slot)
-        return dq, dk, dv, None, None
+            return (None,) * 7
+        grads = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, dlse, ctx.plan.slot)
+        dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)  # (dq, dk, dv[, dbias, dsinks])
+        return grads[0], grads[1], grads[2], dbias, dsinks, None, None
 
 
 def _meta(t):
@@ -90,8 +94,8 @@ def _meta(t):
 
 
 def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad, kernel_only,
-         offsets=(0, 0, 0)):
+         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
+         needs_grad, kernel_only, offsets=(0, 0, 0)):
     """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
     if type(q) is not _Tensor or type(k) is not _Tensor or type(v) is not _Tensor:
         raise TypeError
@@ -107,7 +111,8 @@ def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
             None if alibi_slopes is None else _meta(alibi_slopes),
             None if cu_seqlens_q is None else _meta(cu_seqlens_q),
             None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, offsets,
-            dispatch.forced(), config.debug())
+            None if attn_bias is None else (_meta(attn_bias), attn_bias.requires_grad),
+            None if sinks is None else _meta(sinks), dispatch.forced(), config.debug())
 
 
 def _values_readable(device: torch.device) -> bool:
@@ -121,8 +126,8 @@ def _values_readable(device: torch.device) -> bool:
 
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-              return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, needs_grad,
-              offsets=(0, 0, 0)):
+              return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
+              needs_grad, offsets=(0, 0, 0)):
     """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k))."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     rank = 3 if varlen else 4
@@ -161,6 +166,14 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     causal = as_bool("causal", causal)
     deterministic = as_bool("deterministic", deterministic)
     check_alibi(alibi_slopes, batch, nheads, q.device)
+    bias_shape = ()
+    if attn_bias is not None:
+        if varlen:
+            raise ValueError("attn_bias is not supported with varlen (packed sequences have no [b, h, sq, sk] layout); "
+                             "allowed: None, or pad the batch and call flash_attn_func")
+        bias_shape = tuple(check_attn_bias(attn_bias, batch, nheads, seqlen_q, seqlen_k, q.dtype, q.device).shape)
+    if sinks is not None:
+        check_sinks(sinks, nheads, q.device)
     causal = causal or (left < 0 and right == 0)
     if causal:
         right = 0
@@ -177,7 +190,9 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         headdim_v=v.shape[-1], is_varlen=varlen, causal=causal, window_left=left, window_right=right,
         softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p, needs_grad=needs_grad,
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
-        offsets=any(offsets),
+        offsets=any(offsets), bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
+        bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
+        has_sinks=sinks is not None,
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
 
@@ -203,7 +218,8 @@ def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Pl
     return plan
 
 
-def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed=None) -> AttnParams:
+def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed=None, attn_bias=None,
+                 sinks=None) -> AttnParams:
     """The plan's params with this call's tensors and dropout seed; value checks first."""
     params = plan.params
     if cu_seqlens_q is not None:
@@ -216,6 +232,12 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
         params = params._replace(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if alibi_slopes is not None:
         params = params._replace(alibi_slopes=alibi_slopes)
+    if attn_bias is not None:
+        if attn_bias.dim() < 4:
+            attn_bias = attn_bias.reshape((1,) * (4 - attn_bias.dim()) + tuple(attn_bias.shape))
+        params = params._replace(attn_bias=attn_bias)
+    if sinks is not None:
+        params = params._replace(sinks=sinks)
     if params.dropout_p > 0:
         params = params._replace(seed=new_seed() if seed is None else seed)
     return params
@@ -223,14 +245,15 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
 
 def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
-              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False):
+              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False, attn_bias=None,
+              sinks=None):
     """flash_attn_func / flash_attn_varlen_func semantics -> out, or (out, lse, S_dmask)."""
     if torch.compiler.is_compiling():
         from .ops import compiled_attention
 
         return compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                   deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                  max_seqlen_k, zero_tensors)
+                                  max_seqlen_k, zero_tensors, attn_bias, sinks)
     if type(q) is _Tensor and q.dim() and q.stride(-1) != 1:
         q = q.contiguous()  # flash_attn's rule: the last dim must be contiguous, else copy
     if type(k) is _Tensor and k.dim() and k.stride(-1) != 1:
@@ -238,14 +261,15 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     if type(v) is _Tensor and v.dim() and v.stride(-1) != 1:
         v = v.contiguous()
     needs_grad = torch.is_grad_enabled() and (
-        getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False) or getattr(v, "requires_grad", False))
+        getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False) or getattr(v, "requires_grad", False)
+        or getattr(attn_bias, "requires_grad", False) or getattr(sinks, "requires_grad", False))
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks)
     plan = _plan(q, k, v, args, needs_grad)
-    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k)
+    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None, attn_bias, sinks)
     if plan.kernel:
         if needs_grad:
-            out, lse = _AttentionFn.apply(q, k, v, plan, params)
+            out, lse = _AttentionFn.apply(q, k, v, params.attn_bias, sinks, plan, params)
         else:
             out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     else:
@@ -266,11 +290,12 @@ def attn_probs(q, k, params: AttnParams):
 
 def explain(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
             alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
-            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None) -> str:
-    needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (q, k, v))
+            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, attn_bias=None, sinks=None) -> str:
+    needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False)
+                                                 for t in (q, k, v, attn_bias, sinks))
     _, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                               deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                              max_seqlen_k, False, needs_grad)
+                              max_seqlen_k, False, attn_bias, sinks, needs_grad)
     return dispatch.decide(problem).describe()
 
 
@@ -284,7 +309,7 @@ def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, soft
 
     diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None)
     q, k, v = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
     plan = _plan(q, k, v, args, False, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
@@ -300,7 +325,7 @@ def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, 
     """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state);
     dlse: gradient reaching the LSE (or None)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None)
     dout, q, k, v, out = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t
                           for t in (dout, q, k, v, out))
     plan = _plan(q, k, v, args, True, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))

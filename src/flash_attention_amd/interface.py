@@ -32,7 +32,8 @@ Window = Any  # (left, right) ints (-1 = unbounded), or a tensor of two ints
 
 def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: float | None = None,
                     causal: bool = False, window_size: Window = (-1, -1), softcap: float = 0.0,
-                    alibi_slopes: Tensor | None = None, deterministic: bool = False, return_attn_probs: bool = False):
+                    alibi_slopes: Tensor | None = None, deterministic: bool = False, return_attn_probs: bool = False,
+                    *, attn_bias: Tensor | None = None, sinks: Tensor | None = None):
     """Attention of q [b, sq, h, d] over k, v [b, sk, hk, d] -> out [b, sq, h, dv].
 
     With ``return_attn_probs=True`` returns ``(out, softmax_lse [b, h, sq] fp32, S_dmask)``:
@@ -40,57 +41,67 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     when ``dropout_p > 0`` (a testing aid: ``probs.py``), else None. causal and window_size
     are aligned to the bottom-right corner (CONTRACT.md); ALiBi slopes are (h,) or (b, h)
     fp32; softcap > 0 applies ``softcap * tanh(s / softcap)``.
+
+    Beyond flash_attn (keyword-only, default off; CONTRACT.md): ``attn_bias`` a float tensor
+    broadcastable to [b, h, sq, sk] added to the scores after ALiBi (a bool tensor is a mask,
+    True = visible), with a gradient when it requires one; ``sinks`` fp32 [h], learnable
+    attention sinks (one extra logit per head in the softmax denominator), with a gradient.
     """
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                          deterministic, return_attn_probs)
+                          deterministic, return_attn_probs, attn_bias=attn_bias, sinks=sinks)
 
 
 def flash_attn_qkvpacked_func(qkv: Tensor, dropout_p: float = 0.0, softmax_scale: float | None = None,
                               causal: bool = False, window_size: Window = (-1, -1), softcap: float = 0.0,
                               alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                              return_attn_probs: bool = False):
+                              return_attn_probs: bool = False, *, attn_bias: Tensor | None = None,
+                              sinks: Tensor | None = None):
     """qkv [b, s, 3, h, d] -> out [b, s, h, d]. Same options as flash_attn_func."""
     check_tensor("qkv", qkv, 5)
     if qkv.shape[2] != 3:
         raise ValueError(f"qkv has shape {tuple(qkv.shape)}; dim 2 must be 3 (q, k, v)")
     q, k, v = qkv.unbind(2)
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                          deterministic, return_attn_probs)
+                          deterministic, return_attn_probs, attn_bias=attn_bias, sinks=sinks)
 
 
 def flash_attn_kvpacked_func(q: Tensor, kv: Tensor, dropout_p: float = 0.0, softmax_scale: float | None = None,
                              causal: bool = False, window_size: Window = (-1, -1), softcap: float = 0.0,
                              alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                             return_attn_probs: bool = False):
+                             return_attn_probs: bool = False, *, attn_bias: Tensor | None = None,
+                             sinks: Tensor | None = None):
     """q [b, sq, h, d], kv [b, sk, 2, hk, d] -> out [b, sq, h, d]. Same options as flash_attn_func."""
     check_tensor("kv", kv, 5)
     if kv.shape[2] != 2:
         raise ValueError(f"kv has shape {tuple(kv.shape)}; dim 2 must be 2 (k, v)")
     k, v = kv.unbind(2)
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                          deterministic, return_attn_probs)
+                          deterministic, return_attn_probs, attn_bias=attn_bias, sinks=sinks)
 
 
 def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
                            max_seqlen_q: int, max_seqlen_k: int, dropout_p: float = 0.0,
                            softmax_scale: float | None = None, causal: bool = False, window_size: Window = (-1, -1),
                            softcap: float = 0.0, alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                           return_attn_probs: bool = False, block_table: Tensor | None = None):
+                           return_attn_probs: bool = False, block_table: Tensor | None = None, *,
+                           sinks: Tensor | None = None):
     """Packed sequences: q [total_q, h, d], k/v [total_k, hk, d], cu_seqlens_* (b + 1,) int32.
 
     Returns out [total_q, h, dv] (and softmax_lse [h, total_q] with return_attn_probs).
     Masks are bottom-right aligned per sequence. ``block_table`` [b, max_blocks] int32 makes
-    k/v a paged cache [num_blocks, page_block_size, hk, d] (forward only, as in flash_attn):
-    key j of sequence i is row ``j % page_block_size`` of block ``block_table[i, j // page_block_size]``.
+    k/v a paged cache [num_blocks, page_block_size, hk, d]: key j of sequence i is row
+    ``j % page_block_size`` of block ``block_table[i, j // page_block_size]`` (paged.py).
+    ``sinks`` (keyword-only, fp32 [h]): learnable attention sinks, as in flash_attn_func.
     """
     if block_table is not None:
         from .paged import paged_varlen_attention
 
         return paged_varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
                                       softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-                                      return_attn_probs, block_table)
+                                      return_attn_probs, block_table, sinks)
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                          deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+                          deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                          sinks=sinks)
 
 
 def flash_attn_varlen_qkvpacked_func(qkv: Tensor, cu_seqlens: Tensor, max_seqlen: int, dropout_p: float = 0.0,

@@ -15,8 +15,6 @@ every index they read, so bad values on the GPU give wrong numbers, not a crash.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from . import config, dispatch
@@ -95,7 +93,8 @@ def _check_values(seqlens, seqlen_new, capacity, k_cache, cache_batch_idx, cache
         bad = (pad < 0) | (pad > end)
         if bool(bad.any()):
             bi = int(bad.nonzero()[0, 0])
-            raise ValueError(f"cache_leftpad[{bi}] is {int(pad[bi])}; allowed: 0 to cache_seqlens[{bi}] = {int(end[bi])}")
+            raise ValueError(f"cache_leftpad[{bi}] is {int(pad[bi])}; allowed: 0 to "
+                             f"cache_seqlens[{bi}] = {int(end[bi])}")
     if block_table is not None:
         table = block_table.to(torch.int64).cpu()
         used = (after.clamp(min=0) + k_cache.shape[1] - 1) // k_cache.shape[1]  # pages each sequence uses
@@ -167,7 +166,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     num_rows, row_len, nheads_k, _ = k_cache.shape
     headdim_v = v_cache.shape[3]
     if tuple(v_cache.shape[:3]) != tuple(k_cache.shape[:3]):
-        raise ValueError(f"v_cache has {_shape(v_cache)} but k_cache has {_shape(k_cache)}; the first 3 dims must match")
+        raise ValueError(f"v_cache has {_shape(v_cache)} but k_cache has {_shape(k_cache)}; "
+                         "the first 3 dims must match")
     if k_cache.shape[3] != headdim:
         raise ValueError(f"k_cache has head dim {k_cache.shape[3]} but q has {headdim}; they must match")
     if nheads_k < 1 or nheads % nheads_k != 0:
@@ -177,7 +177,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
             raise ValueError(f"{name} is {dim}; allowed: 1 to {MAX_HEADDIM}")
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if t.stride(-1) != 1:
-            raise ValueError(f"{name} has strides {t.stride()}; its last dim must be contiguous (it is written in place)")
+            raise ValueError(f"{name} has strides {t.stride()}; its last dim must be contiguous "
+                             "(it is written in place)")
         if t.device != device:
             raise ValueError(f"{name} is on {t.device} but q is on {device}; all tensors must be on one device")
     softmax_scale, causal, window_size, softcap, num_splits = _check_scalars(
@@ -221,7 +222,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
         if cache_seqlens is None:
             raise ValueError("k/v are given but cache_seqlens is None; pass cache_seqlens (where to append)")
     if isinstance(cache_seqlens, bool) or not (cache_seqlens is None or isinstance(cache_seqlens, (int, torch.Tensor))):
-        raise TypeError(f"cache_seqlens is {type(cache_seqlens).__name__}; allowed: None, an int or a ({batch},) int32 tensor")
+        raise TypeError(f"cache_seqlens is {type(cache_seqlens).__name__}; allowed: None, an int or a ({batch},) "
+                        "int32 tensor")
     if isinstance(cache_seqlens, int):
         if cache_seqlens < 0 or cache_seqlens + seqlen_new > capacity:
             raise ValueError(f"cache_seqlens is {cache_seqlens} with {seqlen_new} new tokens, but the cache holds "
@@ -235,7 +237,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
         _tensor("rotary_cos", rotary_cos, 2)
         _tensor("rotary_sin", rotary_sin, 2)
         if rotary_sin.shape != rotary_cos.shape:
-            raise ValueError(f"rotary_sin has {_shape(rotary_sin)} but rotary_cos has {_shape(rotary_cos)}; they must match")
+            raise ValueError(f"rotary_sin has {_shape(rotary_sin)} but rotary_cos has {_shape(rotary_cos)}; "
+                             "they must match")
         if 2 * rotary_cos.shape[1] > headdim:
             raise ValueError(f"rotary_cos has {_shape(rotary_cos)}: rotary_dim {2 * rotary_cos.shape[1]} > headdim "
                              f"{headdim}; allowed: (seqlen_ro, rotary_dim / 2) with rotary_dim <= {headdim}")

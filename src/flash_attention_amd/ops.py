@@ -9,8 +9,6 @@ inside the op, where the real tensors are.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import Tensor
 
@@ -22,12 +20,13 @@ _EMPTY_PROBS = (0,)
 
 
 def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors) -> AttnParams:
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors,
+            attn_bias, sinks) -> AttnParams:
     return AttnParams(
         softmax_scale=softmax_scale, causal=causal, window_left=window_left, window_right=window_right,
         softcap=softcap, dropout_p=dropout_p, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, seed=seed,
-        deterministic=deterministic, return_lse=True, zero_tensors=zero_tensors,
+        deterministic=deterministic, return_lse=True, zero_tensors=zero_tensors, attn_bias=attn_bias, sinks=sinks,
     )
 
 
@@ -35,14 +34,16 @@ def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p
 def _fwd(
     q: Tensor, k: Tensor, v: Tensor, backend: str, softmax_scale: float, causal: bool,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
-    alibi_slopes: Optional[Tensor], cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
+    alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None, cu_seqlens_k: Tensor | None,
     max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool, return_probs: bool,
+    attn_bias: Tensor | None, sinks: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """-> (out, lse, rng_state int64 [1] on the CPU (the dropout seed, 0 without dropout), S_dmask
     or an empty tensor)."""
     seed = new_seed() if dropout_p > 0 else 0
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors)
+                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors,
+                     attn_bias, sinks)
     if cu_seqlens_q is not None and q.device.type == "cpu":
         from .validation import check_cu_seqlens_values
 
@@ -66,7 +67,7 @@ def _round128(n: int) -> int:
 @_fwd.register_fake
 def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p,
               alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
-              return_probs):
+              return_probs, attn_bias, sinks):
     out = q.new_empty((*q.shape[:-1], v.shape[-1]))
     if cu_seqlens_q is None:
         lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
@@ -80,36 +81,50 @@ def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right
 
 @torch.library.custom_op("flash_attention_amd::bwd", mutates_args=())
 def _bwd(
-    dout: Tensor, dlse: Optional[Tensor], q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+    dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
     rng_state: Tensor, backend: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
-    softcap: float, dropout_p: float, alibi_slopes: Optional[Tensor], cu_seqlens_q: Optional[Tensor],
-    cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool,
-) -> tuple[Tensor, Tensor, Tensor]:
+    softcap: float, dropout_p: float, alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None,
+    cu_seqlens_k: Tensor | None, max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool,
+    attn_bias: Tensor | None, sinks: Tensor | None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """-> (dq, dk, dv, dbias, dsinks); dbias / dsinks empty when not computed."""
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
                      cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic,
-                     zero_tensors)
-    return tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse))
+                     zero_tensors, attn_bias, sinks)
+    grads = tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse))
+    dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)
+    return (*grads[:3], q.new_empty(_EMPTY_PROBS) if dbias is None else dbias,
+            q.new_empty(_EMPTY_PROBS, dtype=torch.float32) if dsinks is None else dsinks)
 
 
 @_bwd.register_fake
 def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    attn_bias, sinks = args[-2:]
+    bias_grad = attn_bias is not None and attn_bias.dtype != torch.bool
+    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+            torch.empty_like(attn_bias) if bias_grad else q.new_empty(_EMPTY_PROBS),
+            torch.empty_like(sinks) if sinks is not None else q.new_empty(_EMPTY_PROBS, dtype=torch.float32))
 
 
 def _setup_context(ctx, inputs, output):
-    (q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, _) = inputs
+    (q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, _, bias,
+     sinks) = inputs
     out, lse, rng_state, _ = output
-    ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k)
+    ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
     ctx.args = (backend, scale, causal, wl, wr, softcap, p)
     ctx.varlen_args = (mq, mk, det, zero)
+    ctx.bias_grad = bias is not None and bias.requires_grad
+    ctx.sinks_grad = sinks is not None and sinks.requires_grad
 
 
 def _backward(ctx, dout, dlse, drng, dprobs):
-    q, k, v, out, lse, rng_state, alibi, cu_q, cu_k = ctx.saved_tensors
+    q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks = ctx.saved_tensors
     if dout is None:
         dout = torch.zeros_like(out)
-    dq, dk, dv = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k, *ctx.varlen_args)
-    return (dq, dk, dv) + (None,) * 15
+    dq, dk, dv, dbias, dsinks = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k,
+                                     *ctx.varlen_args, bias, sinks)
+    return ((dq, dk, dv) + (None,) * 15 + (dbias if ctx.bias_grad else None,)
+            + (dsinks if ctx.sinks_grad else None,))
 
 
 _fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -117,26 +132,30 @@ _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                        deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                       zero_tensors):
+                       zero_tensors, attn_bias=None, sinks=None):
     """core.attention while torch.compile traces: validation and dispatch (metadata only) at
     trace time, then one custom op (or the sdpa / flash_attn backend's own traceable ops)."""
     from .core import _validate
     from .dispatch import select
 
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                                 for t in (q, k, v, attn_bias, sinks))
     params, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                    deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                   max_seqlen_k, zero_tensors, needs_grad)
+                                   max_seqlen_k, zero_tensors, attn_bias, sinks, needs_grad)
+    if attn_bias is not None and attn_bias.dim() < 4:
+        attn_bias = attn_bias.reshape((1,) * (4 - attn_bias.dim()) + tuple(attn_bias.shape))
     backend = select(problem)
     if not hasattr(backend, "forward"):  # sdpa / flash_attn: their own ops, traced as they are
-        params = params._replace(alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+        params = params._replace(alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                                 attn_bias=attn_bias, sinks=sinks)
         out, lse = backend.run(q, k, v, params)
         return (out, lse, None) if return_attn_probs else out
     out, lse, _, probs = _fwd(
         q, k, v, backend.name, params.softmax_scale, params.causal, params.window_left, params.window_right,
         params.softcap, params.dropout_p, alibi_slopes, cu_seqlens_q, cu_seqlens_k, params.max_seqlen_q,
-        params.max_seqlen_k, params.deterministic, params.zero_tensors, bool(return_attn_probs),
+        params.max_seqlen_k, params.deterministic, params.zero_tensors, bool(return_attn_probs), attn_bias, sinks,
     )
     if not return_attn_probs:
         return out

@@ -68,11 +68,12 @@ def _gather_index(cu_seqlens_k, block_table, page: int, num_blocks: int, check: 
 
 
 def paged_varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
-                           causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs, block_table):
+                           causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs, block_table,
+                           sinks=None):
     _check(q, k, v, cu_seqlens_k, block_table)
     blocks, rows = _gather_index(cu_seqlens_k, block_table, k.shape[1], k.shape[0],
                                  core._values_readable(q.device))
     k_packed, v_packed = k[blocks, rows], v[blocks, rows]  # [total_k, hk, d|dv]
     return core.attention(q, k_packed, v_packed, dropout_p, softmax_scale, causal, window_size, softcap,
                           alibi_slopes, deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k)
+                          max_seqlen_k, sinks=sinks)

@@ -44,6 +44,12 @@ class AttnParams(NamedTuple):
     diag_offset: int = 0
     dropout_offset_q: int = 0
     dropout_offset_k: int = 0
+    # Beyond flash_attn (CONTRACT.md): a bias added to the scores after ALiBi and before the masks,
+    # as a 4-D view broadcastable to [b, h, sq, sk] (size-1 dims broadcast through stride 0; bool =
+    # a mask, True visible), and learnable sinks, fp32 [h], one extra logit per head in the softmax
+    # denominator.
+    attn_bias: torch.Tensor | None = None
+    sinks: torch.Tensor | None = None
 
     @property
     def has_offsets(self) -> bool:
@@ -86,6 +92,10 @@ class Problem:
     deterministic: bool = False
     compiling: bool = False  # traced by torch.compile
     offsets: bool = False  # AttnParams.diag_offset / dropout offsets set (a chunk of a longer sequence)
+    bias: str = ""  # "" (none), "float" (added to the scores) or "bool" (a mask, True = visible)
+    bias_shape: tuple = ()  # the bias's 4-D shape (size-1 dims broadcast)
+    bias_grad: bool = False  # the float bias requires a gradient
+    has_sinks: bool = False
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
 
@@ -112,6 +122,8 @@ class Problem:
             ("lse", self.return_lse),
             ("deterministic", self.deterministic),
             ("offsets", self.offsets),
+            (f"{self.bias}-bias{list(self.bias_shape)}{'+grad' if self.bias_grad else ''}", bool(self.bias)),
+            ("sinks", self.has_sinks),
         ):
             if on:
                 opts.append(flag)

@@ -173,6 +173,36 @@ def check_alibi(alibi_slopes, batch: int, nheads: int, device: torch.device) -> 
     same_device({"alibi_slopes": alibi_slopes}, device)
 
 
+def check_attn_bias(bias, batch: int, nheads: int, seqlen_q: int, seqlen_k: int, dtype: torch.dtype,
+                    device: torch.device) -> torch.Tensor:
+    """A 4-D view of attn_bias broadcastable to [b, h, sq, sk] (fewer dims are right-aligned)."""
+    check_tensor("attn_bias", bias)
+    target = (batch, nheads, seqlen_q, seqlen_k)
+    allowed = f"a tensor broadcastable to {target} (each dim equal or 1), bool or {dtype}"
+    if bias.dim() > 4 or bias.dim() < 1:
+        raise ValueError(f"attn_bias has shape {tuple(bias.shape)}; allowed: {allowed}")
+    view = bias.reshape((1,) * (4 - bias.dim()) + tuple(bias.shape)) if bias.dim() < 4 else bias
+    for name, have, want in zip(("batch", "nheads", "seqlen_q", "seqlen_k"), view.shape, target):
+        if have not in (1, want):
+            raise ValueError(f"attn_bias has shape {tuple(bias.shape)}: its {name} dim is {have}, not {want} or 1; "
+                             f"allowed: {allowed}")
+    floats = (dtype, torch.float32) if dtype != torch.float64 else (torch.float64,)
+    if bias.dtype != torch.bool and bias.dtype not in floats:
+        raise TypeError(f"attn_bias has dtype {bias.dtype}; allowed: bool (a mask, True = visible) or "
+                        f"{' / '.join(str(t).replace('torch.', '') for t in floats)}")
+    same_device({"attn_bias": bias}, device)
+    return view
+
+
+def check_sinks(sinks, nheads: int, device: torch.device) -> None:
+    check_tensor("sinks", sinks)
+    if tuple(sinks.shape) != (nheads,):
+        raise ValueError(f"sinks has shape {tuple(sinks.shape)}; allowed: ({nheads},), one logit per query head")
+    if sinks.dtype != torch.float32:
+        raise TypeError(f"sinks has dtype {sinks.dtype}; allowed: float32")
+    same_device({"sinks": sinks}, device)
+
+
 def as_max_seqlen(name: str, value) -> int:
     try:
         value = as_int(name, value)

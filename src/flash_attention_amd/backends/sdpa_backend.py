@@ -57,13 +57,16 @@ class SdpaBackend(Backend):
         reasons = (
             (p.is_varlen, "varlen (cu_seqlens) is not expressible without nested tensors"),
             (p.offsets, "diag / dropout offsets are not expressible in SDPA"),
+            (bool(p.bias), "attn_bias through SDPA's attn_mask gives NaN on a fully masked row (contract: 0)"),
+            (p.has_sinks, "SDPA has no attention sinks"),
             (p.has_window, "sliding window is not expressible without a materialised mask"),
             (p.has_alibi, "ALiBi is not expressible without a materialised bias"),
             (p.softcap > 0, "softcap is not supported by SDPA"),
             (p.return_lse, "SDPA does not return the softmax LSE"),
             (p.headdim_v != p.headdim, "headdim of v differs from q/k"),
             (p.causal and p.seqlen_q > p.seqlen_k,
-             "causal with seqlen_q > seqlen_k leaves rows with no visible key, which SDPA returns as NaN (contract: 0)"),
+             "causal with seqlen_q > seqlen_k leaves rows with no visible key, which SDPA returns as NaN "
+             "(contract: 0)"),
             (p.causal and p.seqlen_q != p.seqlen_k and p.compiling,
              "bottom-right causal needs torch's CausalBias, which torch.compile cannot build in a graph"),
             (p.device_type == "cpu" and p.dropout_p > 0, "SDPA's CPU dropout runs the math path (materialised scores)"),

@@ -258,6 +258,8 @@ class TorchBackend(KernelBackend):
         return None
 
     def supports(self, problem: Problem) -> str | None:
+        if problem.bias or problem.has_sinks:
+            return "attn_bias / sinks are not implemented on the torch path yet"
         if problem.offsets:
             return "diag / dropout offsets (a chunk of a longer sequence) are not implemented on the torch path yet"
         if problem.dtype not in _DTYPES:
