@@ -75,7 +75,7 @@ VARLEN = [
     ("cu batch", dict(cu_seqlens_q=_cu([2, 2, 4])), ValueError, "holds 3 sequences"),
     ("max_seqlen", dict(max_seqlen_q=2), ValueError, "max_seqlen_q is 2"),
     ("block_table", dict(block_table=torch.zeros(2, 1, dtype=torch.int32)), ValueError, "block_table"),
-    ("sinks varlen", dict(sinks=torch.zeros(2)), ValueError, "sinks has shape (2,); allowed: (4,)"),
+    ("sinks varlen", dict(sinks=torch.zeros(2)), ValueError, r"sinks has shape \(2,\); allowed: \(4,\)"),
 ]
 
 
