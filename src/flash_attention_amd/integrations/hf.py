@@ -16,8 +16,9 @@ Example::
   and 0 gradients. Any 2-D mask works, holes included (tokens keep their order).
 - Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
   ``max_length_q`` / ``max_length_k`` keyword arguments, batch 1): varlen calls as given.
-- Sliding window and softcap are passed through. Attention sinks (``s_aux``) and
-  ``output_attentions`` raise instead of being ignored.
+- Sliding window, softcap and attention sinks (``s_aux``, gpt-oss: one learnable logit per
+  head, taken as fp32 ``sinks``) are passed through; ``output_attentions`` raises instead of
+  being ignored.
 """
 from __future__ import annotations
 
@@ -88,13 +89,14 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     """HF attention interface: query [b, h, sq, d], key/value [b, hk, sk, d] -> ([b, sq, h, d], None)."""
     if kwargs.get("output_attentions"):
         raise ValueError("output_attentions=True is not available with flash_attention_amd; use 'eager'")
-    if kwargs.get("s_aux") is not None:
-        raise ValueError("attention sinks (s_aux) are not supported by flash_attention_amd's HF integration yet")
     causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [b, s, h, d]
     b, sq, sk = q.shape[0], q.shape[1], k.shape[1]
     options = dict(dropout_p=dropout if module.training else 0.0, softmax_scale=scaling, causal=causal,
                    window_size=_window(sliding_window, sk), softcap=softcap or 0.0)
+    sinks = kwargs.get("s_aux")
+    if sinks is not None:
+        options["sinks"] = sinks.float()
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
     if attention_mask is None and cu_q is not None and cu_k is not None and b == 1:
         max_q, max_k = kwargs.get("max_length_q") or sq, kwargs.get("max_length_k") or sk
