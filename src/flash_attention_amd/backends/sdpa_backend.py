@@ -121,10 +121,15 @@ def _cpu_flash(q, k, v, p: AttnParams):
     return out.transpose(1, 2)
 
 
+def _needs_lse(q, k, v) -> bool:
+    # cuDNN's backward reads the softmax statistics: they must be computed when a gradient will flow
+    return torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+
+
 def _cuda_cudnn(q, k, v, p: AttnParams):
     out = torch.ops.aten._scaled_dot_product_cudnn_attention(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, False, p.dropout_p, p.causal, False,
-        scale=p.softmax_scale)[0]
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, _needs_lse(q, k, v), p.dropout_p, p.causal,
+        False, scale=p.softmax_scale)[0]
     return out.transpose(1, 2)
 
 
