@@ -188,3 +188,17 @@ def run(rank: int, world: int, port: int, outdir: str, only: list[str] | None = 
         with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
             json.dump(results, f)
         dist.destroy_process_group()
+
+
+def run_bench(rank: int, world: int, port: int, outdir: str) -> None:
+    """benchmarks/bench_ring.py's torchrun mode, tiny, on gloo (the environment torchrun would set)."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    bench_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
+    sys.path.insert(0, bench_dir)
+    import bench_ring
+
+    bench_ring.main(["--device", "cpu", "--seqlen", "64", "--heads", "4", "--kv-heads", "2", "--headdim", "16",
+                     "--warmup", "0", "--iters", "1", "--threads", "1", "--json", os.path.join(outdir, "bench.json")])
