@@ -257,3 +257,18 @@ def test_bench_script_runs_on_cpu(tmp_path):
     res = json.loads((tmp_path / "bench.json").read_text())
     assert res["world"] == 2 and res["check_passed"] and res["tokens_per_s"] > 0
     assert max(res["rel_err_vs_one_device"].values()) < 2e-2
+
+
+@pytest.mark.usefixtures("_torch_backend")
+def test_world_size_one_pieces_with_expanded_gradient():
+    """Zigzag with ALiBi at world size 1 runs as three pieces with offsets and merges them; the
+    gradient of out.sum() (stride 0) and of the LSE reach q, k, v as in flash_attn_func."""
+    q, k, v = (torch.randn(1, 12, 2, 8, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    slopes = torch.rand(2)
+    out, lse, _ = zigzag_ring_flash_attn_func(q, k, v, causal=True, alibi_slopes=slopes, return_attn_probs=True)
+    g = torch.autograd.grad(out.sum() + lse.sum(), (q, k, v))
+    ref, ref_lse, _ = flash_attn_func(q, k, v, causal=True, alibi_slopes=slopes, return_attn_probs=True)
+    g_ref = torch.autograd.grad(ref.sum() + ref_lse.sum(), (q, k, v))
+    assert (out - ref).abs().max() <= 1e-12 and (lse - ref_lse).abs().max() <= 1e-12
+    for a, b in zip(g, g_ref):
+        assert (a - b).abs().max() <= 1e-12

@@ -122,6 +122,8 @@ def ring_backward(dout, q, k, v, out, lse, dlse, call: RingCall):
     n = q.shape[0 if vl else 1]
     if dout is None:
         dout = torch.zeros_like(out)
+    elif not dout.is_contiguous():
+        dout = dout.contiguous()  # once, not per piece (e.g. the stride-0 gradient of out.sum())
     rng_state = torch.tensor([call.seed, 0], dtype=torch.int64)
 
     def grads(p: Piece, kv):
