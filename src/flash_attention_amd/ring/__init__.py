@@ -41,9 +41,14 @@ Example (``torchrun --nproc_per_node 4 train.py``)::
     out = zigzag_ring_flash_attn_func(q, k, v, causal=True)                   # this rank's rows
     out.sum().backward()                                                      # q.grad, k.grad, v.grad
 
-Not supported: ``torch.compile`` tracing through the ring (it runs eagerly), cross-attention
-(q and k must be the same tokens), paged K/V. Every rank must call with the same shapes and
-options (and, varlen, the same ``cu_seqlens``).
+Every rank must call with the same shapes and options (varlen: the same ``cu_seqlens``) and
+run the backward through its output (the transfers are collective: a rank that skips them
+leaves the others waiting). Not supported: ``torch.compile`` tracing through the ring (it runs
+eagerly), cross-attention (q and k are the same tokens), paged K/V, a zigzag varlen layout.
+
+Files: ``api.py`` (the functions, validation), ``layout.py`` (who holds which tokens, the
+pieces of each step and their offsets; ``shard`` helpers), ``engine.py`` (the forward and
+backward loops, autograd), ``merge.py`` (LSE merging), ``comm.py`` (ring neighbours, seed).
 """
 from .api import ring_flash_attn_func, ring_flash_attn_varlen_func, zigzag_ring_flash_attn_func
 from .layout import shard, shard_varlen, unshard, unshard_varlen
