@@ -69,11 +69,12 @@ def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right
               alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
               return_probs, attn_bias, sinks):
     out = q.new_empty((*q.shape[:-1], v.shape[-1]))
+    lse_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32  # fp64 only on the torch path
     if cu_seqlens_q is None:
-        lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+        lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=lse_dtype)
         shape = (q.shape[0], q.shape[2], _round128(q.shape[1]), _round128(k.shape[1]))
     else:
-        lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+        lse = q.new_empty((q.shape[1], q.shape[0]), dtype=lse_dtype)
         shape = (cu_seqlens_q.shape[0] - 1, q.shape[1], _round128(max_seqlen_q), _round128(max_seqlen_k))
     probs = q.new_empty(shape if return_probs and dropout_p > 0 else _EMPTY_PROBS)
     return out, lse, torch.empty(1, dtype=torch.int64, device="cpu"), probs

@@ -44,6 +44,12 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def _lse_dtype(dtype: torch.dtype) -> torch.dtype:
+    """fp32, or fp64 for fp64 inputs: an fp32 LSE would round what merges partial results by
+    their LSE (ring attention) and the backward's P to 1e-7 where fp64 is exact."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 class _Tiles:
     """Per-call constants of a dense (one batch slice) problem and the tile helpers.
 
@@ -60,7 +66,7 @@ class _Tiles:
         self.params = params
         self.scale = params.softmax_scale
         self.softcap = params.softcap
-        self.diag = sk - sq
+        self.diag = sk - sq + params.diag_offset  # diag_offset: a chunk of a longer sequence (params.py)
         self.left = params.window_left
         self.right = 0 if params.causal else params.window_right
         self.batch_offset = batch_offset
@@ -148,8 +154,8 @@ class _Tiles:
     def dropout_scale(self, m0, m1, n0, n1):
         """Kept-element scale [b, hk, g, bm, bn]: 1 / (1 - p) where kept, 0 where dropped."""
         p = self.params.dropout_p
-        rows = torch.arange(m0, m1, device=self.device)[:, None]
-        cols = torch.arange(n0, n1, device=self.device)[None, :]
+        rows = torch.arange(m0, m1, device=self.device)[:, None] + self.params.dropout_offset_q
+        cols = torch.arange(n0, n1, device=self.device)[None, :] + self.params.dropout_offset_k
         keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols)
         return keep.to(self.cdt).mul_(1.0 / (1.0 - p))
 
@@ -260,8 +266,6 @@ class TorchBackend(KernelBackend):
     def supports(self, problem: Problem) -> str | None:
         if problem.bias or problem.has_sinks:
             return "attn_bias / sinks are not implemented on the torch path yet"
-        if problem.offsets:
-            return "diag / dropout offsets (a chunk of a longer sequence) are not implemented on the torch path yet"
         if problem.dtype not in _DTYPES:
             return f"dtype {problem.dtype} is not one of fp16, bf16, fp32, fp64"
         for name, d in (("headdim", problem.headdim), ("headdim_v", problem.headdim_v)):
@@ -271,17 +275,17 @@ class TorchBackend(KernelBackend):
 
     @torch.no_grad()
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
-        """-> out like q with v's head dim, lse fp32 (see KernelBackend for the shapes)."""
+        """-> out like q with v's head dim, lse fp32 (fp64 for fp64 inputs; see KernelBackend for the shapes)."""
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
             b, sq = q.shape[0], q.shape[1]
             out = torch.empty((b, sq, h, dv), dtype=q.dtype, device=q.device)
-            lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+            lse = torch.empty((b, h, sq), dtype=_lse_dtype(q.dtype), device=q.device)
             _forward_dense(q, k, v, out, lse, params, 0, self.block_m, self.block_n)
             return out, lse
         total_q = q.shape[0]
         out = torch.zeros((total_q, h, dv), dtype=q.dtype, device=q.device)
-        lse = torch.full((h, total_q), math.inf, dtype=torch.float32, device=q.device)
+        lse = torch.full((h, total_q), math.inf, dtype=_lse_dtype(q.dtype), device=q.device)
         for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
             if q1 == q0:
                 continue
