@@ -197,6 +197,17 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     return params, problem, (max_seqlen_q, max_seqlen_k)
 
 
+def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                     softcap=0.0, alibi_slopes=None, deterministic=False, cu_seqlens_q=None, cu_seqlens_k=None,
+                     max_seqlen_q=None, max_seqlen_k=None, needs_grad=False) -> AttnParams:
+    """Every check of an attention call (the public functions' errors) -> its normalised AttnParams
+    template (no tensors, no seed). For wrappers such as ring attention that plan their own calls."""
+    params, _, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                             deterministic, True, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, False,
+                             None, None, needs_grad)
+    return params
+
+
 def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
     params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad, offsets)
     backend = dispatch.select(problem, kernel_only)

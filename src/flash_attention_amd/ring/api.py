@@ -6,7 +6,7 @@ import functools
 import torch
 import torch.distributed as dist
 
-from ..core import _validate
+from ..core import validated_params
 from .comm import Ring
 from .engine import RingAttention, RingCall, ring_forward
 from .layout import MaskSpec, Piece, dense_plan, varlen_plan
@@ -29,9 +29,11 @@ def _run(q, k, v, *, dropout_p, softmax_scale, causal, window_size, softcap, ali
     q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
     needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (q, k, v))
     varlen = layout == "varlen"
-    params, _, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                             deterministic, True, cu_seqlens if varlen else None, cu_seqlens if varlen else None,
-                             max_seqlen if varlen else None, max_seqlen if varlen else None, False, needs_grad)
+    cu, max_len = (cu_seqlens, max_seqlen) if varlen else (None, None)
+    params = validated_params(q, k, v, dropout_p=dropout_p, softmax_scale=softmax_scale, causal=causal,
+                              window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes,
+                              deterministic=deterministic, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max_len,
+                              max_seqlen_k=max_len, needs_grad=needs_grad)
     dim = 0 if varlen else 1
     n = q.shape[dim]
     if k.shape[dim] != n:
