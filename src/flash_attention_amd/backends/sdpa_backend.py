@@ -6,6 +6,8 @@ path, which materialises the scores), and only for the calls they compute exactl
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -86,4 +88,26 @@ class SdpaBackend(Backend):
                 dropout_p=params.dropout_p, is_causal=is_causal, scale=params.softmax_scale,
                 enable_gqa=q.shape[2] != k.shape[2],
             )
-        return out.transpose(1, 2), None
+        out = out.transpose(1, 2)
+        if q.device.type == "cpu" and not torch.compiler.is_compiling():
+            out = _nan_rows_cpu(q, k, out, params.causal)
+        return out, None
+
+
+def _nan_rows_cpu(q, k, out, causal: bool):
+    """NaN in, NaN out (CONTRACT.md). SDPA's CPU flash kernel returns 0, not NaN, for a row whose
+    visible scores are all NaN (a NaN in the query row, or in every key it sees): those rows are
+    set to NaN here. Costs one sum per input when there is no NaN (the common case; an inf + -inf
+    sum only sends the call through the exact check)."""
+    if not math.isnan(q.sum().item() + k.sum().item()):
+        return out
+    b, sq, h = q.shape[:3]
+    sk, hk = k.shape[1], k.shape[2]
+    rows = torch.isnan(q).any(-1)  # [b, sq, h]
+    bad_keys = torch.isnan(k).any(-1)  # [b, sk, hk]
+    if bool(bad_keys.any()):
+        j = torch.arange(sk, device=k.device)[None, :, None]
+        first = torch.where(bad_keys, j, sk).amin(1).repeat_interleave(h // hk, dim=1)  # [b, h] first NaN key
+        last_seen = torch.arange(sq, device=q.device) + (sk - sq) if causal else torch.full((sq,), sk - 1)
+        rows = rows | (first[:, None, :] <= last_seen.to(first.device)[None, :, None])  # a visible NaN key
+    return out.masked_fill(rows[..., None], float("nan"))
