@@ -362,7 +362,8 @@ def test_unused_block_table_entries_are_not_checked(backend):
     kc_exp[0, 3], vc_exp[0, 3] = kw["k"][0, 0], kw["v"][0, 0]
     kc_exp[3, 3], vc_exp[3, 3] = kw["k"][1, 0], kw["v"][1, 0]
     assert torch.equal(dev["k_cache"].cpu(), kc_exp) and torch.equal(dev["v_cache"].cpu(), vc_exp)
-    for bi, rows in ((0, [(0, 0), (0, 1), (0, 2), (0, 3)]), (1, [(2, r) for r in range(4)] + [(3, r) for r in range(4)])):
+    in_use = {0: [(0, r) for r in range(4)], 1: [(2, r) for r in range(4)] + [(3, r) for r in range(4)]}
+    for bi, rows in in_use.items():
         keys = torch.stack([kc_exp[blk, r] for blk, r in rows])[None].double()
         vals = torch.stack([vc_exp[blk, r] for blk, r in rows])[None].double()
         ref, _ = attention_ref(kw["q"][bi:bi + 1].double(), keys, vals)
