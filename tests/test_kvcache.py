@@ -354,6 +354,7 @@ def test_unused_block_table_entries_are_not_checked(backend):
     kw = _paged_inputs()
     kw["block_table"][0, 1] = -1  # sequence 0 ends at 3 + 1 = 4 tokens: one page
     kc0, vc0 = kw["k_cache"].clone(), kw["v_cache"].clone()
+    kw["alibi_slopes"] = torch.tensor([0.1, 0.3, 0.7, 1.3])  # key order matters: a wrong page shows
     dev = {name: t.to(DEVICE) if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
     with use_backend(backend):
         out = flash_attn_with_kvcache(**dev).cpu()
@@ -366,7 +367,7 @@ def test_unused_block_table_entries_are_not_checked(backend):
     for bi, rows in in_use.items():
         keys = torch.stack([kc_exp[blk, r] for blk, r in rows])[None].double()
         vals = torch.stack([vc_exp[blk, r] for blk, r in rows])[None].double()
-        ref, _ = attention_ref(kw["q"][bi:bi + 1].double(), keys, vals)
+        ref, _ = attention_ref(kw["q"][bi:bi + 1].double(), keys, vals, alibi_slopes=kw["alibi_slopes"].double())
         assert_matches(out[bi:bi + 1], ref, name=f"out[{bi}]")
 
 
