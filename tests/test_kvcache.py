@@ -348,11 +348,81 @@ def test_errors(name, mutate, exc, text):
     assert torch.equal(kw["k_cache"], before), "the cache was written before the error"
 
 
-def test_unused_block_table_entries_are_not_checked():
-    """Pages past a sequence's end may hold anything (vLLM pads with -1)."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unused_block_table_entries_are_not_checked(backend):
+    """Pages past a sequence's end may hold anything (vLLM pads with -1): the call runs, appends,
+    and computes each sequence over its own keys only."""
     kw = _paged_inputs()
     kw["block_table"][0, 1] = -1  # sequence 0 ends at 3 + 1 = 4 tokens: one page
-    flash_attn_with_kvcache(**kw)
+    kc0, vc0 = kw["k_cache"].clone(), kw["v_cache"].clone()
+    kw["alibi_slopes"] = torch.tensor([0.1, 0.3, 0.7, 1.3])  # key order matters: a wrong page shows
+    dev = {name: t.to(DEVICE) if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
+    with use_backend(backend):
+        out = flash_attn_with_kvcache(**dev).cpu()
+    # the new tokens land at position 3 of sequence 0 (block 0, row 3) and 7 of sequence 1 (block 3, row 3)
+    kc_exp, vc_exp = kc0.clone(), vc0.clone()
+    kc_exp[0, 3], vc_exp[0, 3] = kw["k"][0, 0], kw["v"][0, 0]
+    kc_exp[3, 3], vc_exp[3, 3] = kw["k"][1, 0], kw["v"][1, 0]
+    assert torch.equal(dev["k_cache"].cpu(), kc_exp) and torch.equal(dev["v_cache"].cpu(), vc_exp)
+    in_use = {0: [(0, r) for r in range(4)], 1: [(2, r) for r in range(4)] + [(3, r) for r in range(4)]}
+    for bi, rows in in_use.items():
+        keys = torch.stack([kc_exp[blk, r] for blk, r in rows])[None].double()
+        vals = torch.stack([vc_exp[blk, r] for blk, r in rows])[None].double()
+        ref, _ = attention_ref(kw["q"][bi:bi + 1].double(), keys, vals, alibi_slopes=kw["alibi_slopes"].double())
+        assert_matches(out[bi:bi + 1], ref, name=f"out[{bi}]")
+
+
+def _poisoned_cache(kind, poison):
+    """q, k_cache, v_cache, extra kwargs and the keys / values in use per sequence, with ``poison`` in
+    every cache slot that no sequence uses (past cache_seqlens, before cache_leftpad, unused pages)."""
+    g = torch.Generator().manual_seed(5)
+    b, h, hk, d, cap, page = 2, 4, 2, 16, 16, 4
+    seqlens = [4, 9]
+    q = torch.randn(b, 1, h, d, generator=g)
+    extra, used = {}, []
+    if kind == "paged":
+        table = torch.tensor([[5, 2, 7, 0], [1, 6, 4, 3]], dtype=torch.int32)
+        kc = torch.full((8, page, hk, d), poison)
+        vc = torch.full((8, page, hk, d), poison)
+        for bi, n in enumerate(seqlens):
+            locs = [(int(table[bi, p // page]), p % page) for p in range(n)]
+            for blk, r in locs:
+                kc[blk, r], vc[blk, r] = torch.randn(hk, d, generator=g), torch.randn(hk, d, generator=g)
+            used.append(locs)
+        extra["block_table"] = table
+    else:
+        kc = torch.full((b, cap, hk, d), poison)
+        vc = torch.full((b, cap, hk, d), poison)
+        start = [2, 0] if kind == "leftpad" else [0, 0]
+        for bi, n in enumerate(seqlens):
+            locs = [(bi, p) for p in range(start[bi], n)]
+            for row, p in locs:
+                kc[row, p], vc[row, p] = torch.randn(hk, d, generator=g), torch.randn(hk, d, generator=g)
+            used.append(locs)
+        if kind == "leftpad":
+            extra["cache_leftpad"] = torch.tensor(start, dtype=torch.int32)
+    extra["cache_seqlens"] = torch.tensor(seqlens, dtype=torch.int32)
+    return q, kc, vc, extra, used
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["contig", "paged", "leftpad"])
+@pytest.mark.parametrize("poison", [math.nan, math.inf])
+def test_garbage_in_unused_cache_slots_never_reaches_the_output(backend, kind, poison):
+    """A cache made with torch.empty may hold NaN / inf past each sequence: out and lse are those of
+    the sequences' own keys (issue 11, defect 1: the torch path multiplied 0 by NaN)."""
+    q, kc, vc, extra, used = _poisoned_cache(kind, poison)
+    with use_backend(backend):
+        out, lse = flash_attn_with_kvcache(q.to(DEVICE), kc.to(DEVICE), vc.to(DEVICE), causal=True,
+                                           return_softmax_lse=True,
+                                           **{n: t.to(DEVICE) for n, t in extra.items()})
+    out, lse = out.cpu(), lse.cpu()
+    for bi, locs in enumerate(used):
+        keys = torch.stack([kc[r, p] for r, p in locs])[None].double()
+        vals = torch.stack([vc[r, p] for r, p in locs])[None].double()
+        ref, ref_lse = attention_ref(q[bi:bi + 1].double(), keys, vals, causal=True)
+        assert_matches(out[bi:bi + 1], ref, name=f"out[{bi}]")
+        assert_matches(lse[bi:bi + 1], ref_lse, name=f"lse[{bi}]")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -26,8 +26,8 @@ from .params import Problem
 logger = logging.getLogger("flash_attention_amd")
 
 # use_backend() stack, per thread and per asyncio task (a ContextVar holding a tuple).
-_forced: contextvars.ContextVar[tuple[str | None, ...]] = contextvars.ContextVar("flash_attention_amd_backend",
-                                                                                default=())
+_forced: contextvars.ContextVar[tuple[tuple[object, str | None], ...]] = contextvars.ContextVar(
+    "flash_attention_amd_backend", default=())
 # use_backend() blocks entered inside a function torch.compile traces: a plain list, which
 # Dynamo traces (it cannot trace ContextVar); empty outside tracing.
 _traced: list[str | None] = []
@@ -63,17 +63,18 @@ def use_backend(name: str | None):
         finally:
             _traced.pop()
         return
-    token = _forced.set(_forced.get() + (value,))
+    entry = (object(), value)  # identity, so that blocks may exit in any order
+    _forced.set(_forced.get() + (entry,))
     try:
         yield
     finally:
-        _forced.reset(token)
+        _forced.set(tuple(e for e in _forced.get() if e is not entry))
 
 
 def _forced_eager() -> str | None:
     stack = _forced.get()
     if stack:
-        return stack[-1]  # None: use_backend(None / "auto") overrides the environment
+        return stack[-1][1]  # None: use_backend(None / "auto") overrides the environment
     return config.forced_backend()
 
 

@@ -18,8 +18,6 @@ chosen by the dispatcher exactly as for the public functions (forcing and
 """
 from __future__ import annotations
 
-import torch
-
 from .interface import (  # noqa: F401  (re-exported: flash_attn's module has them too)
     flash_attn_func,
     flash_attn_kvpacked_func,
@@ -44,11 +42,14 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dr
              causal, window_size_left, window_size_right, softcap, alibi_slopes, return_softmax, block_table=None):
     from .core import forward_pass
 
+    if block_table is not None:  # paged K/V: the keys in use, gathered (paged.py)
+        from .paged import gather_pages
+
+        k, v = gather_pages(q, k, v, cu_seqlens_k, block_table)
     return forward_pass(q, k, v, dropout_p=dropout_p, softmax_scale=softmax_scale, causal=causal,
                         window_size=(window_size_left, window_size_right), softcap=softcap,
                         alibi_slopes=alibi_slopes, return_softmax=return_softmax, cu_seqlens_q=cu_seqlens_q,
-                        cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-                        block_table=block_table)
+                        cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
 
 
 def _flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, window_size_left, window_size_right, softcap,
@@ -123,4 +124,3 @@ __all__ = [
     "flash_attn_varlen_qkvpacked_func",
     "flash_attn_with_kvcache",
 ]
-torch  # noqa: B018  (imported for type context in docstrings)

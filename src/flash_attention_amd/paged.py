@@ -67,13 +67,18 @@ def _gather_index(cu_seqlens_k, block_table, page: int, num_blocks: int, check: 
     return blocks, j % page
 
 
-def paged_varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
-                           causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs, block_table,
-                           sinks=None):
+def gather_pages(q, k, v, cu_seqlens_k, block_table):
+    """(k, v) packed [total_k, hk, d|dv]: the cache rows of every key in use, in sequence order."""
     _check(q, k, v, cu_seqlens_k, block_table)
     blocks, rows = _gather_index(cu_seqlens_k, block_table, k.shape[1], k.shape[0],
                                  core._values_readable(q.device))
-    k_packed, v_packed = k[blocks, rows], v[blocks, rows]  # [total_k, hk, d|dv]
+    return k[blocks, rows], v[blocks, rows]
+
+
+def paged_varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
+                           causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs, block_table,
+                           sinks=None):
+    k_packed, v_packed = gather_pages(q, k, v, cu_seqlens_k, block_table)  # [total_k, hk, d|dv]
     return core.attention(q, k_packed, v_packed, dropout_p, softmax_scale, causal, window_size, softcap,
                           alibi_slopes, deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                           max_seqlen_k, sinks=sinks)

@@ -2,7 +2,8 @@
 CK build or Dao-AILab's CUDA build.
 
 Used only for the calls it computes exactly: never softcap on ROCm (the CK build ignores
-it), never backward on RDNA3 (CK has none there).
+it), never backward on RDNA3 (CK has none there). Declines this library's own stand-in
+(``compat.install()`` registers one under the flash_attn name).
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ class FlashAttnBackend(Backend):
             module = _flash_attn()
         except Exception as exc:
             return f"the flash_attn package is not importable ({exc.__class__.__name__})"
+        if getattr(module, "__flash_attention_amd_standin__", False):
+            return ("the importable flash_attn is flash_attention_amd's own stand-in (compat.install()), not a "
+                    "flash_attn build: serving calls through it would call this library again")
         if not hasattr(module, "flash_attn_varlen_func"):
             return "the installed flash_attn has no flash_attn_varlen_func (not a 2.x build)"
         return None

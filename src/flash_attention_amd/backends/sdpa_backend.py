@@ -13,6 +13,8 @@ inside ``sdpa_kernel`` restricted to the fused kernels.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -84,9 +86,15 @@ class SdpaBackend(Backend):
         return None
 
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
+        out = self._out(q, k, v, params, slot)
+        if q.device.type == "cpu" and not torch.compiler.is_compiling():
+            out = _nan_rows_cpu(q, k, out, params.causal)
+        return out, None
+
+    def _out(self, q, k, v, params: AttnParams, slot: dict | None):
         direct = slot.get("sdpa") if slot is not None else None
         if direct is not None:
-            return direct(q, k, v, params), None
+            return direct(q, k, v, params)
         if slot is not None and not torch.compiler.is_compiling():
             for op in _direct_ops(q, k, params):
                 try:
@@ -94,8 +102,8 @@ class SdpaBackend(Backend):
                 except RuntimeError:  # this op does not take the call: try the next
                     continue
                 slot["sdpa"] = op
-                return out, None
-        return self._run_sdpa(q, k, v, params), None
+                return out
+        return self._run_sdpa(q, k, v, params)
 
     def _run_sdpa(self, q, k, v, params: AttnParams):
         from torch.nn.attention.bias import causal_lower_right
@@ -149,3 +157,22 @@ def _direct_ops(q, k, p: AttnParams):
     if torch.version.hip is not None or q.shape[2] != k.shape[2]:
         return ()  # ROCm: SDPA's own choice (AOTriton / CK); GQA: enable_gqa is F.sdpa's
     return (_cuda_cudnn, _cuda_flash)
+
+
+def _nan_rows_cpu(q, k, out, causal: bool):
+    """NaN in, NaN out (CONTRACT.md). SDPA's CPU flash kernel returns 0, not NaN, for a row whose
+    visible scores are all NaN (a NaN in the query row, or in every key it sees): those rows are
+    set to NaN here. Costs one sum per input when there is no NaN (the common case; an inf + -inf
+    sum only sends the call through the exact check)."""
+    if not math.isnan(q.sum().item() + k.sum().item()):
+        return out
+    b, sq, h = q.shape[:3]
+    sk, hk = k.shape[1], k.shape[2]
+    rows = torch.isnan(q).any(-1)  # [b, sq, h]
+    bad_keys = torch.isnan(k).any(-1)  # [b, sk, hk]
+    if bool(bad_keys.any()):
+        j = torch.arange(sk, device=k.device)[None, :, None]
+        first = torch.where(bad_keys, j, sk).amin(1).repeat_interleave(h // hk, dim=1)  # [b, h] first NaN key
+        last_seen = torch.arange(sq, device=q.device) + (sk - sq) if causal else torch.full((sq,), sk - 1)
+        rows = rows | (first[:, None, :] <= last_seen.to(first.device)[None, :, None])  # a visible NaN key
+    return out.masked_fill(rows[..., None], float("nan"))

@@ -73,6 +73,11 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     pos, seqlen_k = cache_positions(cache_seqlens, cap, cache_leftpad)
     keys = gather_cache(k_cache, pos, block_table, cache_batch_idx).to(ct)  # [b, cap, hk, d]
     vals = gather_cache(v_cache, pos, block_table, cache_batch_idx).to(ct)  # [b, cap, hk, dv]
+    # Slots past each sequence's keys may hold anything (a cache made with torch.empty, NaN):
+    # their scores are masked to -inf below, and their values are zeroed here, so that
+    # probability 0 never meets NaN / inf in the P @ V product (0 * NaN = NaN).
+    in_seq = torch.arange(cap, device=q.device)[None, :] < seqlen_k[:, None]  # [b, cap]
+    vals = vals.masked_fill(~in_seq[:, :, None, None], 0.0)
 
     qg = q.to(ct).reshape(b, sq, hk, group, d)
     s = torch.einsum("bskgd,bjkd->bkgsj", qg, keys).reshape(b, h, sq, cap) * params.softmax_scale

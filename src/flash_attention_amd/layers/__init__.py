@@ -1,0 +1,1 @@
+"""Layers of ``flash_attn.layers`` that code built on flash_attn imports: ``rotary``."""

@@ -1,0 +1,117 @@
+"""Defects of issue 11: NaN in, NaN out on every backend (the CPU sdpa route returned 0 for a
+NaN query row), and ``use_backend`` forcing per thread, robust to exits out of order."""
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+from helpers import DEVICE, HAS_TRITON
+
+import flash_attention_amd as fa
+from flash_attention_amd import config, dispatch
+from flash_attention_amd.reference import attention_ref
+
+BACKENDS = ["sdpa", "torch"] + (["triton"] if HAS_TRITON and (DEVICE == "cuda" or config.triton_interpret()) else [])
+
+
+def _nan_case(where, causal):
+    """q, k, v [1, 8, 4, 16] (GQA 4/2) with NaN placed so that some rows read it -> (q, k, v, nan, exact):
+    ``nan`` [b, sq, h, d] the elements that must be NaN (rows whose query has NaN or that see a key
+    with NaN: the whole row; a NaN in v: its dim, in the rows that see it), ``exact`` those that must
+    equal the finite result (the rows that read no NaN; a hidden v row's NaN may reach the rows that
+    do not see it through 0 * NaN in P @ V on every backend, so those rows are not checked)."""
+    g = torch.Generator().manual_seed(7)
+    b, s, h, hk, d = 1, 8, 4, 2, 16
+    q, k, v = (torch.randn(b, s, n, d, generator=g) for n in (h, hk, hk))
+    nan = torch.zeros(b, s, h, d, dtype=torch.bool)
+    exact = torch.ones(b, s, h, d, dtype=torch.bool)
+    if where == "q":
+        q[0, 3, 1, 5] = math.nan
+        nan[0, 3, 1] = True
+    elif where == "k_first":  # key 0 of KV head 1: under causal it is all that row 0 sees
+        k[0, 0, 1, 2] = math.nan
+        nan[0, :, 2:] = True  # query heads 2, 3 read KV head 1; every row sees key 0
+    elif where == "k_all":  # every key of KV head 0: every score of heads 0, 1 is NaN
+        k[0, :, 0, 0] = math.nan
+        nan[0, :, :2] = True
+    elif where == "v":
+        v[0, 5, 0, 3] = math.nan
+        sees = torch.arange(s) >= 5 if causal else torch.ones(s, dtype=torch.bool)
+        nan[0, sees, :2, 3] = True
+        exact[0, ~sees, :2] = False
+    exact &= ~nan
+    return q, k, v, nan, exact
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("where", ["q", "k_first", "k_all", "v"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_nan_in_gives_nan_out(backend, where, causal):
+    """A NaN that a row reads gives NaN in that row; the rows that read none are the finite result."""
+    q, k, v, nan, exact = _nan_case(where, causal)
+    dtype = torch.float16 if DEVICE == "cuda" else torch.float32  # SDPA's fused CUDA kernels: fp16/bf16
+    q, k, v = (t.to(DEVICE, dtype) for t in (q, k, v))
+    if backend == "sdpa" and DEVICE == "cpu":
+        assert "-> sdpa (auto)" in fa.explain(q, k, v, causal=causal)  # the default CPU route
+    with fa.use_backend(backend):
+        out = fa.flash_attn_func(q, k, v, causal=causal).cpu()
+    missing = nan & ~torch.isnan(out)
+    assert not missing.any(), f"not NaN at (b, row, head, dim) {missing.nonzero().tolist()[:8]}"
+    ref, _ = attention_ref(*(t.double().cpu().nan_to_num(0.0) for t in (q, k, v)), causal=causal)
+    tol = 1e-5 if dtype == torch.float32 else 4e-3
+    torch.testing.assert_close(out[exact].double(), ref[exact], atol=tol, rtol=tol)
+
+
+def test_use_backend_is_per_thread():
+    """use_backend("sdpa") in one thread does not force the backend of a call in another thread."""
+    inside, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        with fa.use_backend("sdpa"):
+            seen["other"] = dispatch.forced()
+            inside.set()
+            release.wait(30)
+        seen["other_after"] = dispatch.forced()
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert inside.wait(30)
+        assert dispatch.forced() is None
+        q = torch.randn(1, 16, 2, 16)
+        out = fa.flash_attn_func(q, q, q, window_size=(4, 0))  # sdpa cannot serve a window: would raise
+        assert out.shape == q.shape
+        with fa.use_backend("torch"):
+            assert dispatch.forced() == "torch"
+    finally:
+        release.set()
+        t.join(30)
+    assert seen == {"other": "sdpa", "other_after": None}
+    assert dispatch.forced() is None
+
+
+def test_use_backend_out_of_order_exits():
+    """A generator holding a use_backend block open and closing it inside another block: each exit
+    removes only its own forcing; nothing stays forced once every block has exited."""
+    def gen():
+        with fa.use_backend("sdpa"):
+            yield dispatch.forced()
+        yield dispatch.forced()
+
+    g = gen()
+    assert next(g) == "sdpa"
+    with fa.use_backend("torch"):
+        assert dispatch.forced() == "torch"
+        assert next(g) == "torch"  # the generator's sdpa block exited; the torch block is still open
+        assert dispatch.forced() == "torch"
+    assert dispatch.forced() is None  # not "sdpa" (the stale value a token reset would bring back)
+    a, b = fa.use_backend("torch"), fa.use_backend("sdpa")
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert dispatch.forced() == "sdpa"  # b is still open
+    b.__exit__(None, None, None)
+    assert dispatch.forced() is None
