@@ -1,0 +1,5 @@
+TITLE = "kernels (not yet)"
+def describe(ctx):
+    return []
+def run(ctx):
+    return []
