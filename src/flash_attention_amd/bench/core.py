@@ -76,6 +76,8 @@ class Cell:
     figure: Figure | None = None
     status: str = "ok"
     note: str = ""
+    metric: str | None = None  # overrides the table's metric / unit for this record
+    unit: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -152,6 +154,8 @@ class Table:
             fig = ratio(a.figure, b.figure) if a is not None and b is not None and a.ok and b.ok else None
             if fig is not None and kind == "reduction":
                 fig = fig.map(lambda x: (1.0 - 1.0 / x) * 100.0)
+            elif fig is not None and kind == "percent":
+                fig = fig.map(lambda x: x * 100.0)
             who, base = (nk, dk) if subject == "num" else (dk, nk)
             out.append((label, metric, who, base, fig, kind))
         return out
@@ -165,8 +169,8 @@ class Table:
         recs = []
         for r in self.rows:
             for key, cell in r["cells"].items():
-                recs.append(_record(self.suite, self.name, key, r["params"], self.metric, self.unit, cell, device,
-                                    versions))
+                recs.append(_record(self.suite, self.name, key, r["params"], cell.metric or self.metric,
+                                    cell.unit or self.unit, cell, device, versions))
             for _label, metric, nk, dk, fig, kind in self._derived(r):
                 if fig is None:
                     continue
@@ -182,7 +186,7 @@ class Table:
 
     def markdown(self) -> str:
         cols = self.visible_columns()
-        head = list(self.row_keys) + [f"{c.label} ({self.unit})" for c in cols]
+        head = list(self.row_keys) + [f"{c.label} ({self.unit})" if self.unit else c.label for c in cols]
         shown = self._shown_ratios()
         head += [self.ratios[i][0] for i in shown] + ["spread > 10%"]
         lines = [f"### {self.title}", ""] + [n for n in self.notes] + ([""] if self.notes else [])

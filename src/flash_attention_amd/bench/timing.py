@@ -49,15 +49,20 @@ class Timer:
                 times = [float(t) for t in do_bench(fn, grad_to_none=grad_to_none, return_mode="all")]
                 return _grouped(times, self.reps)
             return self._cuda_events(fn, grad_to_none)
+        if grad_to_none is not None:
+            inner_fn = fn
+
+            def fn():
+                for t in grad_to_none:
+                    t.grad = None
+                return inner_fn()
+
         t0 = time.perf_counter()
         fn()  # warm-up (first-call costs: allocation, lazy init); its time sizes the samples
         first = time.perf_counter() - t0
         inner = max(1, min(1000, int(self.cpu_sample_s / max(first, 1e-7))))
         samples = []
         for _ in range(self.reps):
-            if grad_to_none is not None:
-                for t in grad_to_none:
-                    t.grad = None
             t0 = time.perf_counter()
             for _ in range(inner):
                 fn()
