@@ -12,6 +12,7 @@ generation). One runner (runner.py), one record schema (core.py), one way of tim
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .runner import SUITES
@@ -115,6 +116,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--causal", action="store_true", help="seeds suite: causal attention (default: not causal)")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
                    help="default: bf16 on a GPU, fp32 on the CPU")
+    p.add_argument("--threads", type=_positive("--threads"), default=None,
+                   help="CPU: intra-op threads (default: torch's, or 1 when the machine is already busy)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # test sizes: seconds, meaningless numbers
 
@@ -128,6 +131,18 @@ def check(ns, parser) -> None:
             parser.error("--plot needs matplotlib, which is not installed: pip install 'flash-attention-amd[bench]'")
     if ns.headdims and any(d > 256 for d in ns.headdims):
         parser.error(f"--headdims: at most 256, got {max(ns.headdims)}")
+
+
+def _cpu_threads() -> int:
+    """torch's thread count, or 1 when other processes already keep the cores busy: then every
+    parallel op waits for a core (milliseconds per op) and the figures measure the queue."""
+    import torch
+
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return torch.get_num_threads()
+    return 1 if load > 0.75 * (os.cpu_count() or 1) else torch.get_num_threads()
 
 
 def main(ns, parser) -> int:
@@ -152,7 +167,15 @@ def main(ns, parser) -> int:
               asked_backends=bool(ns.backends), skipped=skipped, peers=ns.peers, seqlens=ns.seqlens,
               headdims=ns.headdims, causal=ns.causal, progress=not ns.no_progress,
               timer=Timer(device, reps, cpu_sample_s=0.005 if ns.tiny else 0.02))
-    print(f"flash-attention-amd bench: suite {ns.suite} on {device_name(device)}, "
+    busy = ""
+    if device.type == "cpu":
+        threads = ns.threads or _cpu_threads()
+        if threads != torch.get_num_threads():
+            if not ns.threads:
+                busy = (f": the machine is busy, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+                        "--threads N to choose")
+            torch.set_num_threads(threads)
+    print(f"flash-attention-amd bench: suite {ns.suite} on {device_name(device, busy)}, "
           f"{str(dtype).replace('torch.', '')}, torch {torch.__version__}", flush=True)
     if device.type == "cpu":
         print("CPU numbers are not GPU numbers: this run shows the bench works and how the CPU paths compare; "

@@ -122,6 +122,7 @@ class Table:
     # subject ("num" or "den"): the backend the derived record is about; the other is its baseline.
     ratios: list[tuple] = field(default_factory=list)
     ratio_digits: int = 2
+    hide_skipped: bool = False  # the suite's description already says why those backends are not timed
 
     def column(self, key: str, label: str | None = None) -> None:
         if all(c.key != key for c in self.columns):
@@ -213,7 +214,7 @@ class Table:
         reasons: dict[str, list[str]] = {}
         for r in self.rows:
             for key, cell in r["cells"].items():
-                if cell.note:
+                if cell.note and not (self.hide_skipped and cell.status == "skipped"):
                     where = "" if key not in shown else " (" + ", ".join(
                         f"{k}={_fmt_param(r['params'].get(k))}" for k in self.row_keys) + ")"
                     text = f"{cell.status}{where}: {cell.note}"
@@ -298,6 +299,22 @@ def write_csv(path: str, records: list[dict]) -> None:
             w.writerow(row)
 
 
+def _module_version(mod: str) -> str | None:
+    import importlib
+    import importlib.metadata
+
+    try:
+        version = getattr(importlib.import_module(mod), "__version__", None)
+    except Exception:
+        return None
+    if not isinstance(version, str):
+        try:
+            version = importlib.metadata.version(mod)
+        except Exception:
+            version = "unknown"
+    return version
+
+
 def versions(extra: dict | None = None) -> dict:
     """Versions of everything that shapes a figure (what is not importable is left out)."""
     import torch
@@ -315,12 +332,10 @@ def versions(extra: dict | None = None) -> dict:
     except Exception:  # pragma: no cover - cudnn probing is best-effort
         pass
     for mod in ("triton", "transformers", "flash_attn"):
-        m = sys.modules.get(mod)
-        if m is None and mod != "transformers":  # transformers: only when a suite imported it (slow)
-            try:
-                m = __import__(mod)
-            except Exception:
-                continue
-        out[mod] = getattr(m, "__version__", "?")
+        if mod == "transformers" and mod not in sys.modules:  # only when a suite used it (slow import)
+            continue
+        version = _module_version(mod)
+        if version:
+            out[mod] = version
     out.update(extra or {})
     return out

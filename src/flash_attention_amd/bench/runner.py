@@ -63,17 +63,19 @@ class Ctx:
             torch.cuda.empty_cache()
 
 
-def device_name(device: torch.device) -> str:
+def device_name(device: torch.device, note: str = "") -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         props = torch.cuda.get_device_properties(device)
         arch = getattr(props, "gcnArchName", None) if torch.version.hip else f"sm{props.major}{props.minor}"
         return f"{name} ({arch.split(':')[0]})" if arch else name
-    return f"CPU {platform.machine()} ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"CPU {platform.machine()} ({n} thread{'s' if n > 1 else ''}{note})"
 
 
-def run(ctx: Ctx, suites: list[str], json_path=None, csv_path=None, plot_path=None, out=sys.stdout) -> list[dict]:
+def run(ctx: Ctx, suites: list[str], json_path=None, csv_path=None, plot_path=None, out=None) -> list[dict]:
     """Run the suites, print their tables as they finish, write the files; returns the records."""
+    out = out or sys.stdout
     from . import decode, e2e, kernels, seeds
 
     modules = {"seeds": seeds, "kernels": kernels, "decode": decode, "e2e": e2e}

@@ -81,7 +81,7 @@ def _inputs(ctx, p, requires_grad=False):
 
 
 def _fwd(ctx, name, title, cases, row_keys) -> Table:
-    t = Table("seeds", name, title, "time", "ms", row_keys)
+    t = Table("seeds", name, title, "time", "ms", row_keys, hide_skipped=True)
     if name in PUBLISHED:
         t.notes.append(f"Published for comparison: {PUBLISHED[name]}.")
     t.column("standard")
@@ -129,7 +129,7 @@ def _memory(ctx, s) -> Table:
     how = ("the CUDA allocator's peak above the inputs" if ctx.gpu
            else "the peak of the allocations the PyTorch profiler tracks (CPU)")
     t = Table("seeds", "memory", f"Forward memory by batch (seqlen {n}, {h} heads, d={d})", "memory", "MiB",
-              ["batch"], digits=4)
+              ["batch"], digits=4, hide_skipped=True)
     t.notes.append(f"Memory: {how} during one forward call, output included, inputs excluded.")
     t.notes.append(f"Published for comparison: {PUBLISHED['memory']}.")
     t.column("standard")
@@ -179,7 +179,7 @@ def _bert(ctx, s) -> Table:
     cfg = {"base": models.BERT_BASE, "small": models.BERT_SMALL, "tiny": models.BERT_TINY}[s["bert"]]
     what = ("BERT-base" if s["bert"] == "base" else "a small BERT-shaped model") + f" ({models.describe(cfg)})"
     t = Table("seeds", "bert_train", "BERT training throughput by sequence length", "throughput", "samples/s",
-              ["seqlen", "batch"], higher_is_better=True)
+              ["seqlen", "batch"], higher_is_better=True, hide_skipped=True)
     if hf:
         t.notes.append(f"Model: Hugging Face transformers BertForMaskedLM, {what}, random weights; standard = "
                        "attn_implementation='eager' (HF's materialised attention), backends through "
