@@ -84,7 +84,6 @@ def _copy(ctx, s) -> Table:
         y = torch.empty_like(x)
         fig = ctx.timer.call(lambda: y.copy_(x))
         t.put({"bytes": n}, "device copy", Cell(fig.map(lambda ms: 2 * n / (ms * 1e-3) / scale)))
-        del x, y
     except Exception as exc:
         t.put({"bytes": n}, "device copy", failed(exc))
     return t
@@ -210,7 +209,8 @@ def _decode(ctx, s, copy_cell) -> Table:
             for key, kind, page in cols:
                 bar.doing(f"b={b} L={n} {key} {timing}")
                 if nbytes > budget:
-                    t.put(p, key, Cell(None, "skipped", f"K/V of {nbytes / 2**30:.1f} GiB: over a third of free memory"))
+                    why = f"K/V of {nbytes / 2**30:.1f} GiB: over a third of free memory"
+                    t.put(p, key, Cell(None, "skipped", why))
                     bar.advance()
                     continue
                 try:
@@ -275,7 +275,7 @@ def _llm(ctx, s) -> Table:
             try:
                 models.set_impl(model, attn)
 
-                def once():
+                def once(inputs=inputs):
                     with torch.no_grad():
                         model.generate(**inputs, max_new_tokens=new, min_new_tokens=new, do_sample=False)
 
@@ -306,8 +306,6 @@ def _llm(ctx, s) -> Table:
         bar.doing("largest batch / context (fa_amd)")
         _capacity(ctx, s, model, cfg, t, prompt + new)
         bar.advance(2)
-    del model
-    ctx.cleanup()
     return t
 
 
@@ -333,10 +331,10 @@ def _capacity(ctx, s, model, cfg, t, context):
             t.put(row, "fa_amd", Cell(None, "skipped", "the capacity search runs on GPUs only"))
         return
     models.set_impl(model, "fa_amd")
-    deadline = time.perf_counter() + s["search_s"]
 
     def search(start, cap, fits):
-        """Double from `start` while it fits (up to cap or the time budget): (largest fitting, why it stopped)."""
+        """Double from `start` while it fits (up to cap or half the time budget): (largest fitting, why it stopped)."""
+        deadline = time.perf_counter() + s["search_s"] / 2
         ok, x = None, start
         while x <= cap:
             if time.perf_counter() > deadline:

@@ -156,7 +156,6 @@ def _bert(ctx, s) -> Table:
                 bar.doing(f"s={sq} {impl}")
                 t.put(p, impl, _train_cell(ctx, model, batch, impl, s, lambda ms, b=b: b * 1e3 / ms))
                 bar.advance()
-    del model
     return t
 
 
@@ -180,7 +179,6 @@ def _llama_train(ctx, s) -> Table:
                 bar.doing(f"b={b} s={sq} {impl}")
                 t.put(p, impl, _train_cell(ctx, model, batch, impl, s, None))
                 bar.advance()
-    del model
     return t
 
 
@@ -228,7 +226,6 @@ def _generate(ctx, s) -> Table:
                 t.put(p, impl, failed(exc))
             ctx.cleanup()
             bar.advance()
-    del model
     return t
 
 
@@ -269,5 +266,4 @@ def _check(ctx, s) -> Table:
             except Exception as exc:
                 t.put(p, impl, failed(exc))
             bar.advance()
-    del model
     return t

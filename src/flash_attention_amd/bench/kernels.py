@@ -227,5 +227,3 @@ def _time(ctx, p, call, layout, bwd, unit, backend=None, grad_fwd=False) -> Cell
         return Cell(None, "declined", reason(exc))
     except Exception as exc:
         return failed(exc)
-    finally:
-        del q, k, v

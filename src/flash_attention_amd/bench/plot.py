@@ -27,8 +27,8 @@ def _row_label(table: Table, r: dict) -> str:
                 continue
             parts.append(v)
         else:
-            parts.append(f"{k[0] if k in ('seqlen', 'batch', 'headdim') else k}={v}"
-                         if k not in ("quantity",) else str(v))
+            short = {"seqlen": "s", "batch": "b", "headdim": "d", "cache": "L"}.get(k, k)
+            parts.append(str(v) if k == "quantity" else f"{short}={v}")
     return " ".join(parts)
 
 
@@ -46,6 +46,8 @@ def _series(table: Table, mode: str):
         kinds = {table.ratios[i][4] for i in table._shown_ratios()}
         return out, ("x" if kinds == {"ratio"} else "%" if "ratio" not in kinds else ""), kinds == {"ratio"}
     for c in table.visible_columns():
+        if c.key == "device copy":  # drawn as a line (the ceiling), not as bars
+            continue
         vals = []
         for r in table.rows:
             cell = r["cells"].get(c.key)
@@ -70,6 +72,10 @@ def _bars(ax, table: Table, mode: str):
         ax.bar(pos, heights, width, label=name, yerr=[err_lo, err_hi], capsize=2)
     if unity:
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    copy = [r["cells"]["device copy"].figure.value for r in table.rows
+            if r["cells"].get("device copy") is not None and r["cells"]["device copy"].ok]
+    if copy and mode == "values":
+        ax.axhline(copy[0], color="black", linewidth=0.8, linestyle="--", label="device copy")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([_row_label(table, r) for r in table.rows], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel(unit or table.unit)
@@ -89,7 +95,8 @@ def plot_suites(path: str, tables_by_suite: dict, device: str) -> list[str]:
     written = []
     paths = plot_paths(path, list(tables_by_suite))
     for suite, tables in tables_by_suite.items():
-        tables = [t for t in tables if t.rows]
+        # charts of one unit only: the copy table is the decode chart's line, the LLM row mixes units
+        tables = [t for t in tables if t.rows and t.unit and t.name != "copy"]
         if not tables:
             continue
         cols = 2 if len(tables) > 1 else 1

@@ -96,7 +96,8 @@ def _fwd(ctx, name, title, cases, row_keys) -> Table:
             bar.doing(f"{row_keys[0]}={p[row_keys[0]]} standard")
             try:
                 qh, kh, vh = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-                t.put(p, "standard", Cell(ctx.timer.call(lambda: standard(qh, kh, vh, ctx.causal))))
+                t.put(p, "standard", Cell(ctx.timer.call(lambda qh=qh, kh=kh, vh=vh: standard(qh, kh, vh,
+                                                                                                ctx.causal))))
             except Exception as exc:  # OOM at long sequences is a result, not an error
                 t.put(p, "standard", failed(exc))
             qh = kh = vh = None
@@ -146,7 +147,7 @@ def _memory(ctx, s) -> Table:
             bar.doing(f"batch={p['batch']} standard")
             try:
                 qh, kh, vh = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-                nbytes = ctx.timer.peak_bytes(lambda: standard(qh, kh, vh, ctx.causal))
+                nbytes = ctx.timer.peak_bytes(lambda qh=qh, kh=kh, vh=vh: standard(qh, kh, vh, ctx.causal))
                 t.put(p, "standard", Cell(Figure([nbytes / 2**20])))
             except Exception as exc:
                 t.put(p, "standard", failed(exc))

@@ -47,6 +47,10 @@ class Timer:
                 do_bench = None
             if do_bench is not None:
                 times = [float(t) for t in do_bench(fn, grad_to_none=grad_to_none, return_mode="all")]
+                if len(times) < 2 * self.reps:  # a slow call (> 100 ms / 2 reps): time enough calls for a spread
+                    per = statistics.median(times)
+                    times += [float(t) for t in do_bench(fn, warmup=1, rep=int(per * 2 * self.reps) + 1,
+                                                         grad_to_none=grad_to_none, return_mode="all")]
                 return _grouped(times, self.reps)
             return self._cuda_events(fn, grad_to_none)
         if grad_to_none is not None:
