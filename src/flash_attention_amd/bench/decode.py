@@ -317,7 +317,7 @@ def _fits(ctx, model, vocab, batch, length) -> bool:
             model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=1, min_new_tokens=1,
                            do_sample=False)
         return True
-    except torch.OutOfMemoryError:
+    except models.OOM:
         return False
     finally:
         del ids

@@ -87,6 +87,25 @@ def _forcing(impl: str):
     return impl, None
 
 
+def served_by(ctx, b, s, h, hk, d, varlen, dropout=0.0, causal=False, grad=True) -> str:
+    """Which backend the fa_amd integration's call of this shape goes to (``explain``, nothing run)."""
+    from .. import explain
+
+    shape = (b * s, h, d) if varlen else (b, s, h, d)
+    kshape = shape[:-2] + (hk, d)
+    q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
+    k, v = (torch.empty(kshape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(2))
+    kw = dict(dropout_p=dropout, causal=causal)
+    if varlen:
+        cu = torch.arange(0, b + 1, device=ctx.device, dtype=torch.int32) * s
+        kw.update(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=s, max_seqlen_k=s)
+    try:
+        first = explain(q, k, v, **kw).splitlines()[0]
+    except Exception as exc:  # e.g. no backend can serve it
+        return f"none ({reason(exc)})"
+    return first.rsplit("-> ", 1)[-1]
+
+
 def _run_forced(backend, fn):
     if backend is None:
         return fn()
@@ -140,6 +159,12 @@ def _bert(ctx, s) -> Table:
               ["seqlen", "batch", "real tokens"], higher_is_better=True)
     t.notes.append(f"BertForMaskedLM, {models.describe(cfg)}; batches padded to seqlen (right), lengths uniform in "
                    "[seqlen/4, seqlen], MLM loss on the real tokens.")
+    heads = cfg["num_attention_heads"]
+    d = cfg["hidden_size"] // heads
+    drop = cfg.get("attention_probs_dropout_prob", 0.1)
+    sq0, b0 = s["bert_shapes"][0]
+    t.notes.append(f"fa_amd's calls (un-padded varlen, dropout {drop:g}, with grads) go to: "
+                   f"{served_by(ctx, b0, sq0, heads, heads, d, True, drop)} (explain()).")
     impls = _impls(ctx)
     pick = _best_of(["eager", "sdpa"])
     for impl in impls[2:]:
@@ -164,6 +189,11 @@ def _llama_train(ctx, s) -> Table:
     t = Table("e2e", "llama_train", "Llama-style training step", "step_time", "ms", ["batch", "seqlen", "padded"])
     t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; padded rows: right padding, lengths uniform in "
                    "[seqlen/4, seqlen]; causal-LM loss on the real tokens.")
+    h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = cfg["hidden_size"] // h
+    b0, sq0, _ = s["llama_rows"][0]
+    t.notes.append(f"fa_amd's calls go to: padded (varlen, causal) {served_by(ctx, b0, sq0, h, hk, d, True, causal=True)}"
+                   f"; unpadded (dense, causal) {served_by(ctx, 1, sq0, h, hk, d, False, causal=True)} (explain()).")
     impls = _impls(ctx, base=("sdpa",))
     for impl in impls[1:]:
         t.ratio(f"speedup {impl}", "speedup_vs_sdpa", "sdpa", impl, subject="den")

@@ -137,6 +137,9 @@ def peers(ctx) -> tuple[dict, dict]:
         if not ctx.gpu and name in GPU_ONLY:
             why[name] = GPU_ONLY[name]
             continue
+        if torch.version.hip and name == "cudnn":
+            why[name] = "cuDNN is NVIDIA's; this is a ROCm build of torch"
+            continue
         if not ctx.gpu and name == "flex" and not ctx.peers:
             why[name] = "FlexAttention on a CPU: compiling it takes minutes; name it in --peers to time it anyway"
             continue

@@ -54,13 +54,23 @@ def describe(cfg: dict) -> str:
             f"(d={h // heads}), vocab {cfg['vocab_size']}")
 
 
+def _build(cls, config, device, dtype):
+    """cls(config) with its weights created on `device` in `dtype` (no float32 copy of a large model)."""
+    old = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(dtype)
+        with torch.device(device):
+            model = cls(config)
+    finally:
+        torch.set_default_dtype(old)
+    return model.to(device=device, dtype=dtype)
+
+
 def hf_bert(cfg: dict, max_len: int, device, dtype):
     import transformers
 
     config = transformers.BertConfig(**cfg, max_position_embeddings=max(512, max_len))
-    with torch.device(device):
-        model = transformers.BertForMaskedLM(config)
-    return model.to(dtype).train()
+    return _build(transformers.BertForMaskedLM, config, device, dtype).train()
 
 
 def hf_llama(cfg: dict, max_len: int, device, dtype, init_std: float | None = None):
@@ -68,16 +78,19 @@ def hf_llama(cfg: dict, max_len: int, device, dtype, init_std: float | None = No
 
     extra = {} if init_std is None else {"initializer_range": init_std}
     config = transformers.LlamaConfig(**cfg, max_position_embeddings=max(2048, max_len), **extra)
-    with torch.device(device):
-        model = transformers.LlamaForCausalLM(config)
-    return model.to(dtype)
+    return _build(transformers.LlamaForCausalLM, config, device, dtype)
 
 
 def set_impl(model, impl: str) -> None:
     """attn_implementation of an HF model: "eager", "sdpa" or "fa_amd" (registered first)."""
     if impl == "fa_amd":
         register_hf()
-    model.set_attn_implementation(impl)
+    try:
+        model.set_attn_implementation(impl)
+    except (AttributeError, TypeError):  # older transformers: the attention functions read the config
+        for m in model.modules():
+            if getattr(m, "config", None) is not None:
+                m.config._attn_implementation = impl
 
 
 # ---------------------------------------------------------------------- our own BERT-shaped encoder
@@ -145,6 +158,9 @@ def own_bert(cfg: dict, max_len: int, device, dtype) -> MiniBert:
     with torch.device(device):
         model = MiniBert(**cfg, max_len=max(512, max_len))
     return model.to(dtype).train()
+
+
+OOM = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
 
 # ---------------------------------------------------------------------- batches and steps
