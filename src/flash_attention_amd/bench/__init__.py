@@ -101,6 +101,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (GPU: a few minutes per suite)")
     p.add_argument("--json", type=_writable, metavar="PATH", help="write the long-format records as JSON")
     p.add_argument("--csv", type=_writable, metavar="PATH", help="write the same records as CSV")
+    p.add_argument("--markdown", type=_writable, metavar="PATH",
+                   help="also write the tables as a markdown file headed by the command, date and versions")
     p.add_argument("--plot", type=_png, metavar="PATH.png",
                    help="write a PNG per suite (PATH for one suite, PATH_<suite>.png for several); needs matplotlib")
     p.add_argument("--backends", type=_backend, nargs="+", metavar="NAME",
@@ -182,7 +184,7 @@ def main(ns, parser) -> int:
               "run it on a GPU (--device cuda) for the figures that matter.", flush=True)
     warnings.filterwarnings("ignore", message=".*TRITON_INTERPRET.*")
     try:
-        run(ctx, suites, ns.json, ns.csv, ns.plot)
+        run(ctx, suites, ns.json, ns.csv, ns.plot, md_path=ns.markdown)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

@@ -17,7 +17,7 @@ from .. import BackendUnavailable, flash_attn_func, use_backend
 from .attn import declines, reason
 from .core import Cell, Table, failed
 
-TITLE = "TFLOP/s of the papers' grid, ours against every importable peer"
+TITLE = "FLOP/s of the papers' grid, ours against every importable peer"
 
 SIZES = {
     "full": dict(headdims=[64, 128, 256], seqlens=[1024, 4096, 16384], tokens=16384, hidden=2048),

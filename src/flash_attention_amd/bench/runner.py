@@ -73,9 +73,27 @@ def device_name(device: torch.device, note: str = "") -> str:
     return f"CPU {platform.machine()} ({n} thread{'s' if n > 1 else ''}{note})"
 
 
-def run(ctx: Ctx, suites: list[str], json_path=None, csv_path=None, plot_path=None, out=None) -> list[dict]:
+class _Tee:
+    """stdout that also keeps what was written (for --markdown)."""
+
+    def __init__(self, stream):
+        self.stream, self.parts = stream, []
+
+    def write(self, text):
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def run(ctx: Ctx, suites: list[str], json_path=None, csv_path=None, plot_path=None, out=None,
+        md_path=None) -> list[dict]:
     """Run the suites, print their tables as they finish, write the files; returns the records."""
-    out = out or sys.stdout
+    out = _Tee(out or sys.stdout)
     from . import decode, e2e, kernels, seeds
 
     modules = {"seeds": seeds, "kernels": kernels, "decode": decode, "e2e": e2e}
@@ -101,6 +119,13 @@ def run(ctx: Ctx, suites: list[str], json_path=None, csv_path=None, plot_path=No
                 size=ctx.size, dtype=str(ctx.dtype).replace("torch.", ""), suites=suites,
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 seconds=round(time.time() - started, 1), versions=core.versions(), host=platform.node())
+    if md_path:
+        head = [f"# flash-attention-amd bench: {', '.join(suites)} on {dev}", "",
+                f"Command: `{meta['command']}`  ", f"Date: {meta['date']} ({meta['seconds']} s)  ",
+                "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()), ""]
+        with open(md_path, "w") as fh:
+            fh.write("\n".join(head) + out.text())
+        print(f"wrote {md_path}", file=out.stream)
     if json_path:
         core.write_json(json_path, records, meta)
         print(f"wrote {len(records)} records to {json_path}", file=out)

@@ -184,7 +184,7 @@ class Progress:
             # disable=None: no bar when stderr is not a terminal (logs stay clean)
             self.bar = _tqdm(total=total, desc=desc, delay=1.0, leave=False, file=sys.stderr, dynamic_ncols=True,
                              disable=None,
-                             bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+                             bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}")
 
     def __enter__(self):
         return self
