@@ -148,8 +148,6 @@ def _cpu_threads() -> int:
 
 
 def main(ns, parser) -> int:
-    import warnings
-
     import torch
 
     from .attn import default_backends
@@ -170,6 +168,7 @@ def main(ns, parser) -> int:
               headdims=ns.headdims, causal=ns.causal, progress=not ns.no_progress,
               timer=Timer(device, reps, cpu_sample_s=0.005 if ns.tiny else 0.02))
     busy = ""
+    threads_before = torch.get_num_threads()
     if device.type == "cpu":
         threads = ns.threads or _cpu_threads()
         if threads != torch.get_num_threads():
@@ -182,10 +181,11 @@ def main(ns, parser) -> int:
     if device.type == "cpu":
         print("CPU numbers are not GPU numbers: this run shows the bench works and how the CPU paths compare; "
               "run it on a GPU (--device cuda) for the figures that matter.", flush=True)
-    warnings.filterwarnings("ignore", message=".*TRITON_INTERPRET.*")
     try:
         run(ctx, suites, ns.json, ns.csv, ns.plot, md_path=ns.markdown)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    finally:
+        torch.set_num_threads(threads_before)  # main() may be called in-process (tests)
     return 0

@@ -192,8 +192,10 @@ def _llama_train(ctx, s) -> Table:
     h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"] // h
     b0, sq0, _ = s["llama_rows"][0]
-    t.notes.append(f"fa_amd's calls go to: padded (varlen, causal) {served_by(ctx, b0, sq0, h, hk, d, True, causal=True)}"
-                   f"; unpadded (dense, causal) {served_by(ctx, 1, sq0, h, hk, d, False, causal=True)} (explain()).")
+    padded = served_by(ctx, b0, sq0, h, hk, d, True, causal=True)
+    dense = served_by(ctx, 1, sq0, h, hk, d, False, causal=True)
+    t.notes.append(f"fa_amd's calls go to: padded (varlen, causal) {padded}; unpadded (dense, causal) {dense} "
+                   "(explain()).")
     impls = _impls(ctx, base=("sdpa",))
     for impl in impls[1:]:
         t.ratio(f"speedup {impl}", "speedup_vs_sdpa", "sdpa", impl, subject="den")
