@@ -12,10 +12,16 @@ from flash_attention_amd.bench import core
 from flash_attention_amd.cli import main
 
 
-def _bench(args, capsys):
-    rc = main(["bench", "--tiny", "--no-progress", *args])
+def _bench(args, capsys, device="cpu"):
+    rc = main(["bench", "--tiny", "--no-progress", "--device", device, *args])
     out = capsys.readouterr()
     return rc, out.out, out.err
+
+
+def _ok(path) -> set:
+    """{(table, backend, metric)} of the records measured without error."""
+    recs = json.loads(path.read_text())["records"]
+    return {(r["table"], r["backend"], r["metric"]) for r in recs if r["status"] == "ok"}, recs
 
 
 # ---------------------------------------------------------------------- argument errors
@@ -161,6 +167,61 @@ def test_e2e_tiny(tmp_path, capsys):
     check = [r for r in recs if r["table"] == "generate_check" and r["backend"] == "fa_amd"]
     assert check and check[0]["value"] == 100.0
     assert any(r["metric"] == "speedup_vs_best_of_eager_sdpa" for r in recs)
+
+
+# ---------------------------------------------------------------------- GPU smoke runs
+# Every GPU code path of the bench (do_bench, CUDA graphs, the allocator's peak, FlexAttention,
+# cuDNN, the capacity search) at tiny sizes: part of the GPU test pass, a minute or two.
+
+@pytest.mark.gpu
+def test_gpu_seeds_tiny(tmp_path, capsys):
+    js = tmp_path / "s.json"
+    rc, out, _ = _bench(["--json", str(js)], capsys, device="cuda")
+    assert rc == 0
+    ok, _ = _ok(js)
+    for table in ("fwd_by_seqlen", "fwd_by_headdim"):
+        assert {(table, "standard", "time"), (table, "triton", "time"), (table, "triton", "speedup_vs_standard")} <= ok
+    assert {("memory", "standard", "memory"), ("memory", "triton", "memory")} <= ok
+    assert {("bert_train", "standard", "throughput"), ("bert_train", "triton", "throughput")} <= ok
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_tiny(tmp_path, capsys):
+    js = tmp_path / "k.json"
+    rc, out, _ = _bench(["--suite", "kernels", "--seqlens", "128", "--json", str(js)], capsys, device="cuda")
+    assert rc == 0 and "Forward TFLOP/s" in out
+    ok, recs = _ok(js)
+    for table in ("fwd", "bwd"):
+        assert {(table, "flash", "throughput"), (table, "flex", "throughput"),
+                (table, "ours:triton", "throughput"), (table, "ours:triton", "ratio_vs_flash")} <= ok, recs
+
+
+@pytest.mark.gpu
+def test_gpu_decode_tiny(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    js = tmp_path / "d.json"
+    rc, out, _ = _bench(["--suite", "decode", "--json", str(js)], capsys, device="cuda")
+    assert rc == 0
+    ok, recs = _ok(js)
+    assert {("copy", "device copy", "bandwidth"), ("decode", "triton", "bandwidth"),
+            ("decode", "triton paged16", "bandwidth"), ("decode", "sdpa", "bandwidth")} <= ok, recs
+    timings = {r["parameters"]["timing"] for r in recs if r["table"] == "decode" and r["status"] == "ok"}
+    assert timings == {"graph", "eager"}
+    assert {("llm", "fa_amd", "throughput"), ("llm", "fa_amd", "memory"), ("llm", "fa_amd", "capacity")} <= ok, recs
+
+
+@pytest.mark.gpu
+def test_gpu_e2e_tiny(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    js = tmp_path / "e.json"
+    rc, out, _ = _bench(["--suite", "e2e", "--json", str(js)], capsys, device="cuda")
+    assert rc == 0
+    ok, recs = _ok(js)
+    for table in ("bert_train", "generate"):
+        assert {(table, "eager", "throughput"), (table, "sdpa", "throughput"), (table, "fa_amd", "throughput")} <= ok
+    assert {("llama_train", "sdpa", "step_time"), ("llama_train", "fa_amd", "step_time")} <= ok
+    check = [r for r in recs if r["table"] == "generate_check" and r["backend"] == "fa_amd"]
+    assert check and check[0]["status"] == "ok", check
 
 
 def test_plot_writes_a_png_per_suite(tmp_path, capsys):

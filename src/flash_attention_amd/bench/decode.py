@@ -40,11 +40,20 @@ SIZES = {
     "tiny": dict(heads=(4, 2, 16), lengths=[64], batches=[1], pages=[16], timings=["eager"], copy_bytes=1 << 20,
                  llm="tiny", gen=(1, 8, 4), cap_batch=None, cap_context=None, search_s=0),
 }
+# the test suite's GPU smoke run: every code path (graph timing, the capacity search) at tiny sizes
+TINY_GPU = dict(timings=["graph", "eager"], cap_batch=4, cap_context=8192, search_s=30)
 LLM = {"8b": models.LLAMA_8B, "8l": models.LLAMA_8L, "small": models.LLAMA_SMALL, "tiny": models.LLAMA_TINY}
 
 
+def sizes(ctx) -> dict:
+    s = dict(SIZES[ctx.size])
+    if ctx.size == "tiny" and ctx.gpu:
+        s.update(TINY_GPU)
+    return s
+
+
 def describe(ctx):
-    s = SIZES[ctx.size]
+    s = sizes(ctx)
     h, hk, d = s["heads"]
     yield (f"- {str(ctx.dtype).replace('torch.', '')}, {h} query heads over {hk} KV heads, d={d}, one query token, "
            f"full caches; bandwidth = bytes of K and V / time; timing: {', '.join(s['timings'])}.")
@@ -62,7 +71,7 @@ def _unit(ctx):
 
 
 def run(ctx):
-    s = SIZES[ctx.size]
+    s = sizes(ctx)
     copy = _copy(ctx, s)
     yield copy
     bw = copy.rows[0]["cells"]["device copy"]
