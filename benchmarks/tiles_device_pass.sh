@@ -7,7 +7,7 @@
 # bench_bwd_quick.py (against SDPA's FA2) with them. Results: $OUT/<name>.txt; short tables last.
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-JOBS=${JOBS:-benchmarks/tiles_jobs4.txt}
+JOBS=${JOBS:-benchmarks/results/tiles_h200_raw/jobs4.txt}
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 if [ "$TESTS" = all ]; then
   python3 -m pytest tests -q -p no:cacheprovider -n 8 --ignore=tests/test_check_amd.py > $OUT/gpu_tests.txt 2>&1 &

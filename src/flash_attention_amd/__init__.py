@@ -7,8 +7,14 @@ Example::
 
 Nothing is compiled or switched on at import; Triton is imported on first use.
 """
-from .dispatch import BackendUnavailable, use_backend
-from .interface import (
+import warnings as _warnings
+
+# torch warns at import when numpy is absent ("Failed to initialize NumPy"): numpy is optional
+# here and that warning would be the first line `flash-attention-amd bench` prints.
+_warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+
+from .dispatch import BackendUnavailable, use_backend  # noqa: E402
+from .interface import (  # noqa: E402
     explain,
     flash_attn_func,
     flash_attn_kvpacked_func,
@@ -17,7 +23,7 @@ from .interface import (
     flash_attn_varlen_kvpacked_func,
     flash_attn_varlen_qkvpacked_func,
 )
-from .modules import FlashAttention
+from .modules import FlashAttention  # noqa: E402
 
 __version__ = "0.1.0"
 

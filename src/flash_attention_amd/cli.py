@@ -42,13 +42,16 @@ def _info() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import bench as bench_pkg
+    from .bench import _Parser, add_arguments
+    from .bench import main as bench_main
+
     parser = argparse.ArgumentParser(prog="flash-attention-amd", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    bench = sub.add_parser("bench", help="forward time of standard attention and each backend")
-    bench.add_argument("--device", default=None, help="cpu (default when no GPU) or cuda")
-    bench.add_argument("--causal", action="store_true")
-    bench.add_argument("--seqlens", type=int, nargs="*", default=None)
-    bench.add_argument("--backends", nargs="*", default=None, help="subset of triton sdpa ck torch")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    bench = sub.add_parser("bench", help="the main job: standard attention against each backend, peers, models",
+                           description=bench_pkg.__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(bench)
     sub.add_parser("info", help="devices, and which backends can serve and why not")
     sub.add_parser("check-amd", add_help=False,
                    help="compile every kernel config for AMD/NVIDIA targets and check resources (--help for options)")
@@ -60,11 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.command == "info":
         return _info()
-    from . import bench as bench_mod
-
-    device = ns.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    bench_mod.run(device=device, causal=ns.causal, seqlens=ns.seqlens, backends=ns.backends)
-    return 0
+    return bench_main(ns, bench)
 
 
 if __name__ == "__main__":

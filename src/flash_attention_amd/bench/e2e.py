@@ -1,0 +1,301 @@
+"""Suite "e2e": Hugging Face transformers models with attn_implementation "eager", "sdpa" and ours
+("fa_amd", registered by ``flash_attention_amd.integrations.hf.register()``): the real-model
+figures of the call-path issue.
+
+Models are built from configs with random weights (nothing is downloaded), bf16 on a GPU.
+- ``bert_train``: BERT-base (BertForMaskedLM) training step, padded batches as a tokenizer
+  builds them (random lengths, right padding, attention_mask), samples/s.
+- ``llama_train``: Llama-style 8 layers, hidden 2048, 32/8 heads: training step at b=4 s=2048
+  padded and b=1 s=8192 unpadded, ms per step.
+- ``generate``: greedy generation, b=8, left-padded prompts of up to 512 tokens, 128 new
+  tokens, tokens/s (new tokens only).
+- ``generate_check``: fp32, a small Llama: the tokens fa_amd generates against eager's.
+A step is forward + backward + AdamW step (optimizer included), timed between device
+synchronisations after warm-up steps. Ratios: ours over the faster of eager and sdpa.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import BackendUnavailable, use_backend
+from . import models
+from .attn import reason
+from .core import Cell, Figure, Table, failed
+
+TITLE = "Hugging Face models: eager, sdpa and fa_amd (ours)"
+
+SIZES = {
+    "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
+                 llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
+                 gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=10,
+                 gen_reps=3),
+    "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
+                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
+                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=2, steps=5,
+                  gen_reps=2),
+    "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
+                llama=models.LLAMA_SMALL, llama_rows=[(2, 256, True), (1, 512, False)],
+                gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2),
+    "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY, llama_rows=[(2, 32, True)],
+                 gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1),
+}
+
+
+def describe(ctx):
+    if not models.have_transformers():
+        yield "- transformers is not installed: this suite needs it (pip install 'flash-attention-amd[hf]')."
+        return
+    import transformers
+
+    s = SIZES[ctx.size]
+    yield (f"- transformers {transformers.__version__}; random weights from configs; "
+           f"{str(ctx.dtype).replace('torch.', '')}; sizes: {ctx.size}.")
+    yield (f"- Step = forward + backward + AdamW step (optimizer included); {s['warmup']} warm-up steps, median "
+           f"(min-max) of {s['steps']} timed steps, each between device synchronisations.")
+    yield ("- fa_amd = attn_implementation='fa_amd' with automatic backend choice"
+           + (f"; fa_amd:NAME = with NAME forced ({', '.join(ctx.backends)})" if ctx.asked_backends else "") + ".")
+    yield "- Ratios: fa_amd over the faster of eager and sdpa in the same row (> 1: ours is faster)."
+
+
+def _impls(ctx, base=("eager", "sdpa")) -> list[str]:
+    out = list(base) + ["fa_amd"]
+    if ctx.asked_backends:
+        out += [f"fa_amd:{be}" for be in ctx.backends]
+    return out
+
+
+def _best_of(keys):
+    """Callable(row) -> the key among `keys` with the best figure (higher is better if `higher`)."""
+
+    def pick(row, higher=True):
+        best, best_v = None, None
+        for key in keys:
+            cell = row["cells"].get(key)
+            if cell is not None and cell.ok:
+                v = cell.figure.value
+                if best is None or (v > best_v if higher else v < best_v):
+                    best, best_v = key, v
+        return best or keys[0]
+
+    return pick
+
+
+def _forcing(impl: str):
+    """(attn_implementation, backend to force or None)."""
+    if impl.startswith("fa_amd:"):
+        return "fa_amd", impl.split(":", 1)[1]
+    return impl, None
+
+
+def served_by(ctx, b, s, h, hk, d, varlen, dropout=0.0, causal=False, grad=True) -> str:
+    """Which backend the fa_amd integration's call of this shape goes to (``explain``, nothing run)."""
+    from .. import explain
+
+    shape = (b * s, h, d) if varlen else (b, s, h, d)
+    kshape = shape[:-2] + (hk, d)
+    q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
+    k, v = (torch.empty(kshape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(2))
+    kw = dict(dropout_p=dropout, causal=causal)
+    if varlen:
+        cu = torch.arange(0, b + 1, device=ctx.device, dtype=torch.int32) * s
+        kw.update(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=s, max_seqlen_k=s)
+    try:
+        first = explain(q, k, v, **kw).splitlines()[0]
+    except Exception as exc:  # e.g. no backend can serve it
+        return f"none ({reason(exc)})"
+    return first.rsplit("-> ", 1)[-1]
+
+
+def _run_forced(backend, fn):
+    if backend is None:
+        return fn()
+    with use_backend(backend):
+        return fn()
+
+
+def run(ctx):
+    if not models.have_transformers():
+        t = Table("e2e", "bert_train", "BERT-base training (needs transformers)", "throughput", "samples/s",
+                  ["seqlen", "batch"])
+        t.put(dict(seqlen=0, batch=0), "fa_amd", Cell(None, "skipped", "transformers is not installed"))
+        yield t
+        return
+    models.register_hf()
+    s = SIZES[ctx.size]
+    yield _bert(ctx, s)
+    ctx.cleanup()
+    yield _llama_train(ctx, s)
+    ctx.cleanup()
+    yield _generate(ctx, s)
+    ctx.cleanup()
+    yield _check(ctx, s)
+
+
+def _train_cell(ctx, model, batch, impl, s, per) -> Cell:
+    attn, backend = _forcing(impl)
+    opt = None
+    try:
+        models.set_impl(model, attn)
+        opt = models.adamw(model)
+        step = models.train_step(model, batch, opt)
+        fig = _run_forced(backend, lambda: ctx.timer.steps(step, s["warmup"], s["steps"]))
+        return Cell(fig.map(per) if per else fig)
+    except BackendUnavailable as exc:
+        return Cell(None, "declined", reason(exc))
+    except Exception as exc:
+        return failed(exc)
+    finally:
+        if opt is not None:
+            opt.zero_grad(set_to_none=True)
+        del opt
+        model.zero_grad(set_to_none=True)
+        ctx.cleanup()
+
+
+def _bert(ctx, s) -> Table:
+    cfg = s["bert"]
+    name = "BERT-base" if cfg is models.BERT_BASE else "BERT-shaped"
+    t = Table("e2e", "bert_train", f"{name} training step, padded batches", "throughput", "samples/s",
+              ["seqlen", "batch", "real tokens"], higher_is_better=True)
+    t.notes.append(f"BertForMaskedLM, {models.describe(cfg)}; batches padded to seqlen (right), lengths uniform in "
+                   "[seqlen/4, seqlen], MLM loss on the real tokens.")
+    heads = cfg["num_attention_heads"]
+    d = cfg["hidden_size"] // heads
+    drop = cfg.get("attention_probs_dropout_prob", 0.1)
+    sq0, b0 = s["bert_shapes"][0]
+    t.notes.append(f"fa_amd's calls (un-padded varlen, dropout {drop:g}, with grads) go to: "
+                   f"{served_by(ctx, b0, sq0, heads, heads, d, True, drop)} (explain()).")
+    impls = _impls(ctx)
+    pick = _best_of(["eager", "sdpa"])
+    for impl in impls[2:]:
+        t.ratio(f"{impl} / best", "speedup_vs_best_of_eager_sdpa", impl, pick)
+    max_len = max(sq for sq, _ in s["bert_shapes"])
+    with ctx.bar("e2e bert_train", 1 + len(s["bert_shapes"]) * len(impls)) as bar:
+        bar.doing("building the model")
+        model = models.hf_bert(cfg, max_len, ctx.device, ctx.dtype)
+        bar.advance()
+        for sq, b in s["bert_shapes"]:
+            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=True)
+            p = {"seqlen": sq, "batch": b, "real tokens": models.real_tokens(batch)}
+            for impl in impls:
+                bar.doing(f"s={sq} {impl}")
+                t.put(p, impl, _train_cell(ctx, model, batch, impl, s, lambda ms, b=b: b * 1e3 / ms))
+                bar.advance()
+    return t
+
+
+def _llama_train(ctx, s) -> Table:
+    cfg = s["llama"]
+    t = Table("e2e", "llama_train", "Llama-style training step", "step_time", "ms", ["batch", "seqlen", "padded"])
+    t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; padded rows: right padding, lengths uniform in "
+                   "[seqlen/4, seqlen]; causal-LM loss on the real tokens.")
+    h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = cfg["hidden_size"] // h
+    b0, sq0, _ = s["llama_rows"][0]
+    padded = served_by(ctx, b0, sq0, h, hk, d, True, causal=True)
+    dense = served_by(ctx, 1, sq0, h, hk, d, False, causal=True)
+    t.notes.append(f"fa_amd's calls go to: padded (varlen, causal) {padded}; unpadded (dense, causal) {dense} "
+                   "(explain()).")
+    impls = _impls(ctx, base=("sdpa",))
+    for impl in impls[1:]:
+        t.ratio(f"speedup {impl}", "speedup_vs_sdpa", "sdpa", impl, subject="den")
+    max_len = max(sq for _, sq, _ in s["llama_rows"])
+    with ctx.bar("e2e llama_train", 1 + len(s["llama_rows"]) * len(impls)) as bar:
+        bar.doing("building the model")
+        model = models.hf_llama(cfg, max_len, ctx.device, ctx.dtype).train()
+        bar.advance()
+        for b, sq, padded in s["llama_rows"]:
+            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=padded)
+            p = {"batch": b, "seqlen": sq, "padded": padded}
+            for impl in impls:
+                bar.doing(f"b={b} s={sq} {impl}")
+                t.put(p, impl, _train_cell(ctx, model, batch, impl, s, None))
+                bar.advance()
+    return t
+
+
+def _gen_setup(model, cfg, b, prompt, device, seed=0):
+    batch = models.padded_batch(b, prompt, cfg["vocab_size"], device, padded=True, side="left", min_frac=0.5,
+                                seed=seed)
+    gc = model.generation_config
+    gc.pad_token_id, gc.eos_token_id, gc.bos_token_id = 0, None, None
+    return dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+
+
+def _generate(ctx, s) -> Table:
+    cfg = s["llama"]
+    b, prompt, new = s["gen"]
+    t = Table("e2e", "generate", "Greedy generation, left-padded prompts", "throughput", "tokens/s",
+              ["batch", "prompt", "new tokens"], higher_is_better=True)
+    t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; prompts of {prompt // 2}-{prompt} tokens, left-padded "
+                   f"to {prompt}; {new} new tokens per sequence (no early stop); tokens/s = batch x new tokens / "
+                   f"time of generate(); 1 warm-up generate, median of {s['gen_reps']}.")
+    impls = _impls(ctx)
+    pick = _best_of(["eager", "sdpa"])
+    for impl in impls[2:]:
+        t.ratio(f"{impl} / best", "speedup_vs_best_of_eager_sdpa", impl, pick)
+    p = {"batch": b, "prompt": prompt, "new tokens": new}
+    with ctx.bar("e2e generate", 1 + len(impls)) as bar:
+        bar.doing("building the model")
+        model = models.hf_llama(cfg, prompt + new, ctx.device, ctx.dtype).eval()
+        inputs = _gen_setup(model, cfg, b, prompt, ctx.device)
+        bar.advance()
+        for impl in impls:
+            bar.doing(impl)
+            attn, backend = _forcing(impl)
+            try:
+                models.set_impl(model, attn)
+
+                def once():
+                    with torch.no_grad():
+                        model.generate(**inputs, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+
+                fig = _run_forced(backend, lambda: ctx.timer.steps(once, 1, s["gen_reps"]))
+                t.put(p, impl, Cell(fig.map(lambda ms: b * new * 1e3 / ms)))
+            except BackendUnavailable as exc:
+                t.put(p, impl, Cell(None, "declined", reason(exc)))
+            except Exception as exc:
+                t.put(p, impl, failed(exc))
+            ctx.cleanup()
+            bar.advance()
+    return t
+
+
+def _check(ctx, s) -> Table:
+    cfg = s["check_model"]
+    b, prompt, new = s["check"]
+    t = Table("e2e", "generate_check", "Same tokens as eager (fp32 greedy generation)", "same_tokens", "%",
+              ["batch", "prompt", "new tokens"], higher_is_better=True, digits=4)
+    t.notes.append(f"LlamaForCausalLM fp32, {models.describe(cfg)}, initializer_range 0.2 (peaked logits: no near "
+                   f"ties); left-padded prompts; the share of generated tokens equal to eager's (100 = identical).")
+    p = {"batch": b, "prompt": prompt, "new tokens": new}
+    impls = [i for i in _impls(ctx, base=()) if i.startswith("fa_amd")]
+    with ctx.bar("e2e generate_check", 1 + len(impls)) as bar:
+        torch.manual_seed(0)
+        model = models.hf_llama(cfg, prompt + new, ctx.device, torch.float32, init_std=0.2).eval()
+        inputs = _gen_setup(model, cfg, b, prompt, ctx.device, seed=1)
+
+        def gen():
+            with torch.no_grad():
+                return model.generate(**inputs, max_new_tokens=new, min_new_tokens=new, do_sample=False)[:, prompt:]
+
+        models.set_impl(model, "eager")
+        ref = gen()
+        bar.advance()
+        for impl in impls:
+            attn, backend = _forcing(impl)
+            try:
+                models.set_impl(model, attn)
+                out = _run_forced(backend, gen)
+                same = (out == ref).float().mean().item() * 100.0
+                note = ""
+                if same < 100.0:
+                    first = int((out != ref).any(0).nonzero()[0])
+                    note = f"first difference at new token {first}"
+                t.put(p, impl, Cell(Figure([same]), note=note))
+            except BackendUnavailable as exc:
+                t.put(p, impl, Cell(None, "declined", reason(exc)))
+            except Exception as exc:
+                t.put(p, impl, failed(exc))
+            bar.advance()
+    return t

@@ -1,0 +1,232 @@
+"""Suite "kernels": the TFLOP/s grid of the FlashAttention papers, every importable peer side by side.
+
+bf16, batch x seqlen = 16384 tokens, nheads x headdim = 2048, head dims 64/128/256, causal or
+not, forward and backward. TFLOP/s counts 4·b·h·sq·sk·d for the forward, halved when causal,
+x2.5 for the backward. Peers: SDPA's flash, cuDNN and memory-efficient kernels (each forced
+with ``torch.nn.attention.sdpa_kernel``), FlexAttention (``torch.compile(flex_attention)``,
+a block mask when causal), ``flash_attn`` (Dao-AILab's build, or ROCm's CK build) and FA4
+(``flash_attn.cute``) when importable; ours is ``flash_attn_func`` with ``use_backend("triton")``.
+Backward: the forward once, then ``out.backward(dout, retain_graph=True)`` timed alone with the
+input grads reset. Fresh ``torch.randn`` inputs per size; median of ``triton.testing.do_bench``.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import BackendUnavailable, flash_attn_func, use_backend
+from .attn import declines, reason
+from .core import Cell, Table, failed
+
+TITLE = "FLOP/s of the papers' grid, ours against every importable peer"
+
+SIZES = {
+    "full": dict(headdims=[64, 128, 256], seqlens=[1024, 4096, 16384], tokens=16384, hidden=2048),
+    "quick": dict(headdims=[128], seqlens=[4096, 16384], tokens=16384, hidden=2048),
+    "cpu": dict(headdims=[64], seqlens=[256, 1024], tokens=1024, hidden=256),
+    "tiny": dict(headdims=[32], seqlens=[32, 64], tokens=64, hidden=64),
+}
+
+# key: (label, layout "bshd" | "bhsd")
+PEERS = {
+    "flash": ("SDPA flash", "bhsd"),
+    "cudnn": ("cuDNN", "bhsd"),
+    "efficient": ("SDPA mem-eff", "bhsd"),
+    "flex": ("Flex", "bhsd"),
+    "flash_attn": ("flash_attn", "bshd"),
+    "fa4": ("FA4", "bshd"),
+}
+GPU_ONLY = {"cudnn": "cuDNN runs on NVIDIA GPUs only", "efficient": "SDPA's memory-efficient kernel is GPU-only"}
+
+
+def sizes(ctx) -> dict:
+    s = dict(SIZES[ctx.size])
+    if ctx.seqlens:
+        s["seqlens"] = list(ctx.seqlens)
+    if ctx.headdims:
+        s["headdims"] = list(ctx.headdims)
+    return s
+
+
+def tflops(b, h, sq, sk, d, causal, bwd, ms) -> float:
+    flop = 4.0 * b * h * sq * sk * d * (0.5 if causal else 1.0) * (2.5 if bwd else 1.0)
+    return flop / (ms * 1e-3) / 1e12
+
+
+def _ours(ctx) -> list[str]:
+    if ctx.asked_backends:
+        return list(ctx.backends)
+    return ["triton"] if ctx.gpu else ["torch"]
+
+
+def describe(ctx):
+    s = sizes(ctx)
+    ours = _ours(ctx)
+    yield (f"- {str(ctx.dtype).replace('torch.', '')}, batch x seqlen = {s['tokens']} tokens, nheads x headdim = "
+           f"{s['hidden']}; TFLOP/s = 4·b·h·s²·d (x0.5 causal, x2.5 backward) / median time.")
+    yield (f"- ours: flash_attn_func with use_backend({', '.join(repr(o) for o in ours)}); peers: "
+           + ", ".join(label for label, _ in PEERS.values()) + " (each where importable and able to run here).")
+    yield ("- Backward: forward once, then out.backward(dout, retain_graph=True) timed alone, input grads reset; "
+           "Flex: compiled once per shape for training, its forward timed with grad-requiring inputs.")
+    if not ctx.gpu:
+        yield "- On a CPU: our torch backend and SDPA's CPU flash kernel only; the grid is scaled down."
+
+
+# ---------------------------------------------------------------------- peers
+
+class _Flex:
+    def __init__(self, device):
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        cfg = torch._dynamo.config
+        for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(cfg, name):
+                setattr(cfg, name, max(getattr(cfg, name), 1024))
+        self.fn = torch.compile(flex_attention, dynamic=False)
+        self.create_block_mask = create_block_mask
+        self.device = device
+        self.masks = {}
+
+    def __call__(self, q, k, v, causal):
+        mask = None
+        if causal:
+            key = (q.shape[-2], k.shape[-2])
+            if key not in self.masks:
+                sq, sk = key
+                self.masks[key] = self.create_block_mask(lambda b, h, i, j: i + (sk - sq) >= j, None, None, sq, sk,
+                                                         device=self.device)
+            mask = self.masks[key]
+        return self.fn(q, k, v, block_mask=mask)
+
+
+def _sdpa(kind):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION}[kind]
+
+    def call(q, k, v, causal):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return call
+
+
+def _dao():
+    from flash_attn import flash_attn_func as f
+
+    return lambda q, k, v, causal: f(q, k, v, causal=causal)
+
+
+def _fa4():
+    from flash_attn.cute import flash_attn_func as f
+
+    def call(q, k, v, causal):
+        out = f(q, k, v, causal=causal)
+        return out[0] if isinstance(out, tuple) else out
+
+    return call
+
+
+def peers(ctx) -> tuple[dict, dict]:
+    """({peer: callable(q, k, v, causal)}, {peer: why it is not timed})."""
+    wanted = list(ctx.peers) if ctx.peers else list(PEERS)
+    calls, why = {}, {}
+    for name in wanted:
+        if not ctx.gpu and name in GPU_ONLY:
+            why[name] = GPU_ONLY[name]
+            continue
+        if torch.version.hip and name == "cudnn":
+            why[name] = "cuDNN is NVIDIA's; this is a ROCm build of torch"
+            continue
+        if not ctx.gpu and name == "flex" and not ctx.peers:
+            why[name] = "FlexAttention on a CPU: compiling it takes minutes; name it in --peers to time it anyway"
+            continue
+        try:
+            if name in ("flash", "cudnn", "efficient"):
+                calls[name] = _sdpa(name)
+            elif name == "flex":
+                calls[name] = _Flex(ctx.device)
+            elif name == "flash_attn":
+                calls[name] = _dao()
+            elif name == "fa4":
+                calls[name] = _fa4()
+        except Exception as exc:  # not importable here
+            why[name] = f"not importable ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+    return calls, why
+
+
+# ---------------------------------------------------------------------- the grid
+
+def run(ctx):
+    s = sizes(ctx)
+    calls, why = peers(ctx)
+    ours = _ours(ctx)
+    for bwd in (False, True):
+        name = "bwd" if bwd else "fwd"
+        unit = "TFLOP/s" if ctx.gpu else "GFLOP/s"
+        t = Table("kernels", name, f"{'Backward' if bwd else 'Forward'} {unit}", "throughput", unit,
+                  ["headdim", "causal", "seqlen", "batch", "nheads"], higher_is_better=True, digits=3)
+        for key in calls:
+            t.column(key, PEERS[key][0])
+        for be in ours:
+            t.column(f"ours:{be}", f"ours ({be})")
+        first = f"ours:{ours[0]}"
+        for key in calls:
+            t.ratio(f"ours/{PEERS[key][0]}", f"ratio_vs_{key}", first, key)
+        rows = [(d, causal, n) for d in s["headdims"] for causal in (False, True) for n in s["seqlens"]]
+        with ctx.bar(f"kernels {name}", len(rows) * (len(calls) + len(ours))) as bar:
+            for d, causal, n in rows:
+                b, h = max(1, s["tokens"] // n), max(1, s["hidden"] // d)
+                p = dict(headdim=d, causal=causal, seqlen=n, batch=b, nheads=h)
+                for key, reason_ in why.items():
+                    t.put(p, key, Cell(None, "skipped", reason_), PEERS[key][0])
+                for key, call in calls.items():
+                    bar.doing(f"{name} d={d} s={n} {PEERS[key][0]}")
+                    t.put(p, key, _time(ctx, p, call, PEERS[key][1], bwd, unit, grad_fwd=key == "flex"))
+                    bar.advance()
+                for be in ours:
+                    bar.doing(f"{name} d={d} s={n} ours {be}")
+                    t.put(p, f"ours:{be}", _time(ctx, p, None, "bshd", bwd, unit, backend=be))
+                    bar.advance()
+                ctx.cleanup()
+        yield t
+
+
+def _time(ctx, p, call, layout, bwd, unit, backend=None, grad_fwd=False) -> Cell:
+    b, n, h, d, causal = p["batch"], p["seqlen"], p["nheads"], p["headdim"], p["causal"]
+    shape = (b, n, h, d) if layout == "bshd" else (b, h, n, d)
+    grad = bwd or grad_fwd
+    q, k, v = (torch.randn(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(3))
+    try:
+        if backend is not None:
+            why = declines(backend, q, k, v, causal=causal)
+            if why is not None:
+                return Cell(None, "declined", why)
+
+            def fn():
+                return flash_attn_func(q, k, v, causal=causal)
+        else:
+
+            def fn():
+                return call(q, k, v, causal)
+
+        def measure():
+            if not bwd:
+                return ctx.timer.call(fn)
+            out = fn()
+            dout = torch.randn_like(out)
+            return ctx.timer.call(lambda: out.backward(dout, retain_graph=True), grad_to_none=[q, k, v])
+
+        if backend is not None:
+            with use_backend(backend):
+                fig = measure()
+        else:
+            fig = measure()
+        scale = 1.0 if unit == "TFLOP/s" else 1e3
+        return Cell(fig.map(lambda ms: tflops(b, h, n, n, d, causal, bwd, ms) * scale))
+    except BackendUnavailable as exc:
+        return Cell(None, "declined", reason(exc))
+    except Exception as exc:
+        return failed(exc)
