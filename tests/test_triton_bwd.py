@@ -7,16 +7,14 @@ so these tests need no forward kernel. GPU tests (marked gpu) use realistic size
 from __future__ import annotations
 
 import math
-
 from dataclasses import replace
 
 import pytest
 import torch
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
-
-from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
@@ -92,7 +90,9 @@ def _check(b, sq, sk, h, hk, d, dtype=None, config=None, dv_dim=None, **opts):
 
 
 def _atomic_cfg():
-    return _bwd().BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, dq_atomic=True)
+    from flash_attention_amd.launch.tiles import Tile
+
+    return _bwd().BwdConfig(dkdv=Tile(16, 32, 4, 1), dq=Tile(32, 16, 4, 1), dq_atomic=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,15 +297,15 @@ def test_compile_specs_cover_every_config(arch):
     specs = bwd.compile_specs(arch)
     kinds = {s.kernel for s in specs}
     assert kinds == {"bwd_pre", "bwd_dkdv", "bwd_dq"}
-    largest = max(max_d for max_d, _, _ in bwd._table(arch))
+    largest = max(row.max_d for row in bwd._rows(arch))
     for d in (dd for dd in (32, 64, 96, 128, 192, 256) if dd <= largest):
         cfg = bwd.pick_config(arch, d, d)
-        assert any(s.constexprs.get("BLOCK_N") == cfg.block_n1 and s.constexprs.get("BLOCK_M") == cfg.block_m1
+        assert any(s.constexprs.get("BLOCK_N") == cfg.dkdv.block_n and s.constexprs.get("BLOCK_M") == cfg.dkdv.block_m
                    for s in specs if s.kernel == "bwd_dkdv")
     for dtype in ("fp16", "bf16"):  # every option-table and dropout-table row is compiled too
         for tier in (1, 2):
-            for max_d, _, cfg in bwd._table(arch, tier):
-                assert any(s.constexprs.get("BLOCK_M") == cfg.block_m1 and s.constexprs.get("HEAD_DIM") == max_d
+            for max_d, cfg, *_ in bwd._rows(arch, tier):
+                assert any(s.constexprs.get("BLOCK_M") == cfg.dkdv.block_m and s.constexprs.get("HEAD_DIM") == max_d
                            and s.constexprs.get("HAS_SOFTCAP") and dtype in s.label
                            for s in specs if s.kernel == "bwd_dkdv")
     assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}

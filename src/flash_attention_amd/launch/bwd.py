@@ -5,147 +5,51 @@ out/dout [b, sq, h, dv], lse [b, h, sq]; varlen q [total_q, h, d], k/v [total_k,
 lse [h, total_q]. Returns dq, dk, dv shaped like q, k, v (dk/dv summed over the query heads
 of a GQA group inside one program: no race).
 
-Paths: dK/dV always come from ``bwd_dkdv`` (one program per KV block and KV head).
-dQ comes either from atomics inside that kernel into a zeroed fp32 buffer (``dq_atomic``:
-one pass over the scores, not bitwise reproducible) or from the separate ``bwd_dq`` kernel
-(recomputes the scores, deterministic). ``params.deterministic`` always takes the latter;
-otherwise the per-arch table decides.
+Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ from the
+separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles.py BWD.
+A ``BwdConfig`` with ``dq_atomic`` (no table row has it; tests and experiments) adds dQ with
+atomics inside ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic``).
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 
 import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .spec import DROPOUT, OPTIONS, PLAIN, CompileSpec, tier_table
-
-MAX_HEADDIM = 256
-
-
-@dataclass(frozen=True)
-class BwdConfig:
-    """Tiles of the two kernels: dkdv (BLOCK_M1 query rows x BLOCK_N1 KV rows) and dq (BLOCK_M2 x BLOCK_N2)."""
-
-    block_m1: int
-    block_n1: int
-    warps1: int
-    stages1: int
-    block_m2: int
-    block_n2: int
-    warps2: int
-    stages2: int
-    dq_atomic: bool = False  # the non-deterministic default computes dq with atomics
-    # dK/dV loop over query blocks: split in masked head / unmasked middle / masked tail (no mask
-    # arithmetic in the middle), or one masked loop (False: far fewer registers on NVIDIA).
-    split: bool = True
-    amd: dict = field(default_factory=dict, hash=False, compare=False)  # waves_per_eu, matrix_instr_nonkdim, kpack
+from .spec import CompileSpec
+from .tiles import (
+    BWD,
+    DROPOUT,
+    MAX_HEADDIM,
+    OPTIONS,
+    PLAIN,
+    BwdConfig,
+    Row,
+    Tile,
+    arch_family,
+    bwd_preprocess_tile,
+    family_table,
+    padded_dim,
+    pick,
+    tier_of,
+)
 
 
-def _amd(waves=1, kpack=1):
-    return {"waves_per_eu": waves, "matrix_instr_nonkdim": 16, "kpack": kpack}
-
-
-# Per arch: (largest head dim, causal or None for both, config), first match wins.
-# sm90 rows: measured on an H100 / H200 (benchmarks/results/bwd_h100.md, tiles_h200.md); the
-# atomic dq path measured no faster there, so no sm90 row uses it (the default is deterministic).
-# Rule for NVIDIA: the fastest tile measured, unless a tile that ptxas compiles spill-free (every
-# variant check-amd compiles, GQA included) is within 10% of it; spills kept that way are
-# accepted in check-amd with the measurement (_measured_spills). sm80 rows: spill-free per ptxas,
-# not timed (no A100 here). Other rows: spill-free per check-amd, not tuned on hardware.
-_ONE = dict(split=False)  # dK/dV in one masked loop: fewer registers
-_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
-    "sm90": [
-        (64, False, BwdConfig(64, 64, 4, 3, 128, 64, 8, 3)),
-        (64, True, BwdConfig(64, 64, 4, 3, 64, 64, 4, 3)),
-        (128, False, BwdConfig(64, 128, 8, 3, 128, 64, 8, 3)),
-        (128, True, BwdConfig(64, 128, 8, 2, 128, 64, 8, 3)),
-        # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled); spill-free but
-        # for the GQA build at d=192 (1-6 registers, accepted: _measured_spills)
-        (256, None, BwdConfig(32, 64, 8, 2, 32, 64, 4, 2, **_ONE)),
-    ],
-    "sm80": [
-        (64, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 2)),
-        (128, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
-        (256, None, BwdConfig(32, 64, 8, 1, 64, 32, 8, 1)),
-    ],
-    "gfx942": [
-        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
-        (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
-    ],
-    "gfx90a": [
-        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1))),
-        (128, None, BwdConfig(32, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1))),
-        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
-    ],
-    # RDNA3 (wave32, 256 VGPRs a lane): WMMA operands are replicated across the two half-waves,
-    # so a dK/dV program holding K, V, dK, dV for even 16 KV rows needs more than 256 VGPRs
-    # above head dim 64 (check-amd: 115+ spilled at d=128 with 16x16 tiles). Up to 64 these
-    # tiles are spill-free; larger head dims are declined (supports()).
-    "gfx1100": [
-        (64, None, BwdConfig(16, 16, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
-    ],
-    # Triton's interpreter (CPU tensors): small, unequal tiles so tests cross many block edges.
-    "interp": [(MAX_HEADDIM, None, BwdConfig(16, 32, 4, 1, 32, 16, 4, 1))],
-}
-# Other tiles where the main row spills with a window, ALiBi or softcap on (check-amd variant
-# "opts": all three, varlen too, no dropout), and with dropout (variant "all": every option).
-# Same layout as _CONFIGS; an arch without a row here uses its main table.
-_OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
-    "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
-        (64, None, BwdConfig(32, 64, 4, 3, 128, 64, 8, 3)),  # spill-free, 0.92-1.0x the main row
-        (128, None, BwdConfig(32, 64, 4, 2, 128, 64, 8, 3)),  # 0.95-1.0x the main row, fewer spills
-        (256, None, BwdConfig(32, 64, 8, 2, 32, 64, 4, 2, **_ONE)),
-    ],
-    # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
-    "gfx1100": [
-        (64, None, BwdConfig(16, 16, 4, 1, 32, 16, 4, 1, amd=_amd(1, 1), **_ONE)),
-    ],
-    "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
-        (64, None, BwdConfig(16, 64, 4, 2, 128, 64, 8, 2, **_ONE)),
-        (128, None, BwdConfig(32, 64, 8, 2, 64, 64, 8, 2)),
-        (256, None, BwdConfig(16, 32, 8, 1, 64, 32, 8, 1, **_ONE)),
-    ],
-}
-_DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, BwdConfig]]] = {
-    # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
-    "gfx90a": [
-        (64, None, BwdConfig(64, 64, 4, 1, 64, 64, 4, 1, amd=_amd(1, 1), **_ONE)),
-        (128, None, BwdConfig(16, 64, 4, 1, 64, 32, 4, 1, amd=_amd(1, 1), **_ONE)),
-        (256, None, BwdConfig(16, 32, 4, 1, 32, 32, 4, 1, amd=_amd(1, 1))),
-    ],
-}
-_TABLES = (_CONFIGS, _OPTION_CONFIGS, _DROPOUT_CONFIGS)
-_ALIASES = {"sm89": "sm80", "sm86": "sm80", "sm87": "sm80", "sm100": "sm90", "sm103": "sm90", "sm120": "sm80",
-            "gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
-            "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100"}
-
-
-def _table(arch: str | None, tier: int = PLAIN) -> list[tuple[int, bool | None, BwdConfig]]:
-    """The arch's rows for a feature tier (launch/spec.py): PLAIN, OPTIONS or DROPOUT."""
-    if arch is None:
-        return _CONFIGS["interp"]
-    arch = _ALIASES.get(arch, arch)
-    if arch not in _CONFIGS:
-        arch = "gfx942" if arch.startswith("gfx") else "sm80"
-    return tier_table(_TABLES, arch, tier)
-
-
-def _tier(dropout: bool, options: bool) -> int:
-    return DROPOUT if dropout else OPTIONS if options else PLAIN
+def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
+    """The backward rows (launch/tiles.py BWD) of an arch for a feature tier; [] when none."""
+    return family_table(BWD, arch_family(arch), tier) or []
 
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
                 dropout: bool = False, options: bool = False) -> BwdConfig:
     """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap)."""
-    d = max(headdim, headdim_v)
-    for max_d, when_causal, cfg in _table(arch, _tier(dropout, options)):
-        if d <= max_d and when_causal in (None, causal):
-            return cfg
-    raise ValueError(f"headdim {d} has no backward config on {arch} (see supports())")
+    d = max(padded_dim(headdim), padded_dim(headdim_v))
+    cfg = pick(_rows(arch, tier_of(dropout, options)), d, causal)
+    if cfg is None:
+        raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
+    return cfg
 
 
 def supports(problem: Problem) -> str | None:
@@ -159,20 +63,14 @@ def supports(problem: Problem) -> str | None:
         return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
     dropout = problem.dropout_p > 0
     options = problem.has_window or problem.has_alibi or problem.softcap > 0
-    largest = max(max_d for max_d, _, _ in _table(problem.arch, _tier(dropout, options)))
+    rows = _rows(problem.arch, tier_of(dropout, options))
+    if not rows:
+        return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
+    largest = max(row.max_d for row in rows)
     if max(problem.headdim, problem.headdim_v) > largest:
         return (f"no spill-free backward tile on {problem.arch} above head dim {largest}"
                 f"{' with dropout' if dropout else ' with these options' if options else ''} (got {problem.headdim}/{problem.headdim_v})")
     return None
-
-
-def _pow2(x: int) -> int:
-    return max(16, 1 << (x - 1).bit_length())
-
-
-def _pre_block(block_dv: int) -> int:
-    """Rows per preprocess program: 4096 elements of out and dout (no spills on AMD at d=256)."""
-    return max(16, min(64, 4096 // block_dv))
 
 
 def _i32(x: int) -> int:
@@ -258,42 +156,42 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
     seed_lo, seed_hi = _i32(params.seed), _i32(params.seed >> 32)
     cu_q_arg = cu_q if varlen else lse  # never read when dense
     cu_k_arg = cu_k if varlen else lse
-    block_d, block_dv = _pow2(headdim), _pow2(headdim_v)
+    block_d, block_dv = padded_dim(headdim), padded_dim(headdim_v)
     flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
                  HAS_ALIBI=params.alibi_slopes is not None, HAS_SOFTCAP=params.softcap > 0,
                  HAS_DROPOUT=has_dropout, IS_VARLEN=varlen)
     masks = (params.softmax_scale, params.softcap, params.window_left, params.window_right,
              threshold, dropout_scale, seed_lo, seed_hi)
-    amd = cfg.amd if q.device.type == "cuda" and torch.version.hip else {}
+    amd = q.device.type == "cuda" and torch.version.hip is not None
+    pre = bwd_preprocess_tile(arch_family(_arch_of(q.device)), block_dv)
 
-    K.bwd_preprocess[(triton.cdiv(seqlen_q, _pre_block(block_dv)), batch * nheads)](
+    K.bwd_preprocess[(triton.cdiv(seqlen_q, pre.block_m), batch * nheads)](
         out, dout, delta, cu_q_arg, *_strides3(out, varlen), *_strides3(dout, varlen),
         stride_lb, stride_lh, seqlen_q, nheads,
-        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=_pre_block(block_dv), IS_VARLEN=varlen, num_warps=4)
+        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=pre.block_m, IS_VARLEN=varlen, **pre.launch_options(amd))
 
     if dlse is not None:
         delta.sub_(dlse)
     dq_target = dq_acc if use_atomic else dq
-    K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.block_n1), batch * nheads_k)](
+    K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k)](
         q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q_arg, cu_k_arg,
         *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
         stride_lb, stride_lh, *_strides3(dk, varlen), *_strides3(dv, varlen), *_strides3(dq_target, varlen),
         stride_ab, stride_ah, seqlen_q, seqlen_k, nheads_k, group, *masks,
         HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
-        BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=use_atomic, SPLIT=cfg.split, GQA=group > 1, **flags,
-        num_warps=cfg.warps1, num_stages=cfg.stages1, **amd)
+        BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, DQ_ATOMIC=use_atomic, SPLIT=cfg.split, GQA=group > 1,
+        **flags, **cfg.dkdv.launch_options(amd))
 
     if use_atomic:
         dq.copy_(dq_acc.mul_(params.softmax_scale))
     else:
-        K.bwd_dq[(triton.cdiv(seqlen_q, cfg.block_m2), batch * nheads)](
+        K.bwd_dq[(triton.cdiv(seqlen_q, cfg.dq.block_m), batch * nheads)](
             q, k, v, dout, lse, delta, dq, alibi, cu_q_arg, cu_k_arg,
             *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
             stride_lb, stride_lh, *_strides3(dq, varlen), stride_ab, stride_ah,
             seqlen_q, seqlen_k, nheads, group, *masks,
             HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
-            BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags,
-            num_warps=cfg.warps2, num_stages=cfg.stages2, **amd)
+            BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, **cfg.dq.launch_options(amd))
     return dq, dk, dv
 
 
@@ -317,26 +215,6 @@ def _signature(names: list[str], ptr: str, ptr_types: dict[str, str]) -> dict[st
     return sig
 
 
-def _measured_spills(arch: str, max_d: int, variant: str = "plain") -> str:
-    """Why ptxas spills of a table row are accepted (NVIDIA only, always with a measurement):
-    sm90 rows that timed fastest on an H100 / H200, where no spill-free tile came within 10%."""
-    if arch != "sm90":
-        return ""
-    if variant == "plain" and max_d <= 128:
-        return ("fastest tile measured (benchmarks/results/bwd_h100.md); the builds the driver loaded for "
-                "the timed calls (seqlen a multiple of 16) report 0-2 spills (tiles_h200.md)")
-    if variant == "plain" and max_d == 256:
-        return ("fastest tile measured (1.0-1.19x the old row); the GQA build spills at d=192 only; the "
-                "spill-free 16x64 one-loop tile measured 0.77-0.78x with the same dQ tile (tiles_h200.md)")
-    if variant != "plain" and max_d == 128:
-        return ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; spill-free tiles measured "
-                "0.47-0.83x (benchmarks/results/tiles_h200.md)")
-    if variant != "plain" and max_d == 256:
-        return ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
-                "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
-    return ""
-
-
 # Kernel variants compiled per table row: the plain path and every option on (dropout included).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
 _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT))
@@ -353,18 +231,18 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config."""
     from ..kernels import bwd as K
 
-    opts = dict(cfg.amd) if arch.startswith("gfx") else {}
+    amd = arch.startswith("gfx")
     f32 = {"LSE": "*fp32", "Delta": "*fp32", "Alibi": "*fp32", "CuSeqQ": "*i32", "CuSeqK": "*i32"}
     flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
                  HAS_DROPOUT=False, IS_VARLEN=False)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
-    bd = _pow2(headdim)
+    bd = padded_dim(headdim)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
     what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
-        const = dict(dims, BLOCK_M=cfg.block_m1, BLOCK_N=cfg.block_n1, DQ_ATOMIC=atomic, SPLIT=cfg.split,
+        const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, DQ_ATOMIC=atomic, SPLIT=cfg.split,
                      GQA=gqa, **flags)
         sig = _signature([n for n in _params_of(K.bwd_dkdv) if n not in const], dtype,
                          {**f32, "DQ": "*fp32" if atomic else f"*{dtype}"})
@@ -372,16 +250,19 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             sig["group"] = "constexpr"
             const["group"] = 1
         specs.append(CompileSpec(
-            "bwd_dkdv", K.bwd_dkdv, sig, const, {"num_warps": cfg.warps1, "num_stages": cfg.stages1, **opts},
-            f"{what} dkdv {cfg.block_m1}x{cfg.block_n1} w{cfg.warps1} s{cfg.stages1}{'' if cfg.split else ' one-loop'}"
+            "bwd_dkdv", K.bwd_dkdv, sig, const, cfg.dkdv.launch_options(amd),
+            f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.block_m2, BLOCK_N=cfg.block_n2, **flags)
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, _signature([n for n in _params_of(K.bwd_dq) if n not in const], dtype, f32), const,
-        {"num_warps": cfg.warps2, "num_stages": cfg.stages2, **opts},
-        f"{what} dq {cfg.block_m2}x{cfg.block_n2} w{cfg.warps2} s{cfg.stages2}", accepted_spills=accepted_spills))
+        cfg.dq.launch_options(amd), f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
     return specs
+
+
+def _tile_label(t: Tile) -> str:
+    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}"
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:
@@ -393,7 +274,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs: list[CompileSpec] = []
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
-            for max_d, when_causal, cfg in _table(arch, tier):
+            for max_d, cfg, when_causal, *_ in _rows(arch, tier):
                 for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
                     if tier == PLAIN:
                         causals = (False, True) if when_causal is None else (when_causal,)
@@ -401,20 +282,17 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         causals = (when_causal is not False,)
                     for causal in causals:
                         specs += config_specs(arch, cfg, ty, headdim, causal, variant,
-                                              _measured_spills(arch, max_d, variant))
-        pre_dims: dict[int, BwdConfig] = {}
-        for max_d, _, cfg in _table(arch):
-            pre_dims.setdefault(max_d, cfg)
-        for max_d, cfg in pre_dims.items():
+                                              "" if arch.startswith("gfx") else cfg.dkdv.spills_ok)
+        for max_d in dict.fromkeys(row.max_d for row in _rows(arch)):
             for headdim in (max_d, max_d * 3 // 4):
-                bd = _pow2(headdim)
+                bd = padded_dim(headdim)
                 f32 = {"Delta": "*fp32", "CuSeqQ": "*i32"}
-                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=_pre_block(bd), IS_VARLEN=False)
-                opts = dict(cfg.amd) if arch.startswith("gfx") else {}
+                pre = bwd_preprocess_tile(arch_family(arch), bd)
+                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=pre.block_m, IS_VARLEN=False)
                 specs.append(CompileSpec(
                     "bwd_pre", K.bwd_preprocess,
                     _signature([n for n in _params_of(K.bwd_preprocess) if n not in const], ty, f32), const,
-                    {"num_warps": 4, "num_stages": 1, **opts}, f"{ty} d={headdim} preprocess"))
+                    pre.launch_options(arch.startswith("gfx")), f"{ty} d={headdim} preprocess"))
     return specs
 
 

@@ -15,38 +15,27 @@ from triton import knobs
 from ..kernels import decode as kernels
 from ..params import AttnParams, Problem
 from .spec import CompileSpec
+from .tiles import (
+    DECODE,
+    DECODE_SPLIT,
+    INTERPRETER,
+    MAX_HEADDIM,
+    SplitHeuristic,
+    Tile,
+    arch_family,
+    cdiv,
+    family_table,
+    next_pow2,
+    padded_dim,
+    pick,
+)
 
-MAX_HEADDIM = 256
 MAX_SPLITS = 128
-
-# Per-architecture tuning: BLOCK_N keys per tile, warps, pipeline stages, and the split
-# heuristic's target (programs per multiprocessor) and smallest slice (tiles per split);
-# paged_num_stages (if set) replaces num_stages for paged caches; large_d (if set) overrides
-# the rest for head dims above 128. Only sm90 is measured (benchmarks/results/decode_h100.md).
-_CONFIGS: dict[str, dict] = {
-    # sm90: the H100 sweep of benchmarks/bench_decode.py (benchmarks/results/decode_h100.md)
-    "sm90": dict(BLOCK_N=32, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2, paged_num_stages=4),
-    "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
-    "gfx942": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
-    "gfx90a": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
-    # RDNA3 above d=128: BLOCK_N 32 spills (80 VGPRs with 8 warps, check-amd with aligned strides);
-    # BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6 waves)
-    "gfx1100": dict(BLOCK_N=32, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2,
-                    large_d=dict(BLOCK_N=16, num_warps=8)),
-    "default": dict(BLOCK_N=64, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2),
-    # the interpreter: small tiles so that short test sequences span several tiles and splits
-    "interpret": dict(BLOCK_N=16, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=1),
-}
-_overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep sets entries here
-# Archs without a table of their own use their family's (same wave size and register file).
-_ALIASES = {"gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
-            "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100",
-            "sm89": "sm80", "sm86": "sm80", "sm87": "sm80"}
+_overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep: keys of get_config's dict
 
 
-def _table_key(arch: str | None) -> str:
-    arch = _ALIASES.get(arch, arch)
-    return arch if arch in _CONFIGS else "default"
+def _tile(family: str, head_dim: int, paged: bool = False) -> Tile:
+    return pick(family_table((DECODE,), family), padded_dim(head_dim), paged=paged)
 
 
 def supports(problem: Problem) -> str | None:
@@ -61,55 +50,48 @@ def supports(problem: Problem) -> str | None:
     return None
 
 
-def _cdiv(a: int, b: int) -> int:
-    # plain ints: triton.cdiv / next_power_of_2 are constexpr functions, ~10 us a call from Python
-    return -(-a // b)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-@functools.lru_cache(maxsize=None)
-def _arch_of(index: int) -> str:
+@functools.cache
+def _family_of(index: int) -> str:
     from ..params import device_arch
 
-    _, arch = device_arch(torch.device("cuda", index))
-    return _table_key(arch)
+    return arch_family(device_arch(torch.device("cuda", index))[1])
 
 
-def _arch_key(device: torch.device) -> str:
+def _family(device: torch.device) -> str:
     if device.type != "cuda":
-        return "interpret"
-    return _arch_of(device.index if device.index is not None else torch.cuda.current_device())
-
-
-def _resolve(cfg: dict, head_dim: int) -> dict:
-    cfg = dict(cfg)
-    large = cfg.pop("large_d", None)
-    if large and head_dim > 128:
-        cfg.update(large)
-    return cfg
-
-
-@functools.lru_cache(maxsize=None)
-def _resolved(arch: str, head_dim: int) -> dict:
-    return _resolve(_CONFIGS[arch], head_dim)
+        return INTERPRETER
+    return _family_of(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def get_config(device: torch.device, head_dim: int = 128) -> dict:
-    """The tuning of this device and head dim (a fresh dict: callers may keep or change it)."""
-    cfg = dict(_resolved(_arch_key(device), head_dim))
+    """The decode tuning of this device and head dim as a dict (BLOCK_N, num_warps, num_stages,
+    paged_num_stages, ctas_per_sm, min_tiles), with ``_overrides`` applied (benchmarks)."""
+    family = _family(device)
+    tile, paged = _tile(family, head_dim), _tile(family, head_dim, True)
+    split = DECODE_SPLIT.get(family, SplitHeuristic())
+    cfg = dict(BLOCK_N=tile.block_n, num_warps=tile.num_warps, num_stages=tile.num_stages,
+               paged_num_stages=paged.num_stages, ctas_per_sm=split.ctas_per_sm, min_tiles=split.min_tiles)
     cfg.update(_overrides)
     return cfg
 
 
-def _config(device: torch.device, head_dim: int) -> dict:
-    # the launcher's read-only view: no copy unless the tuning sweep set overrides
-    return get_config(device, head_dim) if _overrides else _resolved(_arch_key(device), head_dim)
+@functools.cache
+def _config(family: str, head_dim: int, paged: bool) -> tuple[Tile, SplitHeuristic]:
+    return _tile(family, head_dim, paged), DECODE_SPLIT.get(family, SplitHeuristic())
 
 
-@functools.lru_cache(maxsize=None)
+def _launch_config(device: torch.device, head_dim: int, paged: bool) -> tuple[Tile, SplitHeuristic]:
+    """(tile, split heuristic) of a call; the benchmarks' overrides replace table values."""
+    tile, split = _config(_family(device), head_dim, paged)
+    if _overrides:
+        o = _overrides
+        tile = tile.replace(block_n=o.get("BLOCK_N", tile.block_n), num_warps=o.get("num_warps", tile.num_warps),
+                            num_stages=o.get("paged_num_stages" if paged else "num_stages", tile.num_stages))
+        split = SplitHeuristic(o.get("ctas_per_sm", split.ctas_per_sm), o.get("min_tiles", split.min_tiles))
+    return tile, split
+
+
+@functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
@@ -122,7 +104,7 @@ def sm_count(device: torch.device) -> int:
 
 def block_m(rows: int) -> int:
     """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64."""
-    return min(max(16, _next_pow2(rows)), 64)
+    return min(max(16, next_pow2(rows)), 64)
 
 
 def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
@@ -134,9 +116,13 @@ def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device:
     sequence can be), so short caches are not cut into slivers.
     """
     cfg = cfg or get_config(device)
-    base = batch * nheads_k * m_blocks
-    want = (2 * cfg["ctas_per_sm"] * sm_count(device) + base) // (2 * max(base, 1))
-    most = _cdiv(_cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
+    return _splits(batch * nheads_k * m_blocks, capacity, device, cfg["BLOCK_N"],
+                   SplitHeuristic(cfg["ctas_per_sm"], cfg["min_tiles"]))
+
+
+def _splits(base: int, capacity: int, device: torch.device, block_n: int, split: SplitHeuristic) -> int:
+    want = (2 * split.ctas_per_sm * sm_count(device) + base) // (2 * max(base, 1))
+    most = cdiv(cdiv(max(capacity, 1), block_n), split.min_tiles)
     return max(1, min(want, most, MAX_SPLITS))
 
 
@@ -231,10 +217,11 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     lse = _empty((b, h, sq), torch.float32, device)
     if b == 0 or sq == 0:
         return out, lse
-    cfg = _config(device, max(d, dv))
+    tile, heuristic = _launch_config(device, max(d, dv), paged)
     bm = block_m(sq * group)
-    m_blocks = _cdiv(sq * group, bm)
-    splits = int(num_splits) if num_splits and num_splits > 0 else auto_splits(b, hk, m_blocks, capacity, device, cfg)
+    m_blocks = cdiv(sq * group, bm)
+    splits = (int(num_splits) if num_splits and num_splits > 0
+              else _splits(b * hk * m_blocks, capacity, device, tile.block_n, heuristic))
     split = splits > 1
     if split:
         o_part = _empty((b, h, sq, splits, dv), torch.float32, device)
@@ -253,7 +240,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     dummy = seqlens
     upcast = device.type != "cuda" and q.dtype != torch.float32  # the interpreter's low-precision dot is wrong
     qs, ks, vs, os_ = q.stride(), k_cache.stride(), v_cache.stride(), out.stride()
-    block_dv = max(16, _next_pow2(dv))
+    block_dv = padded_dim(dv)
     _launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
         (q, k_cache, v_cache, out, lse, o_part, lse_part,
@@ -264,20 +251,20 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
          qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], os_[0], os_[1], os_[2],
          table.stride(0) if paged else 0, stride_ab),
         dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv,
-             BLOCK_M=bm, BLOCK_N=cfg["BLOCK_N"],
-             BLOCK_D=max(16, _next_pow2(d)), BLOCK_DV=block_dv,
+             BLOCK_M=bm, BLOCK_N=tile.block_n,
+             BLOCK_D=padded_dim(d), BLOCK_DV=block_dv,
              PAGE_SIZE=k_cache.shape[1] if paged else 1, PAGED=paged,
              HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
              IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
              HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
              DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else None, UPCAST=upcast),
-        cfg["num_warps"], cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"],
+        tile.num_warps, tile.num_stages,
     )
     if split:
         _launch(
             kernels.decode_combine_kernel, (b * h * sq, 1, 1), device,
             (o_part, lse_part, out, lse), (splits, h, sq, os_[0], os_[1], os_[2]),
-            dict(HEAD_DIM_V=dv, BLOCK_DV=block_dv, BLOCK_S=min(_next_pow2(splits), 16)),
+            dict(HEAD_DIM_V=dv, BLOCK_DV=block_dv, BLOCK_S=min(next_pow2(splits), 16)),
             4, None,
         )
     return out, lse
@@ -310,22 +297,21 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for dtype in (torch.float16, torch.bfloat16):
         for d in (64, 128, 256):
-            cfg = _resolve(_CONFIGS[_table_key(arch)], d)
             for paged in (False, True):
-                stages = cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"]
-                opts = dict(num_warps=cfg["num_warps"], num_stages=stages)
+                tile = _tile(arch_family(arch), d, paged)
+                opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
                 for group in (1, 8):
                     for split in (False, True):
                         const = dict(
                             GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group),
-                            BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d, BLOCK_DV=d,
+                            BLOCK_N=tile.block_n, BLOCK_D=d, BLOCK_DV=d,
                             PAGE_SIZE=16 if paged else 1, PAGED=paged, HAS_BATCH_IDX=False,
                             HAS_LEFTPAD=False, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False,
                             HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION=None,
                             UPCAST=False)
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
                                  f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
-                                 f"BLOCK_N {cfg['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}")
+                                 f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}")
                         specs.append(CompileSpec("decode", kernels.decode_split_kernel,
                                                  _split_signature(_TYPES[dtype]), const, dict(opts), label))
             sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32"}

@@ -14,224 +14,45 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .spec import DROPOUT, OPTIONS, PLAIN, CompileSpec, tier_table
+from .spec import CompileSpec
+from .tiles import (
+    DROPOUT,
+    FWD,
+    INTERPRETER,
+    MAX_HEADDIM,
+    OPTIONS,
+    PLAIN,
+    Tile,
+    arch_family,
+    cdiv,
+    family_table,
+    padded_dim,
+    pick,
+    tier_of,
+)
 
-MAX_HEADDIM = 256
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_TRITON_DTYPE = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
-
-
-@dataclass(frozen=True)
-class FwdConfig:
-    """One launch configuration. AMD-only fields are ignored on NVIDIA (and vice versa)."""
-
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-    waves_per_eu: int = 0
-    matrix_instr_nonkdim: int = 0
-    kpack: int = 1
-    # program order: False = the query blocks of one head are neighbours (share K/V in L2);
-    # True = the blocks with the most keys (last ones under a causal mask) start first, all heads
-    # together. Head-major measured faster on the H100 for causal too (bench_attention.py sweep).
-    heavy_first: bool = False
-    use_tma: bool = False  # K/V through TMA tensor descriptors (sm90+, dense, aligned) when possible
-    # NVIDIA only: why ptxas spills of this row are accepted (a measurement, see CompileSpec).
-    spills_ok: str = field(default="", compare=False)
-
-    def launch_options(self, amd: bool) -> dict:
-        opts = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        if amd:
-            opts.update(waves_per_eu=self.waves_per_eu, matrix_instr_nonkdim=self.matrix_instr_nonkdim,
-                        kpack=self.kpack)
-        return opts
-
-    def label(self) -> str:
-        extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
-        extra += " tma" if self.use_tma else ""
-        extra += " heavy-first" if self.heavy_first else ""
-        return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
-
-
-# (max padded head dim, causal or None for both, config[, min seqlen_k]). First match wins; the
-# optional 4th field picks a row only from that key length up (a length bucket, so a new
-# sequence length never means new tuning).
-_C = FwdConfig
-CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups.
-    # Measured (benchmarks/results/fwd_h100.md): d<=64 128x64 w4 s3 TMA; d<=128 128x64 w8 s3
-    # plain pointers (TMA was 1-6% slower there), 4 stages for long non-causal keys.
-    # Checked spill-free with ptxas.
-    "sm90": [
-        (64, None, _C(128, 64, 4, 3, use_tma=True)),
-        (128, False, _C(128, 64, 8, 4), 4096),
-        (128, None, _C(128, 64, 8, 3)),
-        (256, None, _C(64, 64, 4, 2, use_tma=True)),
-    ],
-    # A100: 164 KB shared memory, mma.sync. Not timed on an A100: rows chosen spill-free with
-    # ptxas (64x64 w4 at d=256 spilled 8 registers; 8 warps halve the accumulator per thread).
-    "sm80": [
-        (64, None, _C(128, 64, 4, 3)),
-        (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(64, 64, 8, 2)),
-    ],
-    # sm86 / sm89: 100 KB shared memory.
-    "sm86": [
-        (64, None, _C(128, 64, 4, 2)),
-        (128, None, _C(64, 64, 4, 2)),
-        (256, None, _C(64, 32, 4, 1)),
-    ],
-    # AMD rows: spill-free as compiled for a real launch (16-byte aligned tensors, strides
-    # divisible by 16, i.e. what Triton specialises at run time): triton.compile(ASTSource(...,
-    # attrs={ptr and stride args: tt.divisibility 16}), GPUTarget("hip", arch, 64|32)).
-    # MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps at 256.
-    "gfx942": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 234 VGPRs
-        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 227 VGPRs
-        (256, None, _C(64, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 253 VGPRs
-    ],
-    # MI200 (CDNA2): 64 KB LDS.
-    "gfx90a": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 217 VGPRs
-        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 226-232 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 220 VGPRs
-    ],
-    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): the WMMA operands of Q and the accumulator take
-    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined).
-    "gfx1100": [
-        (64, None, _C(64, 32, 4, 1)),
-        (128, None, _C(32, 16, 4, 1)),  # 225 VGPRs
-    ],
-    # Unknown GPUs: conservative.
-    "generic": [
-        (128, None, _C(64, 64, 4, 1)),
-        (256, None, _C(32, 32, 4, 1)),
-    ],
-    # fp32 on any GPU (ieee dots, twice the bytes): correctness over speed.
-    "fp32": [
-        (64, None, _C(64, 32, 4, 1)),
-        (256, None, _C(32, 32, 4, 1)),
-    ],
-    # Triton's interpreter (CPU): few, small blocks so the tests cross block edges.
-    "interpreter": [
-        (256, None, _C(32, 16, 1, 1)),
-    ],
-}
-
-
-# A window, ALiBi or softcap (check-amd variant "opts": all of them, causal and varlen on, no
-# dropout) holds more registers than the plain kernel: other tiles where the main row spills.
-_MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.5x (ALiBi+softcap) and 1.1-1.2x (dropout) the fastest spill-free "
-                  "tile (32x64 w4 s2) on an H200, benchmarks/results/tiles_h200.md")
-OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    # Hopper (also serves dropout): measured (benchmarks/results/tiles_h200.md), d<=64 64x64 w4 s3
-    # 1.08-1.18x the main row and spill-free; d<=256 keeps the main row, whose spills are accepted.
-    "sm90": [
-        (64, None, _C(64, 64, 4, 3, use_tma=True)),
-        (128, False, _C(128, 64, 8, 4), 4096),
-        (128, None, _C(128, 64, 8, 3)),
-        (256, None, _C(64, 64, 4, 2, use_tma=True, spills_ok=_MEASURED_D256)),
-    ],
-    # CDNA: the main rows at d<=64 (gfx942) and d<=128 (gfx90a) spilled with these options; the
-    # dropout rows serve them (check-amd "opts").
-    "gfx942": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
-    ],
-    "gfx90a": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
-    ],
-    "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
-        (64, None, _C(128, 64, 4, 3)),
-        (128, None, _C(64, 64, 8, 2)),
-        (256, None, _C(64, 64, 8, 2)),
-    ],
-}
-
-# With dropout the Philox rounds need more registers still: smaller tiles where the main row
-# spills (check-amd variant "all": every option on, dropout included).
-DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40),
-        (64, None, _C(64, 64, 8, 2)),  # 64x64 w8 s2 16 at d=160 / 256
-        (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(32, 64, 4, 1)),
-    ],
-    "gfx942": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 242 VGPRs
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 230 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 251 VGPRs
-    ],
-    "gfx90a": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 244 VGPRs
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 231 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 245 VGPRs
-    ],
-    "gfx1100": [
-        (64, None, _C(64, 32, 4, 1)),  # 228 VGPRs; d=128 spilled at 32x16 (declined)
-    ],
-}
-
-
-def arch_family(arch: str | None) -> str:
-    """Which CONFIGS table serves a device arch string ("sm90", "gfx942", ...; None = interpreter)."""
-    if arch is None:
-        return "interpreter"
-    if arch in CONFIGS:
-        return arch
-    if arch.startswith("sm"):
-        major = int(arch[2:-1] or 0)
-        if major >= 9:
-            return "sm90"
-        if arch == "sm80" or arch == "sm87":
-            return "sm80"
-        if major == 8:
-            return "sm86"
-        return "generic"
-    if arch.startswith("gfx94") or arch.startswith("gfx95"):
-        return "gfx942"
-    if arch.startswith("gfx90"):
-        return "gfx90a"
-    if arch.startswith("gfx11") or arch.startswith("gfx12"):
-        return "gfx1100"
-    return "generic"
-
-
-def padded_dim(d: int) -> int:
-    """Head dim rounded up to a power of two, at least 16 (tl.dot's minimum)."""
-    return max(16, 1 << (max(d, 1) - 1).bit_length())
-
-
-_TABLES = (CONFIGS, OPTION_CONFIGS, DROPOUT_CONFIGS)
+FwdConfig = Tile  # the forward's config type (benchmarks build them by hand)
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> FwdConfig | None:
-    """The table row for this call, or None when the arch's table has no row that fits.
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> Tile | None:
+    """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (launch/spec.py tiers).
+    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (feature tiers).
     """
     family = arch_family(arch)
-    if dtype == torch.float32 and family != "interpreter":
+    if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    table = tier_table(_TABLES, family, DROPOUT if dropout else OPTIONS if options else PLAIN)
-    for entry in table:
-        max_d, c, cfg = entry[:3]
-        min_sk = entry[3] if len(entry) > 3 else 0
-        if d <= max_d and (c is None or c == causal) and seqlen_k >= min_sk:
-            return cfg
-    return None
+    return pick(family_table(FWD, family, tier_of(dropout, options)), d, causal, seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -270,7 +91,7 @@ def supports(problem: Problem) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _arch_of(device_type: str, index: int | None) -> tuple[bool, str | None]:
     if device_type != "cuda":
         return False, None
@@ -289,7 +110,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return _forward(q, k, v, params)
 
 
-def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig | None = None):
+def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | None = None):
     """attention_forward with optional preallocated out / lse (tests poison them) and config."""
     from ..kernels.fwd import attn_fwd_kernel
 
@@ -356,7 +177,7 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
     else:
         desc_k, desc_v = k, v
 
-    num_m_blocks = triton_cdiv(max_sq, cfg.block_m)
+    num_m_blocks = cdiv(max_sq, cfg.block_m)
     grid = (num_m_blocks * batch * nheads,)
     args = (
         q, k, v, out, lse, alibi if alibi is not None else lse, cu_q, cu_k, desc_k, desc_v,
@@ -400,10 +221,6 @@ def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_n, 1, head_dim])
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 # --------------------------------------------------------------------------------------
@@ -454,8 +271,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for vname, flags, tier in _VARIANTS:
         prev_d = 0
-        for entry in tier_table(_TABLES, family, tier):
-            max_d, causal, cfg = entry[:3]
+        for row in family_table(FWD, family, tier):
+            max_d, causal, cfg = row.max_d, row.causal, row.config
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             prev_d = max_d
             if tier == PLAIN:
@@ -474,7 +291,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     return specs
 
 
-def _spec(fn, cfg: FwdConfig, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
+def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(d),
         D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
@@ -490,7 +307,3 @@ def _spec(fn, cfg: FwdConfig, dtype: str, d: int, vname: str, flags: dict, amd: 
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")
 
-
-def with_config(cfg: FwdConfig, **changes) -> FwdConfig:
-    """A copy of cfg with fields changed (benchmarks and tuning sweeps)."""
-    return replace(cfg, **changes)

@@ -1,8 +1,9 @@
 """Static compile specs: how ``check-amd`` compiles every kernel config without a GPU."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
