@@ -310,8 +310,15 @@ def test_compile_specs_cover_every_config(arch):
                            for s in specs if s.kernel == "bwd_dkdv")
     assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
     for s in specs:
-        # typed arguments; "constexpr" only for group == 1 (the MHA build Triton specialises)
-        assert all(t in ("i32", "fp32") or t.startswith("*") for n, t in s.signature.items() if n != "group")
+        # typed arguments (stride tuples of i32); "constexpr": group == 1 (the MHA build Triton
+        # specialises) and the pointers passed as None (no ALiBi, dense: no cu_seqlens, no dlse)
+        for n, t in s.signature.items():
+            if isinstance(t, tuple):
+                assert n.startswith("stride") and set(t) == {"i32"}, (n, t)
+            elif t == "constexpr":
+                assert n == "group" or (n[0].isupper() and s.constexprs[n] is None), n
+            else:
+                assert t in ("i32", "fp32") or t.startswith("*"), (n, t)
         assert s.signature.get("group", "i32") in ("i32", "constexpr")
         if arch.startswith("gfx"):
             assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= set(s.options)

@@ -17,8 +17,11 @@ from .philox import dropout_keep_mask
 
 
 def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-               alibi_slopes=None, batch_index=0):
-    """Masked scores [b, h, sq, sk] (-inf where hidden) of q [b, sq, h, d] and k [b, sk, hk, d]."""
+               alibi_slopes=None, batch_index=0, diag_offset=0):
+    """Masked scores [b, h, sq, sk] (-inf where hidden) of q [b, sq, h, d] and k [b, sk, hk, d].
+
+    ``diag_offset`` moves the bottom-right diagonal (masks and ALiBi): query i sits at key
+    position i + sk - sq + diag_offset (a chunk of a longer sequence, AttnParams.diag_offset)."""
     b, sq, h, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     scale = d ** -0.5 if softmax_scale is None else softmax_scale
@@ -26,7 +29,7 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
     s = torch.einsum("bihd,bjhd->bhij", q, k) * scale
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
-    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq)
+    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq + diag_offset)
     j = torch.arange(sk, device=q.device)[None, :]
     if alibi_slopes is not None:
         slopes = alibi_slopes.to(s.dtype)
@@ -44,24 +47,25 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
 
 
 def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                  alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0):
+                  alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0, diag_offset=0, dropout_offsets=(0, 0)):
     """out [b, sq, h, dv] and lse [b, h, sq] (fp32-or-wider, natural log, +inf on empty rows).
 
     Computes in the inputs' dtype: pass float64 tensors for the oracle, or the kernel's
     dtype to measure "the same math done in the input dtype". Dropout uses the Philox
-    mask of ``philox.py`` (element (b, h, i, j) with b counted from ``batch_index``).
+    mask of ``philox.py`` (element (b, h, i, j) with b counted from ``batch_index``, i and j
+    counted from ``dropout_offsets`` = (first query row, first key) of a chunk).
     """
     b, sq, h, _ = q.shape
     s = scores_ref(q, k, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
-                   softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index)
+                   softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index, diag_offset=diag_offset)
     s32 = s.float() if s.dtype in (torch.float16, torch.bfloat16) else s
     lse = torch.logsumexp(s32, dim=-1)  # -inf on empty rows
     p = torch.exp(s32 - lse[..., None]).nan_to_num(0.0)  # empty rows: 0
     if dropout_p > 0:
         bh = (torch.arange(b, device=q.device)[:, None] + batch_index) * h + torch.arange(h, device=q.device)
         keep = dropout_keep_mask(seed, dropout_p, bh[:, :, None, None],
-                                 torch.arange(sq, device=q.device)[:, None],
-                                 torch.arange(s.shape[-1], device=q.device)[None, :])
+                                 torch.arange(sq, device=q.device)[:, None] + dropout_offsets[0],
+                                 torch.arange(s.shape[-1], device=q.device)[None, :] + dropout_offsets[1])
         p = p * keep / (1.0 - dropout_p)
     v = v.repeat_interleave(h // v.shape[2], dim=2)
     out = torch.einsum("bhij,bjhd->bihd", p.to(v.dtype), v)

@@ -18,6 +18,7 @@ import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from .runtime import launch
 from .spec import CompileSpec
 from .tiles import (
     BWD,
@@ -30,6 +31,7 @@ from .tiles import (
     Tile,
     arch_family,
     bwd_preprocess_tile,
+    cdiv,
     family_table,
     padded_dim,
     pick,
@@ -81,13 +83,8 @@ def _i32(x: int) -> int:
 
 def _strides3(t: torch.Tensor, varlen: bool) -> tuple[int, int, int]:
     """(batch, row, head) strides of a [b, s, h, d] or varlen [total, h, d] tensor."""
-    if varlen:
-        return 0, t.stride(0), t.stride(1)
-    return t.stride(0), t.stride(1), t.stride(2)
-
-
-def _last_contig(t: torch.Tensor) -> torch.Tensor:
-    return t if t.stride(-1) == 1 else t.contiguous()
+    st = t.stride()
+    return (0, st[0], st[1]) if varlen else (st[0], st[1], st[2])
 
 
 def _empty(shape, dtype, device) -> torch.Tensor:
@@ -99,100 +96,151 @@ def _arch_of(device: torch.device) -> str | None:
     return device_arch(device)[1] if device.type == "cuda" else None
 
 
-def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
-                       dlse: torch.Tensor | None = None):
-    """(dq, dk, dv) of attention(q, k, v) for the upstream gradient dout.
+class _Shape:
+    """The strides of a contiguous tensor of this shape (what ``_empty`` allocates)."""
 
-    ``config`` overrides the per-arch table (tests, tuning); ``dlse`` (like lse) is the
-    gradient reaching the LSE output: it enters as ``delta - dlse``.
-    """
-    import triton
+    def __init__(self, shape):
+        self._st = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            self._st[i] = self._st[i + 1] * max(shape[i + 1], 1)
 
-    from ..kernels import bwd as K
+    def stride(self, dim=None):
+        return tuple(self._st) if dim is None else self._st[dim]
 
+
+class BwdPlan:
+    """The backward of one call signature, from metadata only: configs, grids, constexprs,
+    launch options and the scalar arguments of the three kernels. dout's and out's strides are
+    read per call (they may differ between calls of one signature)."""
+
+    __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
+                 "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "q_str", "k_str", "v_str", "lse_str",
+                 "device")
+
+
+def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
+    plan = BwdPlan()
     varlen = params.is_varlen
-    dout, q, k, v, out = (_last_contig(t) for t in (dout, q, k, v, out))
-    lse = lse.float().contiguous()
     if varlen:
-        cu_q = params.cu_seqlens_q.to(device=q.device, dtype=torch.int32).contiguous()
-        cu_k = params.cu_seqlens_k.to(device=q.device, dtype=torch.int32).contiguous()
-        batch = cu_q.numel() - 1
+        batch = params.cu_seqlens_q.numel() - 1
         seqlen_q, seqlen_k = params.max_seqlen_q, params.max_seqlen_k
         nheads, headdim = q.shape[1], q.shape[2]
         nheads_k = k.shape[1]
-        stride_lb, stride_lh = 0, lse.stride(0)
+        plan.lse_str = (0, q.shape[0])  # lse [h, total_q] contiguous
     else:
-        cu_q = cu_k = None
         batch, seqlen_q, nheads, headdim = q.shape
         seqlen_k, nheads_k = k.shape[1], k.shape[2]
-        stride_lb, stride_lh = lse.stride(0), lse.stride(1)
+        plan.lse_str = (nheads * seqlen_q, seqlen_q)  # lse [b, h, sq] contiguous
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options)
-    use_atomic = cfg.dq_atomic and not params.deterministic
+    plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
+    plan.use_atomic = cfg.dq_atomic and not params.deterministic
+    plan.zero_tensors = params.zero_tensors
+    plan.empty = seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0
+    plan.q_str, plan.k_str, plan.v_str = _strides3(q, varlen), _strides3(k, varlen), _strides3(v, varlen)
+    plan.grad_str = tuple(_strides3(_Shape(t.shape), varlen) for t in (q, k, v))  # dq, dk, dv: contiguous
+    dropout = params.dropout_p > 0
+    plan.dropout = dropout
+    amd = q.device.type == "cuda" and torch.version.hip is not None
+    pre = bwd_preprocess_tile(arch_family(_arch_of(q.device)), padded_dim(headdim_v))
+    alibi = params.alibi_slopes
+    stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
+    flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
+                 HAS_DROPOUT=dropout,
+                 # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
+                 IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
+    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
+    plan.constexprs = (
+        dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
+        dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
+             SPLIT=cfg.split, GQA=group > 1),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags))
+    plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
+    plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1), (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
+                  (cdiv(seqlen_q, cfg.dq.block_m), batch * nheads, 1))
+    plan.pre_tail = (plan.lse_str, seqlen_q, nheads)
+    masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+             int(params.diag_offset))
+    plan.head = stride_alibi  # after the tensor strides
+    plan.tail_dkdv = (seqlen_q, seqlen_k, nheads_k, group, *masks)
+    plan.tail_dq = (seqlen_q, seqlen_k, nheads, group, *masks)
+    plan.drop = (_i32(dropout_threshold(params.dropout_p)) if dropout else 0,
+                 1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
+                 int(params.dropout_offset_q), int(params.dropout_offset_k))
+    return plan
 
+
+def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None):
+    """Allocate dq / dk / dv and launch the planned kernels."""
+    from ..kernels import bwd as K
+
+    varlen = plan.varlen
     dk = _empty(k.shape, k.dtype, k.device)
     dv = _empty(v.shape, v.dtype, v.device)
-    if use_atomic:
-        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     dq = _empty(q.shape, q.dtype, q.device)
-    delta = _empty(lse.shape, torch.float32, lse.device)
-    if params.zero_tensors:  # varlen rows outside every sequence stay 0
+    if plan.zero_tensors:  # varlen rows outside every sequence stay 0
         for t in (dq, dk, dv):
             t.zero_()
-    if seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0:
+    if plan.empty:
         return dq.zero_(), dk.zero_(), dv.zero_()
-
+    if dout.stride(-1) != 1:
+        dout = dout.contiguous()
+    if out.stride(-1) != 1:
+        out = out.contiguous()
+    if lse.dtype != torch.float32 or not lse.is_contiguous():
+        lse = lse.float().contiguous()
+    if dlse is not None and (dlse.dtype != torch.float32 or not dlse.is_contiguous()):
+        dlse = dlse.float().contiguous()
     alibi = params.alibi_slopes
-    if alibi is not None:
-        alibi = alibi.to(device=q.device, dtype=torch.float32)
-        stride_ab, stride_ah = (0, alibi.stride(0)) if alibi.dim() == 1 else (alibi.stride(0), alibi.stride(1))
+    if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
+        alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
+    cu_q, cu_k = params.cu_seqlens_q, params.cu_seqlens_k
+    delta = _empty(lse.shape, torch.float32, lse.device)
+    do_str = _strides3(dout, varlen)
+    seed = params.seed if plan.dropout else 0
+    drop = (_i32(seed), _i32(seed >> 32), *plan.drop)
+    c_pre, c_dkdv, c_dq = plan.constexprs
+    o_pre, o_dkdv, o_dq = plan.options
+    g_pre, g_dkdv, g_dq = plan.grids
+    device = plan.device
+
+    launch(K.bwd_preprocess, g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str,
+                                             *plan.pre_tail), c_pre, o_pre)
+    if plan.use_atomic:
+        dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        dq_str = _strides3(dq_target, varlen)
     else:
-        alibi, stride_ab, stride_ah = lse, 0, 0  # never read
-    has_dropout = params.dropout_p > 0
-    threshold = _i32(dropout_threshold(params.dropout_p)) if has_dropout else 0
-    dropout_scale = 1.0 / (1.0 - params.dropout_p) if has_dropout else 1.0
-    seed_lo, seed_hi = _i32(params.seed), _i32(params.seed >> 32)
-    cu_q_arg = cu_q if varlen else lse  # never read when dense
-    cu_k_arg = cu_k if varlen else lse
-    block_d, block_dv = padded_dim(headdim), padded_dim(headdim_v)
-    flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-                 HAS_ALIBI=params.alibi_slopes is not None, HAS_SOFTCAP=params.softcap > 0,
-                 HAS_DROPOUT=has_dropout, IS_VARLEN=varlen)
-    masks = (params.softmax_scale, params.softcap, params.window_left, params.window_right,
-             threshold, dropout_scale, seed_lo, seed_hi)
-    amd = q.device.type == "cuda" and torch.version.hip is not None
-    pre = bwd_preprocess_tile(arch_family(_arch_of(q.device)), block_dv)
-
-    K.bwd_preprocess[(triton.cdiv(seqlen_q, pre.block_m), batch * nheads)](
-        out, dout, delta, cu_q_arg, *_strides3(out, varlen), *_strides3(dout, varlen),
-        stride_lb, stride_lh, seqlen_q, nheads,
-        HEAD_DIM_V=headdim_v, BLOCK_DV=block_dv, BLOCK_M=pre.block_m, IS_VARLEN=varlen, **pre.launch_options(amd))
-
-    if dlse is not None:
-        delta.sub_(dlse)
-    dq_target = dq_acc if use_atomic else dq
-    K.bwd_dkdv[(triton.cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k)](
-        q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q_arg, cu_k_arg,
-        *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
-        stride_lb, stride_lh, *_strides3(dk, varlen), *_strides3(dv, varlen), *_strides3(dq_target, varlen),
-        stride_ab, stride_ah, seqlen_q, seqlen_k, nheads_k, group, *masks,
-        HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
-        BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, DQ_ATOMIC=use_atomic, SPLIT=cfg.split, GQA=group > 1,
-        **flags, **cfg.dkdv.launch_options(amd))
-
-    if use_atomic:
-        dq.copy_(dq_acc.mul_(params.softmax_scale))
+        dq_target, dq_str = dq, plan.grad_str[0]
+    dk_str, dv_str = plan.grad_str[1:]
+    launch(K.bwd_dkdv, g_dkdv, device,
+           (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
+            do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop), c_dkdv, o_dkdv)
+    if plan.use_atomic:
+        dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
-        K.bwd_dq[(triton.cdiv(seqlen_q, cfg.dq.block_m), batch * nheads)](
-            q, k, v, dout, lse, delta, dq, alibi, cu_q_arg, cu_k_arg,
-            *_strides3(q, varlen), *_strides3(k, varlen), *_strides3(v, varlen), *_strides3(dout, varlen),
-            stride_lb, stride_lh, *_strides3(dq, varlen), stride_ab, stride_ah,
-            seqlen_q, seqlen_k, nheads, group, *masks,
-            HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_D=block_d, BLOCK_DV=block_dv,
-            BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, **cfg.dq.launch_options(amd))
+        launch(K.bwd_dq, g_dq, device,
+               (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
+                plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop), c_dq, o_dq)
     return dq, dk, dv
+
+
+def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
+                       dlse: torch.Tensor | None = None, slot: dict | None = None):
+    """(dq, dk, dv) of attention(q, k, v) for the upstream gradient dout.
+
+    ``config`` overrides the per-arch table (tests, tuning); ``dlse`` (like lse) is the
+    gradient reaching the LSE output: it enters as ``delta - dlse`` (in the preprocess kernel).
+    ``slot`` (the call plan's dict, see core.py): the backward plan is kept there and reused.
+    """
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    plan = slot.get("bwd") if slot is not None and config is None else None
+    if plan is None:
+        plan = plan_backward(q, k, v, params, config)
+        if slot is not None and config is None:
+            slot["bwd"] = plan
+    return run_backward(plan, dout, q, k, v, out, lse, params, dlse)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,29 +249,33 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
 _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
-def _signature(names: list[str], ptr: str, ptr_types: dict[str, str]) -> dict[str, str]:
-    sig = {}
-    for n in names:
-        if n in ptr_types:
-            sig[n] = ptr_types[n]
-        elif n[0].isupper():
-            sig[n] = f"*{ptr}"
-        elif n in ("sm_scale", "softcap", "dropout_scale"):
-            sig[n] = "fp32"
-        else:
-            sig[n] = "i32"
+_S3 = ("i32", "i32", "i32")
+
+
+def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str = "") -> dict[str, object]:
+    """Types of fn's non-constexpr arguments: pointers of the data dtype but the fp32 LSE / Delta /
+    Alibi (or None: "constexpr") / int32 cu_seqlens, stride tuples, i32 ints, fp32 floats."""
+    import inspect
+
+    special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
+               "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
+               "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
+               "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32"}
+    sig: dict[str, object] = {}
+    for n in inspect.signature(fn.fn).parameters:
+        if n in const:
+            continue
+        sig[n] = special.get(n) or (f"*{dtype}" if n[0].isupper() else _S3 if n.startswith("stride") else "i32")
     return sig
+
+
+def _with_nones(sig: dict, const: dict) -> dict:
+    return dict(const, **{n: None for n, t in sig.items() if t == "constexpr"})
 
 
 # Kernel variants compiled per table row: the plain path and every option on (dropout included).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
 _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT))
-
-
-def _params_of(fn) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(fn.fn).parameters)
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
@@ -232,32 +284,30 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     from ..kernels import bwd as K
 
     amd = arch.startswith("gfx")
-    f32 = {"LSE": "*fp32", "Delta": "*fp32", "Alibi": "*fp32", "CuSeqQ": "*i32", "CuSeqK": "*i32"}
-    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
-                 HAS_DROPOUT=False, IS_VARLEN=False)
+    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
-    bd = padded_dim(headdim)
-    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_D=bd, BLOCK_DV=bd)
+    alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
+    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim)
     what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
-        const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, DQ_ATOMIC=atomic, SPLIT=cfg.split,
-                     GQA=gqa, **flags)
-        sig = _signature([n for n in _params_of(K.bwd_dkdv) if n not in const], dtype,
-                         {**f32, "DQ": "*fp32" if atomic else f"*{dtype}"})
+        const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
+                     SPLIT=cfg.split, GQA=gqa)
+        sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "")
         if not gqa:
             sig["group"] = "constexpr"
             const["group"] = 1
         specs.append(CompileSpec(
-            "bwd_dkdv", K.bwd_dkdv, sig, const, cfg.dkdv.launch_options(amd),
+            "bwd_dkdv", K.bwd_dkdv, sig, _with_nones(sig, const), cfg.dkdv.launch_options(amd),
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags)
+    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi)
     specs.append(CompileSpec(
-        "bwd_dq", K.bwd_dq, _signature([n for n in _params_of(K.bwd_dq) if n not in const], dtype, f32), const,
-        cfg.dq.launch_options(amd), f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
+        "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
+        f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
     return specs
 
 
@@ -286,12 +336,11 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         for max_d in dict.fromkeys(row.max_d for row in _rows(arch)):
             for headdim in (max_d, max_d * 3 // 4):
                 bd = padded_dim(headdim)
-                f32 = {"Delta": "*fp32", "CuSeqQ": "*i32"}
                 pre = bwd_preprocess_tile(arch_family(arch), bd)
-                const = dict(HEAD_DIM_V=headdim, BLOCK_DV=bd, BLOCK_M=pre.block_m, IS_VARLEN=False)
+                const = dict(HEAD_DIM_V=headdim, BLOCK_M=pre.block_m)
+                sig = _signature(K.bwd_preprocess, const, ty, False, False)
                 specs.append(CompileSpec(
-                    "bwd_pre", K.bwd_preprocess,
-                    _signature([n for n in _params_of(K.bwd_preprocess) if n not in const], ty, f32), const,
+                    "bwd_pre", K.bwd_preprocess, sig, _with_nones(sig, const),
                     pre.launch_options(arch.startswith("gfx")), f"{ty} d={headdim} preprocess"))
     return specs
 

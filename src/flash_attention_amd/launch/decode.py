@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 
 import torch
-from triton import knobs
 
 from ..kernels import decode as kernels
 from ..params import AttnParams, Problem
+from .runtime import launch
 from .spec import CompileSpec
 from .tiles import (
     DECODE,
@@ -141,69 +141,6 @@ def _f32(t):
     return t if t.dtype == torch.float32 and t.is_contiguous() else t.to(torch.float32).contiguous()
 
 
-# ---------------------------------------------------------------------------------------
-# Launching. ``fn[grid](...)`` costs ~50-70 us of host time per launch for the split kernel
-# (Triton binds and specialises ~50 arguments, then hashes the specialisation). On GPUs the
-# compiled kernel of each distinct call is cached here under a key that captures everything
-# Triton specialises on, and later calls launch it directly (CompiledKernel.run).
-#
-# Triton 3.6 specialises an int argument on its value (== 1 becomes a constant, % 16 == 0 a
-# divisibility hint, the range picks i32/i64), a tensor on its dtype and 16-byte alignment of
-# its data pointer, and nothing on a float. The key holds every int by exact value, every
-# tensor's (dtype, data_ptr % 16 == 0), every constexpr, the launch options, the current
-# device and Triton's debug flag: two calls with one key compile to the same kernel.
-
-FAST_LAUNCH = True  # benchmarks/bench_decode.py turns it off to time Triton's own launch path
-_PLAN_LIMIT = 4096
-_plans: dict = {}
-_stream_of = None
-
-
-def _current_stream(index: int):
-    global _stream_of
-    if _stream_of is None:
-        from triton.runtime.driver import driver
-
-        _stream_of = driver.active.get_current_stream
-    return _stream_of(index)
-
-
-def _launch(fn, grid, device, tensors: tuple, scalars: tuple, constexprs: dict, num_warps, num_stages):
-    """fn[grid](*tensors, *scalars, **constexprs, num_warps=, num_stages=) (num_stages None: Triton's
-    default). tensors, then scalars (Python ints and floats, no bools; a float argument always a
-    float), then the constexprs: the kernel's parameters in its order."""
-    opts = {"num_warps": num_warps}
-    if num_stages is not None:
-        opts["num_stages"] = num_stages
-    # NVIDIA only: Triton's AMD backend also specialises pointers on their buffer range (buffer
-    # ops), which this key does not hold, and the direct path is unverified on ROCm.
-    if not FAST_LAUNCH or device.type != "cuda" or torch.version.hip is not None:
-        fn[grid](*tensors, *scalars, **constexprs, **opts)
-        return
-    index = torch.cuda.current_device()
-    consts = tuple(constexprs.values())
-    # ints by value (floats too: a superset of what Triton looks at), tensors by dtype and alignment
-    key = (fn, index, num_warps, num_stages, bool(knobs.runtime.debug), knobs.compilation.instrumentation_mode,
-           consts, scalars, tuple([(t.dtype, t.data_ptr() & 15 == 0) for t in tensors]))
-    kernel = _plans.get(key)
-    if kernel is None:
-        kernel = fn[grid](*tensors, *scalars, **constexprs, **opts)
-        # cache only what the direct path can replay exactly: all parameters passed in order
-        if (kernel is not None and list(fn.arg_names[len(tensors) + len(scalars):]) == list(constexprs)
-                and not fn.pre_run_hooks and not hasattr(kernel, "result")):
-            if len(_plans) >= _PLAN_LIMIT:
-                _plans.clear()
-            _plans[key] = kernel
-        return
-    stream = _current_stream(index)
-    enter = knobs.runtime.launch_enter_hook
-    # what JITFunction.run passes; without hooks in the chain nothing reads it
-    meta = kernel.launch_metadata(grid, stream, *tensors, *scalars, *consts) \
-        if getattr(enter, "calls", True) else None
-    kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, meta,
-               enter, knobs.runtime.launch_exit_hook, *tensors, *scalars, *consts)
-
-
 def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
            cache_batch_idx=None, cache_leftpad=None, num_splits=0):
     """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode."""
@@ -229,43 +166,28 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     else:
         o_part, lse_part = out, lse
 
-    seqlens = _int32(cache_seqlens)
-    table = _int32(block_table)
-    batch_idx = _int32(cache_batch_idx)
-    leftpad = _int32(cache_leftpad)
     alibi = params.alibi_slopes
     if alibi is not None:
         alibi = _f32(alibi)
-    stride_ab = h if alibi is not None and alibi.dim() == 2 else 0
-    dummy = seqlens
-    upcast = device.type != "cuda" and q.dtype != torch.float32  # the interpreter's low-precision dot is wrong
-    qs, ks, vs, os_ = q.stride(), k_cache.stride(), v_cache.stride(), out.stride()
-    block_dv = padded_dim(dv)
-    _launch(
+    ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
+    launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
-        (q, k_cache, v_cache, out, lse, o_part, lse_part,
-         seqlens, table if paged else dummy, batch_idx if batch_idx is not None else dummy,
-         leftpad if leftpad is not None else dummy, alibi if alibi is not None else lse),
-        (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-         sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits,
-         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], os_[0], os_[1], os_[2],
-         table.stride(0) if paged else 0, stride_ab),
-        dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv,
-             BLOCK_M=bm, BLOCK_N=tile.block_n,
-             BLOCK_D=padded_dim(d), BLOCK_DV=block_dv,
-             PAGE_SIZE=k_cache.shape[1] if paged else 1, PAGED=paged,
-             HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
-             IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-             HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
-             DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else None, UPCAST=upcast),
-        tile.num_warps, tile.num_stages,
+        (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
+         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
+         q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
+         block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
+         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+         sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits),
+        dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
+             PAGE_SIZE=k_cache.shape[1] if paged else 1, IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
+             HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee),
+        tile.launch_options(False),
     )
     if split:
-        _launch(
+        launch(
             kernels.decode_combine_kernel, (b * h * sq, 1, 1), device,
-            (o_part, lse_part, out, lse), (splits, h, sq, os_[0], os_[1], os_[2]),
-            dict(HEAD_DIM_V=dv, BLOCK_DV=block_dv, BLOCK_S=min(next_pow2(splits), 16)),
-            4, None,
+            (o_part, lse_part, out, lse, out.stride()[:3], splits, h, sq),
+            dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)), {"num_warps": 4},
         )
     return out, lse
 
@@ -276,17 +198,19 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
 _TYPES = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
 
 
-def _split_signature(ptr: str) -> dict[str, str]:
-    sig = {n: ptr for n in ("Q", "K", "V", "Out")}
+_S3 = ("i32", "i32", "i32")
+
+
+def _split_signature(ptr: str) -> dict[str, object]:
+    """decode_split_kernel's argument types: a contiguous cache (BlockTable / BatchIdx / LeftPad /
+    Alibi None) or a paged one (BlockTable given)."""
+    sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
-    sig.update({n: "*i32" for n in ("CacheSeqlens", "BlockTable", "BatchIdx", "LeftPad")})
-    sig["Alibi"] = "*fp32"
-    sig.update({"sm_scale": "fp32", "softcap": "fp32"})
+    sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
+               Alibi="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_table="i32",
+               stride_alibi="i32", sm_scale="fp32", softcap="fp32")
     for n in ("window_left", "window_right", "seqlen_q", "nheads", "nheads_k", "capacity",
-              "num_kv_rows", "max_pages", "num_splits",
-              "stride_qb", "stride_qs", "stride_qh", "stride_kb", "stride_ks", "stride_kh",
-              "stride_vb", "stride_vs", "stride_vh", "stride_ob", "stride_os", "stride_oh",
-              "stride_bt", "stride_ab"):
+              "num_kv_rows", "max_pages", "num_splits"):
         sig[n] = "i32"
     return sig
 
@@ -302,21 +226,21 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
                 for group in (1, 8):
                     for split in (False, True):
+                        sig = _split_signature(_TYPES[dtype])
+                        if paged:
+                            sig["BlockTable"] = "*i32"
                         const = dict(
-                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group),
-                            BLOCK_N=tile.block_n, BLOCK_D=d, BLOCK_DV=d,
-                            PAGE_SIZE=16 if paged else 1, PAGED=paged, HAS_BATCH_IDX=False,
-                            HAS_LEFTPAD=False, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False,
-                            HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION=None,
-                            UPCAST=False)
+                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group), BLOCK_N=tile.block_n,
+                            PAGE_SIZE=16 if paged else 1, IS_CAUSAL=False, HAS_WINDOW=False, HAS_SOFTCAP=False,
+                            SPLIT=split, IEEE_DOT=False)
+                        const.update({n: None for n, t in sig.items() if t == "constexpr"})
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
                                  f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
                                  f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}")
-                        specs.append(CompileSpec("decode", kernels.decode_split_kernel,
-                                                 _split_signature(_TYPES[dtype]), const, dict(opts), label))
-            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32"}
-            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q", "stride_ob", "stride_os", "stride_oh")})
+                        specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))
+            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
+            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
             specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig,
-                                     dict(HEAD_DIM_V=d, BLOCK_DV=d, BLOCK_S=16), dict(num_warps=4),
+                                     dict(HEAD_DIM_V=d, BLOCK_S=16), dict(num_warps=4),
                                      f"combine {str(dtype).replace('torch.', '')} dv={d}"))
     return specs

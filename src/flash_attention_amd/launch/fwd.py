@@ -21,6 +21,7 @@ import torch
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from .runtime import launch
 from .spec import CompileSpec
 from .tiles import (
     DROPOUT,
@@ -104,19 +105,20 @@ def _i32_bits(word: int) -> int:
     return word - (1 << 32) if word >= (1 << 31) else word
 
 
-def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      params: AttnParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """-> (out, lse): out like q with v's head dim, lse fp32 (natural log, +inf on empty rows)."""
-    return _forward(q, k, v, params)
+class FwdPlan:
+    """What one call signature needs, from metadata only (shapes, strides, dtypes, device and the
+    AttnParams scalars): config, grid, constexprs, launch options and the integer / float
+    arguments. ``run_forward`` only allocates and launches."""
+
+    __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
+                 "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
+                 "tma_blocks")
 
 
-def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | None = None):
-    """attention_forward with optional preallocated out / lse (tests poison them) and config."""
-    from ..kernels.fwd import attn_fwd_kernel
-
+def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
     if q.device.type == "cpu" and not config.triton_interpret():
         raise RuntimeError("the Triton forward needs a GPU tensor (or TRITON_INTERPRET=1 for CPU tensors)")
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    plan = FwdPlan()
     varlen = params.cu_seqlens_q is not None
     if varlen:
         total_q, nheads, d = q.shape
@@ -124,95 +126,123 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | Non
         batch = params.cu_seqlens_q.numel() - 1
         max_sq = params.max_seqlen_q or int((params.cu_seqlens_q[1:] - params.cu_seqlens_q[:-1]).max())
         seqlen_q, seqlen_k = max_sq, 0
-        out_shape, lse_shape = (total_q, nheads, dv), (nheads, total_q)
-        q_str = (0, q.stride(0), q.stride(1))
-        k_str = (0, k.stride(0), k.stride(1))
-        v_str = (0, v.stride(0), v.stride(1))
+        plan.out_shape, plan.lse_shape = (total_q, nheads, dv), (nheads, total_q)
+        q_str, k_str, v_str = ((0, t.stride(0), t.stride(1)) for t in (q, k, v))
+        o_str, l_str = (0, nheads * dv, dv), (0, total_q)
     else:
         batch, seqlen_q, nheads, d = q.shape
         seqlen_k, nheads_k, dv = k.shape[1], k.shape[2], v.shape[-1]
         max_sq = seqlen_q
-        out_shape, lse_shape = (batch, seqlen_q, nheads, dv), (batch, nheads, seqlen_q)
+        plan.out_shape, plan.lse_shape = (batch, seqlen_q, nheads, dv), (batch, nheads, seqlen_q)
         q_str, k_str, v_str = q.stride()[:3], k.stride()[:3], v.stride()[:3]
-    if out is None:
-        out = torch.empty(out_shape, dtype=q.dtype, device=q.device)
-    if lse is None:
-        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
-    if params.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
-        out.zero_()
-        lse.fill_(math.inf)
-    o_str = (0, out.stride(0), out.stride(1)) if varlen else out.stride()[:3]
-    l_str = (0, lse.stride(0)) if varlen else lse.stride()[:2]
-    if q.numel() == 0 or out.numel() == 0:
-        lse.fill_(math.inf)
-        out.zero_()
-        return out, lse
-
+        o_str, l_str = (seqlen_q * nheads * dv, nheads * dv, dv), (nheads * seqlen_q, seqlen_q)
+    plan.out_stride = o_str
+    plan.dtype, plan.device, plan.varlen = q.dtype, q.device, varlen
+    plan.zero_tensors = params.zero_tensors
+    plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
+    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     if cfg is None:
-        options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
-    heavy_first = cfg.heavy_first
-
-    alibi = params.alibi_slopes
-    if alibi is not None:
-        alibi = alibi.to(device=q.device, dtype=torch.float32)
-        if alibi.stride(-1) != 1:
-            alibi = alibi.contiguous()
-        stride_ab = alibi.stride(0) if alibi.dim() == 2 else 0
-    else:
-        stride_ab = 0
-    cu_q = params.cu_seqlens_q if varlen else lse
-    cu_k = params.cu_seqlens_k if varlen else lse
+    plan.cfg = cfg
     dropout = params.dropout_p > 0
-    seed = params.seed if dropout else 0
-    threshold = dropout_threshold(params.dropout_p) if dropout else 0
-
-    use_tma = cfg.use_tma and _tma_ok(q, k, v, varlen, arch)
-    if use_tma:
-        desc_k, desc_v = _tensor_desc(k, cfg.block_n, padded_dim(d)), _tensor_desc(v, cfg.block_n, padded_dim(dv))
-    else:
-        desc_k, desc_v = k, v
-
+    plan.dropout = dropout
+    alibi = params.alibi_slopes
+    stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     num_m_blocks = cdiv(max_sq, cfg.block_m)
-    grid = (num_m_blocks * batch * nheads,)
-    args = (
-        q, k, v, out, lse, alibi if alibi is not None else lse, cu_q, cu_k, desc_k, desc_v,
-        *q_str, *k_str, *v_str, *o_str, *l_str, stride_ab,
+    plan.grid = (num_m_blocks * batch * nheads, 1, 1)
+    plan.scalars = (
+        q_str, k_str, v_str, o_str, l_str, stride_alibi,
         nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-        _i32_bits(seed), _i32_bits(seed >> 32), _i32_bits(threshold),
-        1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
-    )
-    constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(dv),
-        D_ACT=d, DV_ACT=dv, IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window),
-        HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, IS_VARLEN=varlen,
-        HAS_DROPOUT=dropout, HEAVY_FIRST=bool(heavy_first),
+        int(params.diag_offset))
+    plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
+                      1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
+                      int(params.dropout_offset_q), int(params.dropout_offset_k))
+    plan.constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
+        IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
+        HAS_DROPOUT=dropout,
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
-        USE_TMA=use_tma, POS_SCALE=params.softmax_scale > 0,
+        HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
     )
-    if q.device.type == "cuda":
-        with torch.cuda.device(q.device):
-            attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(amd))
-    else:
-        attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(False))
+    plan.tma_blocks = None
+    if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
+        plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
+        plan.constexprs_tma = dict(plan.constexprs, USE_TMA=True)
+    plan.options = cfg.launch_options(amd)
+    return plan
+
+
+def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
+    """Allocate out / lse (unless given) and launch the planned kernel."""
+    from ..kernels.fwd import attn_fwd_kernel
+
+    given = out is not None or lse is not None
+    if out is None:
+        out = torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device)
+    if lse is None:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=plan.device)
+    if plan.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
+        out.zero_()
+        lse.fill_(math.inf)
+    if plan.empty:
+        lse.fill_(math.inf)
+        out.zero_()
+        return out, lse
+    scalars = plan.scalars
+    if given:  # the caller's out / lse (tests): their own strides
+        o_str = (0, out.stride(0), out.stride(1)) if plan.varlen else out.stride()[:3]
+        l_str = (0, lse.stride(0)) if plan.varlen else lse.stride()[:2]
+        scalars = (*scalars[:3], o_str, l_str, *scalars[5:])
+    alibi = params.alibi_slopes
+    if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
+        alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
+    constexprs = plan.constexprs
+    if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
+        bn, bd, bdv = plan.tma_blocks
+        k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
+        constexprs = plan.constexprs_tma
+    seed = params.seed if plan.dropout else 0
+    args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, *scalars,
+            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
+    launch(attn_fwd_kernel, plan.grid, plan.device, args, constexprs, plan.options)
     return out, lse
 
 
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams,
+                      slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """-> (out, lse): out like q with v's head dim, lse fp32 (natural log, +inf on empty rows).
+
+    ``slot`` (the call plan's dict, see core.py): the forward plan is kept there and reused by
+    the next call of the same signature."""
+    plan = slot.get("fwd") if slot is not None else None
+    if plan is None:
+        plan = plan_forward(q, k, v, params)
+        if slot is not None and (params.cu_seqlens_q is None or params.max_seqlen_q):
+            slot["fwd"] = plan
+    return run_forward(plan, q, k, v, params)
+
+
+def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | None = None):
+    """attention_forward with optional preallocated out / lse (tests poison them) and config."""
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    return run_forward(plan_forward(q, k, v, params, cfg), q, k, v, params, out=out, lse=lse)
+
+
 def _tma_ok(q, k, v, varlen: bool, arch: str | None) -> bool:
-    """TMA descriptors need sm90+ (or the interpreter, arch None), dense 16-bit tensors,
-    16-byte aligned bases and strides."""
-    if varlen or (arch is not None and (not arch.startswith("sm") or int(arch[2:-1] or 0) < 9)):
+    """TMA descriptors need sm90+ (or the interpreter, arch None), dense 16-bit tensors and
+    16-byte aligned strides (base alignment: checked per call)."""
+    if varlen or (arch is not None and arch_family(arch) != "sm90"):
         return False
     if q.dtype == torch.float32:
         return False
     for t in (k, v):
-        if t.data_ptr() % 16 or any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
+        if any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
             return False
     return True
 
@@ -227,12 +257,6 @@ def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
 # compile specs (check-amd)
 # --------------------------------------------------------------------------------------
 
-_INT_ARGS = (
-    "stride_qb", "stride_qm", "stride_qh", "stride_kb", "stride_kn", "stride_kh",
-    "stride_vb", "stride_vn", "stride_vh", "stride_ob", "stride_om", "stride_oh",
-    "stride_lb", "stride_lh", "stride_ab", "nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks",
-)
-
 # Kernel variants compiled per table row: (label, flags, tier of the table they come from).
 # "opts" and "all" take the row's causal flag (causal where the row serves both).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
@@ -244,18 +268,25 @@ _VARIANTS = (
 )
 
 
-def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, str]:
-    """Argument types of attn_fwd_kernel; tma_blocks = (BLOCK_N, HEAD_DIM, HEAD_DIM_V) when USE_TMA."""
-    sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-           "Alibi": "*fp32", "CuSeqlensQ": "*i32" if varlen else "*fp32",
-           "CuSeqlensK": "*i32" if varlen else "*fp32", "DescK": f"*{dtype}", "DescV": f"*{dtype}"}
+_S3 = ("i32", "i32", "i32")
+
+
+def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, object]:
+    """Argument types of attn_fwd_kernel ("constexpr" for the None pointers); tma_blocks =
+    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA."""
+    sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}",
+                              "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
+                              "CuSeqlensQ": "*i32" if varlen else "constexpr",
+                              "CuSeqlensK": "*i32" if varlen else "constexpr"}
     if tma_blocks is not None:
         bn, hd, hdv = tma_blocks
-        sig["DescK"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
-        sig["DescV"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
-    sig.update({name: "i32" for name in _INT_ARGS})
-    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32",
-               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32")
+        sig["K"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
+        sig["V"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
+    sig.update(stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_lse=("i32", "i32"), stride_alibi="i32")
+    sig.update({name: "i32" for name in ("nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks")})
+    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
+               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
+               drop_offset_k="i32")
     return sig
 
 
@@ -292,18 +323,20 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
+    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given)."""
+    flags = dict(flags)
+    alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(d),
-        D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
-        IS_VARLEN=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=d, IS_CAUSAL=False, HAS_WINDOW=False,
+        HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
         POS_SCALE=True)
     constexprs.update(flags)
-    tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
+    tma = cfg.use_tma and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
+    sig = _signature(dtype, varlen, alibi, tma_blocks)
+    constexprs.update({name: None for name, ty in sig.items() if ty == "constexpr"})
     return CompileSpec(
-        kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok,
-        signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
+        kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")
-
