@@ -66,8 +66,6 @@ def supports(problem: Problem) -> str | None:
     """None if the forward kernel computes this call exactly, else why not."""
     if problem.kind != "attn":
         return f"the Triton forward kernel serves plain attention, not {problem.kind!r}"
-    if problem.offsets:
-        return "diag / dropout offsets (a chunk of a longer sequence) are not implemented in the Triton kernels yet"
     if problem.dtype not in _DTYPES:
         return f"dtype {problem.dtype} is not supported (fp16, bf16, fp32)"
     if not 1 <= problem.headdim <= MAX_HEADDIM:
