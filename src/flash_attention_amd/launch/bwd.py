@@ -18,7 +18,7 @@ import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .runtime import launch
+from .runtime import KernelSlot
 from .spec import CompileSpec
 from .tiles import (
     BWD,
@@ -114,7 +114,7 @@ class BwdPlan:
     read per call (they may differ between calls of one signature)."""
 
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
-                 "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "q_str", "k_str", "v_str", "lse_str",
+                 "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str", "k_str", "v_str", "lse_str",
                  "device")
 
 
@@ -169,13 +169,17 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.drop = (_i32(dropout_threshold(params.dropout_p)) if dropout else 0,
                  1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
+    from ..kernels import bwd as K
+
+    # per call only the tensors, dout's / out's strides and the seed words change
+    plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0], tuple(range(7))),
+                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31)),
+                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27)))
     return plan
 
 
 def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None):
     """Allocate dq / dk / dv and launch the planned kernels."""
-    from ..kernels import bwd as K
-
     varlen = plan.varlen
     dk = _empty(k.shape, k.dtype, k.device)
     dv = _empty(v.shape, v.dtype, v.device)
@@ -201,28 +205,26 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     do_str = _strides3(dout, varlen)
     seed = params.seed if plan.dropout else 0
     drop = (_i32(seed), _i32(seed >> 32), *plan.drop)
-    c_pre, c_dkdv, c_dq = plan.constexprs
-    o_pre, o_dkdv, o_dq = plan.options
+    k_pre, k_dkdv, k_dq = plan.kernels
     g_pre, g_dkdv, g_dq = plan.grids
     device = plan.device
 
-    launch(K.bwd_preprocess, g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str,
-                                             *plan.pre_tail), c_pre, o_pre)
+    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str, *plan.pre_tail))
     if plan.use_atomic:
         dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         dq_str = _strides3(dq_target, varlen)
     else:
         dq_target, dq_str = dq, plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
-    launch(K.bwd_dkdv, g_dkdv, device,
-           (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
-            do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop), c_dkdv, o_dkdv)
+    k_dkdv.launch(g_dkdv, device,
+                  (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
+                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop))
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
-        launch(K.bwd_dq, g_dq, device,
-               (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop), c_dq, o_dq)
+        k_dq.launch(g_dq, device,
+                    (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
+                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop))
     return dq, dk, dv
 
 

@@ -21,7 +21,7 @@ import torch
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .runtime import launch
+from .runtime import KernelSlot, launch
 from .spec import CompileSpec
 from .tiles import (
     DROPOUT,
@@ -110,7 +110,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks")
+                 "tma_blocks", "kernel", "kernel_tma")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -173,6 +173,12 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
         plan.constexprs_tma = dict(plan.constexprs, USE_TMA=True)
     plan.options = cfg.launch_options(amd)
+    from ..kernels.fwd import attn_fwd_kernel
+
+    # per call only the tensors (positions 0-7) and the seed words change
+    dynamic = (*range(8), 8 + len(plan.scalars), 9 + len(plan.scalars))
+    plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
+    plan.kernel_tma = KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic) if plan.tma_blocks else None
     return plan
 
 
@@ -200,15 +206,18 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     alibi = params.alibi_slopes
     if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
         alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
-    constexprs = plan.constexprs
+    kernel = plan.kernel
     if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
         bn, bd, bdv = plan.tma_blocks
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
-        constexprs = plan.constexprs_tma
+        kernel = plan.kernel_tma
     seed = params.seed if plan.dropout else 0
     args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, *scalars,
             _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
-    launch(attn_fwd_kernel, plan.grid, plan.device, args, constexprs, plan.options)
+    if given:  # other strides than the plan's: the general launch path
+        launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
+    else:
+        kernel.launch(plan.grid, plan.device, args)
     return out, lse
 
 
