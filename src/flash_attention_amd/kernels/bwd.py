@@ -12,14 +12,15 @@ batch stride 0, lse/delta [h, total_q], rows offset by cu_seqlens).
 - ``bwd_dkdv``: one program per (KV block, batch, KV head); loops over the query heads of
   its GQA group and over the query blocks that can see the block, accumulating dK/dV in
   registers (no race, deterministic). With DQ_ATOMIC it also adds dQ (unscaled, fp32)
-  into a zeroed buffer with atomics (fast, not bitwise reproducible).
+  into a zeroed buffer with atomics (not bitwise reproducible; no table row uses it).
 - ``bwd_dq``: one program per (query block, batch, head): dQ without atomics.
 
 Masks are applied only on boundary blocks: each loop is split into a masked head, an
 unmasked middle (no mask arithmetic, no bound checks but head-dim padding) and a masked
 tail (dQ: the forward's key ranges, ``common.key_blocks``). IEEE_DOT: every product in fp32
-"ieee" precision (fp32 inputs, and bf16 in Triton 3.6's interpreter, whose bf16 dot is wrong). Scores are recomputed in log2 units (``common.score_mod``); P = exp2(s - lse * log2e)
-is 0 on rows whose lse is +inf (no visible key), so they get zero gradients.
+"ieee" precision (fp32 inputs, and bf16 in Triton 3.6's interpreter, whose bf16 dot is wrong).
+Scores are recomputed in log2 units (``common.score_mod``); P = exp2(s - lse * log2e) is 0 on
+rows whose lse is +inf (no visible key), so they get zero gradients.
 """
 import triton
 import triton.language as tl

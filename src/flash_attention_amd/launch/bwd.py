@@ -71,7 +71,8 @@ def supports(problem: Problem) -> str | None:
     largest = max(row.max_d for row in rows)
     if max(problem.headdim, problem.headdim_v) > largest:
         return (f"no spill-free backward tile on {problem.arch} above head dim {largest}"
-                f"{' with dropout' if dropout else ' with these options' if options else ''} (got {problem.headdim}/{problem.headdim_v})")
+                f"{' with dropout' if dropout else ' with these options' if options else ''} "
+                f"(got {problem.headdim}/{problem.headdim_v})")
     return None
 
 
@@ -114,8 +115,8 @@ class BwdPlan:
     read per call (they may differ between calls of one signature)."""
 
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
-                 "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str", "k_str", "v_str", "lse_str",
-                 "device")
+                 "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
+                 "k_str", "v_str", "lse_str", "device")
 
 
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
@@ -158,7 +159,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
              SPLIT=cfg.split, GQA=group > 1),
         dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
-    plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1), (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
+    plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
+                  (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
                   (cdiv(seqlen_q, cfg.dq.block_m), batch * nheads, 1))
     plan.pre_tail = (plan.lse_str, seqlen_q, nheads)
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),

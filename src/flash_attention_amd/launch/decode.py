@@ -13,7 +13,7 @@ import torch
 
 from ..kernels import decode as kernels
 from ..params import AttnParams, Problem
-from .runtime import launch
+from . import runtime
 from .spec import CompileSpec
 from .tiles import (
     DECODE,
@@ -31,6 +31,7 @@ from .tiles import (
 )
 
 MAX_SPLITS = 128
+FAST_LAUNCH = True  # False: launch through Triton's own fn[grid] (benchmarks/bench_decode.py times both)
 _overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep: keys of get_config's dict
 
 
@@ -170,6 +171,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     if alibi is not None:
         alibi = _f32(alibi)
     ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
+    launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
     launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
         (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),

@@ -4,10 +4,11 @@ Shapes (see docs/ARCHITECTURE.md): dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] 
 [b, sq, h, dv], lse [b, h, sq]; varlen q [total_q, h, d], k/v [total_k, hk, d|dv] -> out
 [total_q, h, dv], lse [h, total_q]. Only ``out`` and ``lse`` are allocated.
 
-Configs are deterministic per-architecture tables (no autotuning): ``select_config`` picks
-the first row whose head-dim bound and causal flag fit, from the arch's main table, its
-options table (window / ALiBi / softcap on) or its dropout table (tiers: launch/spec.py), so
-a new sequence length never triggers tuning. ``compile_specs(arch)`` lists every row for
+Configs: ``select_config`` picks the row of launch/tiles.py FWD (per arch family and feature
+tier). ``plan_forward`` turns a call's metadata (shapes, strides, dtypes, device, AttnParams
+scalars) into a ``FwdPlan`` (config, grid, constexprs, launch options, scalar arguments);
+``run_forward`` only allocates out / lse and launches (launch/runtime.py); ``attention_forward``
+keeps the plan in the caller's ``slot``. ``compile_specs(arch)`` lists every row for
 ``check-amd``. Under TRITON_INTERPRET=1 CPU tensors run in Triton's interpreter.
 """
 from __future__ import annotations
@@ -178,7 +179,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     # per call only the tensors (positions 0-7) and the seed words change
     dynamic = (*range(8), 8 + len(plan.scalars), 9 + len(plan.scalars))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
-    plan.kernel_tma = KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic) if plan.tma_blocks else None
+    plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
+                       if plan.tma_blocks else None)
     return plan
 
 

@@ -93,11 +93,12 @@ def launch_key(fn, args: tuple, constexprs: dict, options: dict, device_index: i
     """The key of a launch (see the module docstring); raises Unkeyable for other argument kinds."""
     dns, _ = fn_info(fn)
     # id(fn): a JITFunction hashes its source's hash; the kernels are module-level, never freed
-    return (id(fn), device_index, tuple(options.items()), tuple(constexprs.values()), debug, instrumentation, buffer_ops,
-            tuple([_key(a, d, buffer_ops) for a, d in zip(args, dns)]))
+    return (id(fn), device_index, tuple(options.items()), tuple(constexprs.values()), debug, instrumentation,
+            buffer_ops, tuple([_key(a, d, buffer_ops) for a, d in zip(args, dns)]))
 
 
-def _slow(fn, grid, device, args, constexprs, options):
+def launch_through_triton(fn, grid, device, args, constexprs, options):
+    """fn[grid](...) on the device's own current-device context: Triton's own launch path."""
     if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
         with torch.cuda.device(device):
             return fn[grid](*args, **constexprs, **options)
@@ -146,13 +147,13 @@ def launch(fn, grid: tuple, device: torch.device, args: tuple, constexprs: dict,
     (the kernels declare them last). grid has three entries."""
     index = _device_index(device)
     if index is None:
-        _slow(fn, grid, device, args, constexprs, options)
+        launch_through_triton(fn, grid, device, args, constexprs, options)
         return
     index, buffer_ops, debug, instrumentation = _knob_key(index)
     try:
         key = launch_key(fn, args, constexprs, options, index, buffer_ops, debug, instrumentation)
     except Unkeyable:
-        _slow(fn, grid, device, args, constexprs, options)
+        launch_through_triton(fn, grid, device, args, constexprs, options)
         return
     _run(fn, grid, device, index, key, _kernels, args, constexprs, options)
 
@@ -174,7 +175,7 @@ class KernelSlot:
         fn = self.fn
         index = _device_index(device)
         if index is None:
-            _slow(fn, grid, device, args, self.constexprs, self.options)
+            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
             return
         knob_key = _knob_key(index)
         dns, _ = fn_info(fn)
@@ -182,7 +183,7 @@ class KernelSlot:
         try:
             key = (knob_key, tuple([_key(args[i], dns[i], buffer_ops) for i in self.dynamic]))
         except Unkeyable:
-            _slow(fn, grid, device, args, self.constexprs, self.options)
+            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
             return
         _run(fn, grid, device, index, key, self.kernels, args, self.constexprs, self.options)
 
