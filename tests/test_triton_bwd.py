@@ -208,6 +208,11 @@ def test_dlse(varlen):
         assert_matches(g, r, name=name)
     _, _, ref0 = _ref_grads(q, k, v, dout, cu=cu, **_ref_kwargs(params))
     assert rel_err(grads[0], ref0[0]) > 1e-2, "dlse had no effect"
+    # only the lse has a gradient (dout None)
+    _, _, ref_l = _ref_grads(q, k, v, torch.zeros_like(dout), cu=cu, dlse=dlse, **_ref_kwargs(params))
+    grads = _bwd().attention_backward(None, q, k, v, out.to(FP), lse.float(), params, dlse=dlse)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref_l):
+        assert_matches(g, r, name=name)
 
 
 def test_zero_tensors_varlen():

@@ -103,8 +103,8 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
     off_h = pid_bh % nheads
     q_start = tl.full([], 0, tl.int32)
     if CuSeqlensQ is not None:
-        q_start = tl.load(CuSeqlensQ + off_b)
-        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start
+        q_start = tl.load(CuSeqlensQ + off_b)  # scalar int32
+        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start  # scalar int32
     start_m = pid_m * BLOCK_M
     if start_m >= seqlen_q:
         return
@@ -215,7 +215,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             g = it // div
             slope = 0.0
             if Alibi is not None:
-                slope = tl.load(Alibi + g)
+                slope = tl.load(Alibi + g)  # scalar fp32
             dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_q[2], DO + g * stride_do[2],
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
@@ -227,7 +227,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
     else:
         slope = 0.0
         if Alibi is not None:
-            slope = tl.load(Alibi)
+            slope = tl.load(Alibi)  # scalar fp32
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
                                  stride_q[1], stride_do[1], stride_dq[1], diag, seqlen_q, seqlen_k,
@@ -407,7 +407,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     lse2 = lse * LOG2E
     slope = 0.0
     if Alibi is not None:
-        slope = tl.load(Alibi + off_b * stride_alibi + off_h)
+        slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
     bh = off_b * nheads + off_h
     drop_rows = offs_m
     if HAS_DROPOUT:

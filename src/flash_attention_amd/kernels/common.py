@@ -60,10 +60,10 @@ def seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k):
     q_start = tl.full([], 0, tl.int32)
     k_start = tl.full([], 0, tl.int32)
     if CuSeqlensQ is not None:
-        q_start = tl.load(CuSeqlensQ + off_b)
-        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start
-        k_start = tl.load(CuSeqlensK + off_b)
-        seqlen_k = tl.load(CuSeqlensK + off_b + 1) - k_start
+        q_start = tl.load(CuSeqlensQ + off_b)  # scalar int32
+        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start  # scalar int32
+        k_start = tl.load(CuSeqlensK + off_b)  # scalar int32
+        seqlen_k = tl.load(CuSeqlensK + off_b + 1) - k_start  # scalar int32
     return q_start, k_start, seqlen_q, seqlen_k
 
 

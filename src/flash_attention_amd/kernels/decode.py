@@ -56,10 +56,10 @@ def decode_split_kernel(
     hk = pid_bh % nheads_k
 
     # the sequence's keys: cache positions [start, end)
-    end = tl.load(CacheSeqlens + b)
+    end = tl.load(CacheSeqlens + b)  # scalar int32
     end = tl.minimum(tl.maximum(end, 0), capacity)
     if LeftPad is not None:
-        start = tl.load(LeftPad + b)
+        start = tl.load(LeftPad + b)  # scalar int32
         start = tl.minimum(tl.maximum(start, 0), end)
     else:
         start = 0
@@ -99,7 +99,7 @@ def decode_split_kernel(
         v_base = V + hk * stride_v[2]
     else:
         if BatchIdx is not None:
-            crow = tl.load(BatchIdx + b)
+            crow = tl.load(BatchIdx + b)  # scalar int32
             crow = tl.minimum(tl.maximum(crow, 0), num_kv_rows - 1)
         else:
             crow = b

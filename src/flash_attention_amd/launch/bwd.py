@@ -191,7 +191,9 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
             t.zero_()
     if plan.empty:
         return dq.zero_(), dk.zero_(), dv.zero_()
-    if dout.stride(-1) != 1:
+    if dout is None:  # only the lse had a gradient
+        dout = torch.zeros_like(out)
+    elif dout.stride(-1) != 1:
         dout = dout.contiguous()
     if out.stride(-1) != 1:
         out = out.contiguous()
