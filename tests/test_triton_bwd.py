@@ -393,7 +393,7 @@ def test_compile_specs_cover_every_config(arch):
             if isinstance(t, tuple):
                 assert n.startswith("stride") and set(t) == {"i32"}, (n, t)
             elif t == "constexpr":
-                assert n == "group" or (n[0].isupper() and s.constexprs[n] is None), n
+                assert (n == "group" and s.constexprs[n] == 1) or (n[0].isupper() and s.constexprs[n] is None), n
             else:
                 assert t in ("i32", "fp32") or t.startswith("*"), (n, t)
         assert s.signature.get("group", "i32") in ("i32", "constexpr")

@@ -276,7 +276,8 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
 
 
 def _with_nones(sig: dict, const: dict) -> dict:
-    return dict(const, **{n: None for n, t in sig.items() if t == "constexpr"})
+    """const plus None for the pointer arguments typed "constexpr" (group == 1 keeps its value)."""
+    return dict(const, **{n: None for n, t in sig.items() if t == "constexpr" and n not in const})
 
 
 # Kernel variants compiled per table row: the plain path and every option on (dropout included).
