@@ -17,7 +17,7 @@ batch stride 0, lse/delta [h, total_q], rows offset by cu_seqlens).
 
 Masks are applied only on boundary blocks: each loop is split into a masked head, an
 unmasked middle (no mask arithmetic, no bound checks but head-dim padding) and a masked
-tail (dQ: the forward's key ranges, ``common.key_blocks``). IEEE_DOT: every product in fp32
+tail. IEEE_DOT: every product in fp32
 "ieee" precision (fp32 inputs, and bf16 in Triton 3.6's interpreter, whose bf16 dot is wrong).
 Scores are recomputed in log2 units (``common.score_mod``); P = exp2(s - lse * log2e) is 0 on
 rows whose lse is +inf (no visible key), so they get zero gradients.
@@ -25,7 +25,7 @@ rows whose lse is +inf (no visible key), so they get zero gradients.
 import triton
 import triton.language as tl
 
-from .common import LOG2E, block_dim, key_blocks, philox_keep, score_mod, seq_bounds, visible
+from .common import LOG2E, block_dim, philox_keep, score_mod, seq_bounds, visible
 
 
 @triton.jit
@@ -92,6 +92,34 @@ def _query_blocks(start_n, diag, seqlen_q, seqlen_k, window_left, window_right,
 
 
 @triton.jit
+def _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
+    """(n_lo, full_lo, full_hi, col_hi) for query block start_m .. start_m + BLOCK_M - 1: key
+    columns [n_lo, col_hi) can be seen by one of its rows (n_lo aligned to BLOCK_N); the key blocks
+    in [full_lo, full_hi) by all of them (no mask). The same ranges as the forward's
+    ``common.key_blocks``, written as ``_query_blocks`` is: that form kept ptxas from spilling
+    2-4 more registers in sm90 dQ builds (check-amd)."""
+    end_m = start_m + BLOCK_M
+    col_lo = 0
+    col_hi = seqlen_k
+    full_need = 0  # first key start of the unmasked middle
+    full_limit = seqlen_k - BLOCK_N  # last key start of the unmasked middle
+    if IS_CAUSAL:
+        col_hi = tl.minimum(col_hi, end_m + diag)
+        full_limit = tl.minimum(full_limit, start_m + diag - BLOCK_N + 1)
+    if HAS_WINDOW:
+        if window_right >= 0:
+            col_hi = tl.minimum(col_hi, end_m + diag + window_right)
+            full_limit = tl.minimum(full_limit, start_m + diag + window_right - BLOCK_N + 1)
+        if window_left >= 0:
+            col_lo = tl.maximum(start_m + diag - window_left, 0)
+            full_need = end_m - 1 + diag - window_left
+    n_lo = (col_lo // BLOCK_N) * BLOCK_N
+    full_lo, full_hi = _full_blocks(n_lo, full_need, full_limit, BLOCK_N)
+    return n_lo, full_lo, full_hi, col_hi
+
+
+@triton.jit
 def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride_lse, seqlen_q, nheads,
                    HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr):
     """delta[b, h, m] = sum_d dout * out - dlse (fp32; DLse like Delta, or None).
@@ -132,7 +160,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                IEEE_DOT: tl.constexpr):
+                IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
     MASK: bound checks and the visibility mask (boundary blocks only)."""
@@ -164,8 +192,12 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
     dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
-        keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
-                           offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
+        if DROP_OFFSETS:
+            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
+                               offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
+        else:
+            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
+                               offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
         pdT = tl.where(keep, pT * drop_scale, 0.0)
         dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:
@@ -197,7 +229,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                GQA: tl.constexpr, IEEE_DOT: tl.constexpr):
+                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
@@ -223,7 +255,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                                  sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                                  drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT)
+                                 DQ_ATOMIC, IEEE_DOT, DROP_OFFSETS)
     else:
         slope = 0.0
         if Alibi is not None:
@@ -234,7 +266,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                                  sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                                  drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT)
+                                 DQ_ATOMIC, IEEE_DOT, DROP_OFFSETS)
     return dk, dv
 
 
@@ -245,21 +277,23 @@ def _head_base(T, stride, off_b64, off_h, row0):
     return T + off_b64 * stride[0] + off_h * stride[2] + row0 * stride[1]
 
 
-@triton.jit(do_not_specialize=["diag_offset", "seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
                                "drop_offset_k"])
 def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi,
-             seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag_offset,
+             seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag,
              seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
-             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True):
+             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, DROP_OFFSETS: tl.constexpr = False):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
     head, unmasked middle, masked tail (three loops); else one masked loop (fewer registers).
-    GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic).
+    GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). diag: the
+    bottom-right diagonal, seqlen_k - seqlen_q + diag_offset (varlen: diag_offset; each sequence
+    adds its own seqlen_k - seqlen_q): one value, so no register holds the offset apart.
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -272,7 +306,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     start_n = pid_n * BLOCK_N
     if start_n >= seqlen_k:
         return
-    diag = seqlen_k - seqlen_q + diag_offset
+    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
+        diag = diag + (seqlen_k - seqlen_q)
     off_b64 = off_b.to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
@@ -318,7 +353,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                              sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                              drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT)
+                             GQA, IEEE_DOT, DROP_OFFSETS)
 
     dk = dk * sm_scale
     tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1] + offs_d[None, :],
@@ -334,7 +369,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
               HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
-              HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr):
+              HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
+              DROP_OFFSETS: tl.constexpr):
     """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -358,8 +394,12 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
         p = tl.exp2(s - lse2[:, None])  # [BLOCK_M, BLOCK_N]
         dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         if HAS_DROPOUT:
-            keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + tl.zeros_like(qk).to(tl.int32),
-                               drop_rows[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
+            if DROP_OFFSETS:
+                keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + tl.zeros_like(qk).to(tl.int32),
+                                   drop_rows[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
+            else:
+                keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + tl.zeros_like(qk).to(tl.int32),
+                                   offs_m[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
             dp = tl.where(keep, dp * drop_scale, 0.0)
         ds = p * (dp - delta[:, None])
         if HAS_SOFTCAP:
@@ -368,16 +408,17 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
     return dq
 
 
-@triton.jit(do_not_specialize=["diag_offset", "seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
                                "drop_offset_k"])
 def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
-           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag_offset,
+           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag,
            seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr):
-    """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h)."""
+           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr = False):
+    """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
+    diag: as in ``bwd_dkdv``."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -389,7 +430,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     start_m = pid_m * BLOCK_M
     if start_m >= seqlen_q:
         return
-    diag = seqlen_k - seqlen_q + diag_offset
+    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
+        diag = diag + (seqlen_k - seqlen_q)
     off_b64 = off_b.to(tl.int64)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -410,30 +452,30 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
     bh = off_b * nheads + off_h
     drop_rows = offs_m
-    if HAS_DROPOUT:
+    if DROP_OFFSETS:  # a chunk of a longer sequence: its rows' and keys' counters start there
         drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
     k_row0 = k_start.to(tl.int64)
     Kh = _head_base(K, stride_k, off_b64, off_hk, k_row0)
     Vh = _head_base(V, stride_v, off_b64, off_hk, k_row0)
 
     # Key columns this block can see, and the unmasked middle (rows past seqlen_q have lse = +inf).
-    lo, full_lo, full_hi, hi = key_blocks(start_m, diag, seqlen_k, window_left, window_right,
-                                          BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    n_lo, full_lo, full_hi, col_hi = _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
+                                                 BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    mask_hi = tl.minimum(full_lo, col_hi)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    # masked left window edge (only with a window), unmasked interior, masked diagonal / tail
+    # masked head (left window edge), unmasked interior, masked diagonal / tail: one call site
     for part in tl.static_range(3):
-        if part != 0 or HAS_WINDOW:
-            if part == 0:
-                range_lo, range_hi = lo, full_lo
-            elif part == 1:
-                range_lo, range_hi = full_lo, full_hi
-            else:
-                range_lo, range_hi = full_hi, hi
-            dq = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
-                           stride_k[1], stride_v[1], diag, seqlen_k, sm_scale, softcap, slope,
-                           window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows,
-                           drop_offset_k, bh, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
-                           IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT)
+        if part == 0:
+            range_lo, range_hi = n_lo, mask_hi
+        elif part == 1:
+            range_lo, range_hi = full_lo, full_hi
+        else:
+            range_lo, range_hi = tl.maximum(full_hi, mask_hi), col_hi
+        dq = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
+                       stride_k[1], stride_v[1], diag, seqlen_k, sm_scale, softcap, slope,
+                       window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows,
+                       drop_offset_k, bh, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
+                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, DROP_OFFSETS)
     dq = dq * sm_scale
     tl.store(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1] + offs_d[None, :],
              dq.to(DQ.dtype.element_ty), mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))

@@ -26,7 +26,7 @@ give wrong numbers but never an out-of-bounds access.
 import triton
 import triton.language as tl
 
-from .common import LN2, block_dim, key_range, score_mod, visible
+from .common import LN2, block_dim, score_mod, visible
 
 
 @triton.jit
@@ -89,9 +89,17 @@ def decode_split_kernel(
     diag = seqlen_k - seqlen_q
     i_first = (pid_m * BLOCK_M) // GROUP
     i_last = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // GROUP, seqlen_q - 1)
-    lo, hi = key_range(i_first, i_last, diag, seqlen_k, window_left, window_right, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
-    lo = tl.maximum(lo, pid_s * chunk)
-    hi = tl.minimum(hi, pid_s * chunk + chunk)
+    # the window bounds of common.key_range, intersected with the split's slice as they are applied
+    # (through key_range the sm90 build held 8 more registers: check-amd)
+    lo = pid_s * chunk
+    hi = tl.minimum(lo + chunk, seqlen_k)
+    if IS_CAUSAL:
+        hi = tl.minimum(hi, i_last + diag + 1)
+    if HAS_WINDOW:
+        if window_right >= 0:
+            hi = tl.minimum(hi, i_last + diag + window_right + 1)
+        if window_left >= 0:
+            lo = tl.maximum(lo, (tl.maximum(i_first + diag - window_left, 0) // BLOCK_N) * BLOCK_N)
 
     if PAGED:
         bt_row = BlockTable + b.to(tl.int64) * stride_table

@@ -33,7 +33,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr):
+                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, DROP_OFFSETS: tl.constexpr):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -93,8 +93,11 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
         if HAS_DROPOUT:
-            keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
-                               drop_threshold)
+            if DROP_OFFSETS:
+                keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
+                                   drop_threshold)
+            else:
+                keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
             p = tl.where(keep, p, 0.0)
         if USE_TMA:
             v = v_src.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, BLOCK_DV)  # [BLOCK_N, BLOCK_DV]
@@ -116,17 +119,18 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     return acc, l_i, m_i
 
 
-@triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "diag_offset",
-                               "seed_lo", "seed_hi", "drop_threshold", "drop_offset_q", "drop_offset_k"])
+@triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "seed_lo", "seed_hi", "drop_threshold",
+                               "drop_offset_q", "drop_offset_k"])
 def attn_fwd_kernel(
     Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK,
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
     nheads, group, seqlen_q, seqlen_k, num_m_blocks,
-    sm_scale, softcap, window_left, window_right, diag_offset,
+    sm_scale, softcap, window_left, window_right, diag,
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
+    DROP_OFFSETS: tl.constexpr = False,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -135,9 +139,12 @@ def attn_fwd_kernel(
     K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
     batch stride stride_alibi) and CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) may be None.
     seed_lo / seed_hi / drop_threshold are uint32 words passed as int32 bit patterns (one
-    signature for every seed). Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read
-    from cu_seqlens. Lse row of (b, h) starts at b * stride_lse[0] + h * stride_lse[1] (+ the
-    sequence's first row when varlen).
+    signature for every seed). diag: the bottom-right diagonal, seqlen_k - seqlen_q + diag_offset
+    (varlen: diag_offset; each sequence adds its own seqlen_k - seqlen_q). DROP_OFFSETS:
+    drop_offset_q / _k are not both 0 (without it the dropout builds hold no extra counters: the
+    registers of the kernel before the offsets existed). Dense: seqlen_q / seqlen_k are the
+    lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
+    b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -159,7 +166,8 @@ def attn_fwd_kernel(
     start_m = block_m * BLOCK_M
     if start_m >= seqlen_q:
         return
-    diag = seqlen_k - seqlen_q + diag_offset
+    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
+        diag = diag + (seqlen_k - seqlen_q)
 
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -184,7 +192,7 @@ def attn_fwd_kernel(
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
     drop_rows = offs_m
-    if HAS_DROPOUT:
+    if DROP_OFFSETS:  # a chunk of a longer sequence: its rows' and keys' counters start there
         drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
 
     acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
@@ -209,7 +217,7 @@ def attn_fwd_kernel(
                 diag, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
                 seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
-                POS_SCALE)
+                POS_SCALE, DROP_OFFSETS)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf
     has_key = l_i > 0.0
