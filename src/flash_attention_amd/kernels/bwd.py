@@ -153,17 +153,22 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
 
 @triton.jit
 def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
-                stride_qm, stride_dom, stride_dqm, diag, seqlen_q, seqlen_k,
+                stride_qm, stride_dom, stride_dqm, diag_offset, seqlen_q, seqlen_k,
                 sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale,
                 drop_offset_q, drop_offset_k,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr):
+                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
-    MASK: bound checks and the visibility mask (boundary blocks only)."""
+    MASK: bound checks and the visibility mask (boundary blocks only). The diagonal is computed
+    here from the lengths (as the plain kernel always did: one more value live across the loop
+    cost sm90 builds 1-6 spilled registers)."""
+    diag = seqlen_k - seqlen_q
+    if CHUNK:
+        diag += diag_offset
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_d = tl.arange(0, BLOCK_D)
@@ -192,7 +197,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
     dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
-        if DROP_OFFSETS:
+        if CHUNK:
             keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
                                offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
         else:
@@ -222,14 +227,14 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
 
 @triton.jit
 def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, group, bh0,
-                stride_q, stride_do, stride_dq, stride_lh, diag, seqlen_q, seqlen_k,
+                stride_q, stride_do, stride_dq, stride_lh, diag_offset, seqlen_q, seqlen_k,
                 sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale,
                 drop_offset_q, drop_offset_k,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr):
+                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
@@ -251,22 +256,22 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_q[2], DO + g * stride_do[2],
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
-                                 stride_q[1], stride_do[1], stride_dq[1], diag, seqlen_q, seqlen_k,
+                                 stride_q[1], stride_do[1], stride_dq[1], diag_offset, seqlen_q, seqlen_k,
                                  sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                                  drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, DROP_OFFSETS)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK)
     else:
         slope = 0.0
         if Alibi is not None:
             slope = tl.load(Alibi)  # scalar fp32
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
-                                 stride_q[1], stride_do[1], stride_dq[1], diag, seqlen_q, seqlen_k,
+                                 stride_q[1], stride_do[1], stride_dq[1], diag_offset, seqlen_q, seqlen_k,
                                  sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                                  drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, DROP_OFFSETS)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK)
     return dk, dv
 
 
@@ -281,19 +286,18 @@ def _head_base(T, stride, off_b64, off_h, row0):
                                "drop_offset_k"])
 def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi,
-             seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag,
+             seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag_offset,
              seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
-             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, DROP_OFFSETS: tl.constexpr = False):
+             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
     head, unmasked middle, masked tail (three loops); else one masked loop (fewer registers).
-    GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). diag: the
-    bottom-right diagonal, seqlen_k - seqlen_q + diag_offset (varlen: diag_offset; each sequence
-    adds its own seqlen_k - seqlen_q): one value, so no register holds the offset apart.
+    GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). CHUNK: the
+    call is a chunk of a longer sequence (diag_offset, drop_offset_q / _k read; see attn_fwd_kernel).
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -306,8 +310,9 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     start_n = pid_n * BLOCK_N
     if start_n >= seqlen_k:
         return
-    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
-        diag = diag + (seqlen_k - seqlen_q)
+    diag = seqlen_k - seqlen_q
+    if CHUNK:  # a chunk of a longer sequence (else the offsets are 0 and unread)
+        diag += diag_offset
     off_b64 = off_b.to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
@@ -349,11 +354,12 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), row_hi
         dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, range_lo, range_hi,
-                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], diag, seqlen_q, seqlen_k,
+                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], diag_offset, seqlen_q,
+                             seqlen_k,
                              sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
                              drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT, DROP_OFFSETS)
+                             GQA, IEEE_DOT, CHUNK)
 
     dk = dk * sm_scale
     tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1] + offs_d[None, :],
@@ -370,7 +376,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
               HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-              DROP_OFFSETS: tl.constexpr):
+              CHUNK: tl.constexpr):
     """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -394,7 +400,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
         p = tl.exp2(s - lse2[:, None])  # [BLOCK_M, BLOCK_N]
         dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         if HAS_DROPOUT:
-            if DROP_OFFSETS:
+            if CHUNK:
                 keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + tl.zeros_like(qk).to(tl.int32),
                                    drop_rows[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
             else:
@@ -412,13 +418,13 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
                                "drop_offset_k"])
 def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
-           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag,
+           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag_offset,
            seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DROP_OFFSETS: tl.constexpr = False):
+           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
-    diag: as in ``bwd_dkdv``."""
+    CHUNK: as in ``bwd_dkdv``."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -430,8 +436,9 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     start_m = pid_m * BLOCK_M
     if start_m >= seqlen_q:
         return
-    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
-        diag = diag + (seqlen_k - seqlen_q)
+    diag = seqlen_k - seqlen_q
+    if CHUNK:  # a chunk of a longer sequence (else the offsets are 0 and unread)
+        diag += diag_offset
     off_b64 = off_b.to(tl.int64)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -452,7 +459,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
     bh = off_b * nheads + off_h
     drop_rows = offs_m
-    if DROP_OFFSETS:  # a chunk of a longer sequence: its rows' and keys' counters start there
+    if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
         drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
     k_row0 = k_start.to(tl.int64)
     Kh = _head_base(K, stride_k, off_b64, off_hk, k_row0)
@@ -475,7 +482,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                        stride_k[1], stride_v[1], diag, seqlen_k, sm_scale, softcap, slope,
                        window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows,
                        drop_offset_k, bh, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
-                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, DROP_OFFSETS)
+                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK)
     dq = dq * sm_scale
     tl.store(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1] + offs_d[None, :],
              dq.to(DQ.dtype.element_ty), mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))

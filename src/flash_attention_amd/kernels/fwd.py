@@ -33,7 +33,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, DROP_OFFSETS: tl.constexpr):
+                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -93,7 +93,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
         if HAS_DROPOUT:
-            if DROP_OFFSETS:
+            if CHUNK:
                 keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
                                    drop_threshold)
             else:
@@ -125,12 +125,12 @@ def attn_fwd_kernel(
     Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK,
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
     nheads, group, seqlen_q, seqlen_k, num_m_blocks,
-    sm_scale, softcap, window_left, window_right, diag,
+    sm_scale, softcap, window_left, window_right, diag_offset,
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
-    DROP_OFFSETS: tl.constexpr = False,
+    CHUNK: tl.constexpr = False,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -139,11 +139,10 @@ def attn_fwd_kernel(
     K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
     batch stride stride_alibi) and CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) may be None.
     seed_lo / seed_hi / drop_threshold are uint32 words passed as int32 bit patterns (one
-    signature for every seed). diag: the bottom-right diagonal, seqlen_k - seqlen_q + diag_offset
-    (varlen: diag_offset; each sequence adds its own seqlen_k - seqlen_q). DROP_OFFSETS:
-    drop_offset_q / _k are not both 0 (without it the dropout builds hold no extra counters: the
-    registers of the kernel before the offsets existed). Dense: seqlen_q / seqlen_k are the
-    lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
+    signature for every seed). CHUNK: the call is a chunk of a longer sequence: diag_offset moves
+    the diagonal (diag = seqlen_k - seqlen_q + diag_offset) and drop_offset_q / _k the Philox
+    counters; without it they are not read (the build of a plain call holds no register for them).
+    Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
     b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -166,8 +165,9 @@ def attn_fwd_kernel(
     start_m = block_m * BLOCK_M
     if start_m >= seqlen_q:
         return
-    if CuSeqlensQ is not None:  # varlen: diag is the offset; each sequence adds its own sk - sq
-        diag = diag + (seqlen_k - seqlen_q)
+    diag = seqlen_k - seqlen_q
+    if CHUNK:  # a chunk of a longer sequence (else the offsets are 0 and unread)
+        diag += diag_offset
 
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -192,7 +192,7 @@ def attn_fwd_kernel(
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
     drop_rows = offs_m
-    if DROP_OFFSETS:  # a chunk of a longer sequence: its rows' and keys' counters start there
+    if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
         drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
 
     acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
@@ -217,7 +217,7 @@ def attn_fwd_kernel(
                 diag, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
                 seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
-                POS_SCALE, DROP_OFFSETS)
+                POS_SCALE, CHUNK)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf
     has_key = l_i > 0.0

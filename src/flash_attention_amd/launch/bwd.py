@@ -153,20 +153,19 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
-    drop_offsets = dropout and bool(params.dropout_offset_q or params.dropout_offset_k)
+    chunk = params.has_offsets
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, DROP_OFFSETS=drop_offsets),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, DROP_OFFSETS=drop_offsets))
+             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
                   (cdiv(seqlen_q, cfg.dq.block_m), batch * nheads, 1))
     plan.pre_tail = (plan.lse_str, seqlen_q, nheads)
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-             # the kernels' diag: dense, the whole bottom-right diagonal; varlen, the offset
-             int(params.diag_offset) + (0 if varlen else seqlen_k - seqlen_q))
+             int(params.diag_offset))
     plan.head = stride_alibi  # after the tensor strides
     plan.tail_dkdv = (seqlen_q, seqlen_k, nheads_k, group, *masks)
     plan.tail_dq = (seqlen_q, seqlen_k, nheads, group, *masks)
@@ -302,7 +301,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
-                     SPLIT=cfg.split, GQA=gqa, DROP_OFFSETS=False)
+                     SPLIT=cfg.split, GQA=gqa, CHUNK=False)
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "")
         if not gqa:
             sig["group"] = "constexpr"
@@ -312,7 +311,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, DROP_OFFSETS=False)
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False)
     sig = _signature(K.bwd_dq, const, dtype, varlen, alibi)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),

@@ -157,8 +157,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         q_str, k_str, v_str, o_str, l_str, stride_alibi,
         nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-        # the kernel's diag: dense, the whole bottom-right diagonal; varlen, the offset
-        int(params.diag_offset) + (0 if varlen else seqlen_k - seqlen_q))
+        int(params.diag_offset))
     plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
@@ -169,7 +168,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
-        DROP_OFFSETS=dropout and bool(params.dropout_offset_q or params.dropout_offset_k),
+        CHUNK=params.has_offsets,
     )
     plan.tma_blocks = None
     if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
@@ -295,7 +294,7 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
         sig["V"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
     sig.update(stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_lse=("i32", "i32"), stride_alibi="i32")
     sig.update({name: "i32" for name in ("nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks")})
-    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag="i32",
+    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
                seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
                drop_offset_k="i32")
     return sig
@@ -340,7 +339,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool)
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=d, IS_CAUSAL=False, HAS_WINDOW=False,
         HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
-        POS_SCALE=True, DROP_OFFSETS=False)
+        POS_SCALE=True, CHUNK=False)
     constexprs.update(flags)
     tma = cfg.use_tma and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
