@@ -153,9 +153,7 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
 
 @triton.jit
 def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
-                stride_qm, stride_dom, stride_dqm, diag_offset, seqlen_q, seqlen_k,
-                sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale,
-                drop_offset_q, drop_offset_k,
+                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
@@ -163,9 +161,13 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                 IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
-    MASK: bound checks and the visibility mask (boundary blocks only). The diagonal is computed
-    here from the lengths (as the plain kernel always did: one more value live across the loop
-    cost sm90 builds 1-6 spilled registers)."""
+    MASK: bound checks and the visibility mask (boundary blocks only). scores = (sm_scale,
+    softcap, window_left, window_right, diag_offset), drop = (seed_lo, seed_hi, drop_threshold,
+    drop_scale, drop_offset_q, drop_offset_k): the kernel's arguments, as tuples. The diagonal is
+    computed here from the lengths (one more value live across the loop cost sm90 builds 1-6
+    spilled registers)."""
+    sm_scale, softcap, window_left, window_right, diag_offset = scores
+    seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     diag = seqlen_k - seqlen_q
     if CHUNK:
         diag += diag_offset
@@ -227,9 +229,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
 
 @triton.jit
 def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, group, bh0,
-                stride_q, stride_do, stride_dq, stride_lh, diag_offset, seqlen_q, seqlen_k,
-                sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale,
-                drop_offset_q, drop_offset_k,
+                stride_q, stride_do, stride_dq, stride_lh, seqlen_q, seqlen_k, scores, drop,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
@@ -256,9 +256,8 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_q[2], DO + g * stride_do[2],
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
-                                 stride_q[1], stride_do[1], stride_dq[1], diag_offset, seqlen_q, seqlen_k,
-                                 sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
-                                 drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
+                                 HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
                                  DQ_ATOMIC, IEEE_DOT, CHUNK)
     else:
@@ -267,9 +266,8 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             slope = tl.load(Alibi)  # scalar fp32
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
-                                 stride_q[1], stride_do[1], stride_dq[1], diag_offset, seqlen_q, seqlen_k,
-                                 sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
-                                 drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
+                                 HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
                                  DQ_ATOMIC, IEEE_DOT, CHUNK)
     return dk, dv
@@ -354,10 +352,10 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), row_hi
         dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, range_lo, range_hi,
-                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], diag_offset, seqlen_q,
-                             seqlen_k,
-                             sm_scale, softcap, window_left, window_right, seed_lo, seed_hi, drop_threshold,
-                             drop_scale, drop_offset_q, drop_offset_k, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k,
+                             (sm_scale, softcap, window_left, window_right, diag_offset),
+                             (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
+                             HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
                              GQA, IEEE_DOT, CHUNK)
 
@@ -369,15 +367,18 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
 
 
 @triton.jit
-def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi,
-              stride_kn, stride_vn, diag, seqlen_k, sm_scale, softcap, slope, window_left, window_right,
-              seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k, bh,
+def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, stride_vn, diag, seqlen_k, slope, bh,
+              scores, drop,
               HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
               HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
               CHUNK: tl.constexpr):
-    """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head)."""
+    """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head).
+    scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
+    drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters."""
+    sm_scale, softcap, window_left, window_right = scores
+    seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_d = tl.arange(0, BLOCK_D)
@@ -479,9 +480,10 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), col_hi
         dq = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
-                       stride_k[1], stride_v[1], diag, seqlen_k, sm_scale, softcap, slope,
-                       window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows,
-                       drop_offset_k, bh, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
+                       stride_k[1], stride_v[1], diag, seqlen_k, slope, bh,
+                       (sm_scale, softcap, window_left, window_right),
+                       (seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k),
+                       HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
                        IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK)
     dq = dq * sm_scale
     tl.store(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1] + offs_d[None, :],

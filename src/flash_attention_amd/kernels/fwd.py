@@ -27,9 +27,7 @@ from .common import LN2, LOG2E, block_dim, key_blocks, philox_keep, score_mod, s
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
-                stride_kn, stride_vn, offs_m, diag, seqlen_k, qk_scale, sm_scale,
-                softcap, slope, window_left, window_right, seed_lo, seed_hi, drop_threshold, drop_rows,
-                drop_offset_k, bh_id,
+                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop,
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
@@ -45,8 +43,12 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     POS_SCALE (sm_scale > 0) lets the plain path take the row max before scaling.
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
-    V's dtype first, as on the fast path.
+    V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
+    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
+    drop_offset_k, bh_id), drop_rows the Philox row counters.
     """
+    qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
+    seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -214,8 +216,8 @@ def attn_fwd_kernel(
                 range_lo, range_hi = full_hi, hi
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
-                diag, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
-                seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V,
+                diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
+                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
                 POS_SCALE, CHUNK)
 
