@@ -142,6 +142,28 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
     assert len(seen) == 4  # forward, preprocess, dK/dV, dQ
     for calls in seen.values():
         (slot, first), (_, second) = calls
+        # what runtime._run checks before it keeps a kernel for the direct path: every parameter
+        # passed, the non-constexpr ones in order, then the constexprs in order
+        fn = _jit(slot.fn)
+        assert runtime.fn_info(fn)[1] == len(first)
+        assert list(fn.arg_names) == list(fn.arg_names[:len(first)]) + list(slot.constexprs)
         for i, (a, c) in enumerate(zip(first, second)):
             if i not in slot.dynamic:
                 assert type(a) is type(c) and a == c, (slot.fn, i, a, c)
+
+
+def test_decode_launches_pass_every_parameter_in_order(monkeypatch):
+    """The decode and combine launches can take the direct path (runtime._run's conditions)."""
+    from flash_attention_amd.params import AttnParams
+
+    calls = []
+    monkeypatch.setattr(runtime, "launch", lambda fn, grid, device, args, cx, opts: calls.append((fn, args, cx)))
+    b, h, hk, d, cap = 2, 4, 2, 32, 40
+    q = torch.randn(b, 1, h, d)
+    kc, vc = torch.randn(b, cap, hk, d), torch.randn(b, cap, hk, d)
+    decode.decode(q, kc, vc, torch.tensor([5, 40], dtype=torch.int32), AttnParams(softmax_scale=0.2), num_splits=3)
+    assert {c[0].fn.__name__ for c in calls} == {"decode_split_kernel", "decode_combine_kernel"}
+    for fn, args, cx in calls:
+        jf = _jit(fn)
+        assert runtime.fn_info(jf)[1] == len(args)
+        assert list(jf.arg_names) == list(jf.arg_names[:len(args)]) + list(cx)
