@@ -23,6 +23,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from flash_attention_amd.launch import bwd as B  # noqa: E402
+from flash_attention_amd.launch.tiles import Tile, bwd_config  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048
@@ -185,13 +186,13 @@ def sweep_configs(base, configs=""):
     """dkdv tiles with the base dq tiles (both dq paths), then dq tiles with the base dkdv tiles;
     or the explicit list ``configs`` (JSON)."""
     if configs:
-        return [B.BwdConfig(*c[:8], dq_atomic=bool(c[8])) for c in json.loads(configs)]
+        return [bwd_config(tuple(c[:4]), tuple(c[4:8]), dq_atomic=bool(c[8])) for c in json.loads(configs)]
     out = []
     for t1 in DKDV_TILES:
         for atomic in (False, True):
-            out.append(B.BwdConfig(*t1, base.block_m2, base.block_n2, base.warps2, base.stages2, dq_atomic=atomic))
+            out.append(base.replace(dkdv=Tile(*t1), dq_atomic=atomic))
     for t2 in DQ_TILES:
-        out.append(B.BwdConfig(base.block_m1, base.block_n1, base.warps1, base.stages1, *t2, dq_atomic=False))
+        out.append(base.replace(dq=Tile(*t2), dq_atomic=False))
     return out
 
 
@@ -207,8 +208,9 @@ def sweep(args, rows):
                 tf = float("nan")
                 print("  fail", cfg, type(exc).__name__, str(exc)[:120])
             rows.append(dict(d=d, causal=causal, seqlen=s, cfg=str(cfg), tflops=tf))
-            print(f"d={d} causal={causal} s={s} dkdv=({cfg.block_m1},{cfg.block_n1},w{cfg.warps1},s{cfg.stages1}) "
-                  f"dq=({cfg.block_m2},{cfg.block_n2},w{cfg.warps2},s{cfg.stages2}) atomic={cfg.dq_atomic}: {tf:.0f}",
+            t1, t2 = cfg.dkdv, cfg.dq
+            print(f"d={d} causal={causal} s={s} dkdv=({t1.block_m},{t1.block_n},w{t1.num_warps},s{t1.num_stages}) "
+                  f"dq=({t2.block_m},{t2.block_n},w{t2.num_warps},s{t2.num_stages}) atomic={cfg.dq_atomic}: {tf:.0f}",
                   flush=True)
 
 

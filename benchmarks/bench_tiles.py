@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from flash_attention_amd.launch import bwd as B  # noqa: E402
 from flash_attention_amd.launch import fwd as F  # noqa: E402
+from flash_attention_amd.launch.tiles import bwd_config  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048
@@ -49,7 +50,7 @@ def parse_bwd(s: str):
         return None
     a, b = s.split(":")
     one_loop = a.endswith("u")
-    return B.BwdConfig(*map(int, a.rstrip("u").split("x")), *map(int, b.split("x")), split=not one_loop)
+    return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop)
 
 
 def params_for(d, causal, feat, h):

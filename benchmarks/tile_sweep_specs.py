@@ -17,6 +17,7 @@ import os
 
 from flash_attention_amd.launch import bwd as B
 from flash_attention_amd.launch import fwd as F
+from flash_attention_amd.launch.tiles import bwd_config
 
 _FWD = [  # (block_m, block_n, warps, stages)
     (128, 64, 4, 3), (128, 64, 4, 2), (128, 64, 8, 3), (128, 32, 4, 3), (64, 64, 4, 3), (64, 64, 4, 2),
@@ -60,7 +61,7 @@ def compile_specs(arch: str):
         for kernel, tiles in plan.get(d, {}).items():
             for tile, v in itertools.product(tiles, variants):
                 bm, bn, w, s = tile[:4]
-                cfg = B.BwdConfig(bm, bn, w, s, bm, bn, w, s, split=len(tile) < 5)
+                cfg = bwd_config((bm, bn, w, s), (bm, bn, w, s), split=len(tile) < 5)
                 specs += [sp for sp in B.config_specs(arch, cfg, dtype, d, v != "plain", "plain" if v == "causal" else v)
                           if sp.kernel == kernel]
     return specs

@@ -36,13 +36,14 @@ def _tiny_attn_fwd(Q, K, V, Out, seqlen_q, seqlen_k, sm_scale, seed_lo, seed_hi,
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    lo, hi = key_range(start_m, seqlen_q, seqlen_k, -1, -1, BLOCK_M, BLOCK_N, IS_CAUSAL, False)
+    diag = seqlen_k - seqlen_q
+    lo, hi = key_range(start_m, start_m + BLOCK_M - 1, diag, seqlen_k, -1, -1, BLOCK_N, IS_CAUSAL, False)
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         kt = tl.load(K + cols[None, :] * HEAD_DIM + offs_d[:, None],
                      mask=cols[None, :] < seqlen_k, other=0.0)  # [HEAD_DIM, BLOCK_N]
-        s, _ = score_mod(tl.dot(q, kt), offs_m, cols, seqlen_q, seqlen_k, sm_scale, 0.0, 0.0, False, False)
-        s = tl.where(visible(offs_m, cols, seqlen_q, seqlen_k, -1, -1, IS_CAUSAL, False, True), s, float("-inf"))
+        s, _ = score_mod(tl.dot(q, kt), offs_m, cols, diag, sm_scale, 0.0, 0.0, False, False)
+        s = tl.where(visible(offs_m, cols, diag, seqlen_k, -1, -1, IS_CAUSAL, False, True), s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         p = tl.exp2(s - m_safe[:, None])

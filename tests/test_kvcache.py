@@ -31,6 +31,7 @@ def _poison(monkeypatch):
     if "triton" not in BACKENDS:
         return
     from flash_attention_amd.launch import decode as launch_decode
+    from flash_attention_amd.launch import runtime
 
     monkeypatch.setattr(launch_decode, "_empty",
                         lambda shape, dtype, device: torch.full(shape, math.nan, dtype=dtype, device=device))
@@ -546,10 +547,11 @@ def test_gpu_cuda_graph_decode_step(paged):
 
 @pytest.mark.gpu
 def test_gpu_direct_launch_matches_triton_launch():
-    """The launcher's cached direct launches (launch/decode._launch) give the same numbers as
+    """The launcher's cached direct launches (launch/runtime.py) give the same numbers as
     Triton's own launch path, including a q whose data pointer is not 16-byte aligned (a
     different specialisation of the same shapes) and a change of split count."""
     from flash_attention_amd.launch import decode as launch_decode
+    from flash_attention_amd.launch import runtime
 
     b, h, hk, d, cap = 3, 8, 2, 64, 200
     kc, vc = (torch.randn(b, cap, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
@@ -562,7 +564,7 @@ def test_gpu_direct_launch_matches_triton_launch():
     results = {}
     with use_backend("triton"):
         for fast in (False, True, True):
-            launch_decode.FAST_LAUNCH = fast
+            runtime.FAST_LAUNCH = fast
             try:
                 for name, qq in (("aligned", q), ("odd", q_odd)):
                     for splits in (0, 1, 3):
@@ -570,9 +572,9 @@ def test_gpu_direct_launch_matches_triton_launch():
                                                            return_softmax_lse=True)
                         results.setdefault((name, splits), []).append((out.clone(), lse.clone()))
             finally:
-                launch_decode.FAST_LAUNCH = True
+                runtime.FAST_LAUNCH = True
     torch.cuda.synchronize()
-    keys = [k for k in launch_decode._plans if k[0] is launch_decode.kernels.decode_split_kernel]
+    keys = [k for k in runtime._kernels if k[0] == id(launch_decode.kernels.decode_split_kernel)]
     assert len({k[-1][0] for k in keys}) >= 2  # q aligned and not: two specialisations
     ref = results[("aligned", 1)][0]
     for key, runs in results.items():

@@ -7,16 +7,14 @@ so these tests need no forward kernel. GPU tests (marked gpu) use realistic size
 from __future__ import annotations
 
 import math
-
 from dataclasses import replace
 
 import pytest
 import torch
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
-
-from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
@@ -44,27 +42,33 @@ def _poison(monkeypatch):
 
 
 def _params(d, *, causal=False, window=(-1, -1), softcap=0.0, alibi=None, dropout_p=0.0, seed=0,
-            deterministic=False, **varlen):
+            deterministic=False, diag_offset=0, dropout_offsets=(0, 0), **varlen):
     left, right = window
     return AttnParams(softmax_scale=d ** -0.5, causal=causal, window_left=left,
                       window_right=0 if causal else right, softcap=softcap, dropout_p=dropout_p,
-                      alibi_slopes=alibi, seed=seed, deterministic=deterministic, **varlen)
+                      alibi_slopes=alibi, seed=seed, deterministic=deterministic, diag_offset=diag_offset,
+                      dropout_offset_q=dropout_offsets[0], dropout_offset_k=dropout_offsets[1], **varlen)
 
 
-def _ref_grads(q, k, v, dout, cu=None, **kw):
-    """float64 out, lse and (dq, dk, dv) of the reference."""
+def _ref_grads(q, k, v, dout, cu=None, dlse=None, **kw):
+    """float64 out, lse and (dq, dk, dv) of the reference (dlse: a gradient reaching the lse too)."""
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
     if cu is None:
         out, lse = attention_ref(q64, k64, v64, **kw)
     else:
         out, lse = attention_ref_varlen(q64, k64, v64, cu[0], cu[1], **kw)
-    out.backward(dout.double())
+    if dlse is None:
+        out.backward(dout.double())
+    else:
+        finite = torch.isfinite(lse)
+        torch.autograd.backward([out, lse[finite]], [dout.double(), dlse.double()[finite]])
     return out.detach(), lse.detach(), (q64.grad, k64.grad, v64.grad)
 
 
 def _ref_kwargs(p: AttnParams):
     return dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
-                softcap=p.softcap, alibi_slopes=p.alibi_slopes, dropout_p=p.dropout_p, seed=p.seed)
+                softcap=p.softcap, alibi_slopes=p.alibi_slopes, dropout_p=p.dropout_p, seed=p.seed,
+                diag_offset=p.diag_offset, dropout_offsets=(p.dropout_offset_q, p.dropout_offset_k))
 
 
 def _check(b, sq, sk, h, hk, d, dtype=None, config=None, dv_dim=None, **opts):
@@ -92,7 +96,9 @@ def _check(b, sq, sk, h, hk, d, dtype=None, config=None, dv_dim=None, **opts):
 
 
 def _atomic_cfg():
-    return _bwd().BwdConfig(16, 32, 4, 1, 32, 16, 4, 1, dq_atomic=True)
+    from flash_attention_amd.launch.tiles import Tile
+
+    return _bwd().BwdConfig(dkdv=Tile(16, 32, 4, 1), dq=Tile(32, 16, 4, 1), dq_atomic=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,6 +161,77 @@ def test_large_headdims(d):
 
 def test_fp16_interpreter():
     _check(1, 40, 48, 2, 1, 64, dtype=torch.float16, causal=True, softcap=5.0)
+
+
+def test_bf16():
+    """bf16 backward (in the interpreter through fp32 "ieee" dots: its bf16 dot multiplies bit
+    patterns, which gave gradients around 1e9)."""
+    _check(1, 40, 48, 2, 1, 64, dtype=torch.bfloat16, causal=True, softcap=5.0)
+    _check(2, 19, 33, 4, 2, 40, dtype=torch.bfloat16, window=(7, 3), alibi=torch.rand(4, device=DEVICE))
+
+
+@pytest.mark.parametrize("diag_offset", [-40, -5, 0, 6, 30])
+@pytest.mark.parametrize("opts", [dict(causal=True), dict(window=(5, 3), alibi="2d"),
+                                  dict(causal=True, dropout_p=0.3, seed=21)], ids=["causal", "window-alibi", "drop"])
+def test_diag_offset(diag_offset, opts):
+    """Masks, ALiBi, key-range skipping and the dropout mask move with diag_offset / dropout
+    offsets; rows that see no key (diag_offset -40: all) get zero gradients."""
+    b, h = 2, 2
+    grads, _, lse = _check(b, 33, 25, h, 1, 24, diag_offset=diag_offset, dropout_offsets=(9, 4),
+                           **_resolve(b, h, opts))
+    if diag_offset == -40:
+        assert torch.isinf(lse).all() and all((g == 0).all() for g in grads)
+
+
+@pytest.mark.parametrize("varlen", [False, True])
+def test_dlse(varlen):
+    """A gradient reaching the LSE (ring attention merges partial results by it) enters as
+    delta - dlse in the preprocess kernel; rows with no visible key ignore it."""
+    b, h, hk, d = 2, 2, 1, 16
+    params = _params(d, causal=True)
+    if varlen:
+        lens_q, lens_k = [7, 30], [20, 12]
+        cu = tuple(torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
+                   for x in (lens_q, lens_k))
+        params = params._replace(cu_seqlens_q=cu[0], cu_seqlens_k=cu[1], max_seqlen_q=30, max_seqlen_k=20)
+        q, dout = (torch.randn(37, h, d, device=DEVICE, dtype=FP) for _ in range(2))
+        k, v = (torch.randn(32, hk, d, device=DEVICE, dtype=FP) for _ in range(2))
+        dlse = torch.randn(h, 37, device=DEVICE)
+    else:
+        cu = None
+        q, dout = (torch.randn(b, 30, h, d, device=DEVICE, dtype=FP) for _ in range(2))
+        k, v = (torch.randn(b, 21, hk, d, device=DEVICE, dtype=FP) for _ in range(2))
+        dlse = torch.randn(b, h, 30, device=DEVICE)
+    out, lse, ref = _ref_grads(q, k, v, dout, cu=cu, dlse=dlse, **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, dlse=dlse)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+    _, _, ref0 = _ref_grads(q, k, v, dout, cu=cu, **_ref_kwargs(params))
+    assert rel_err(grads[0], ref0[0]) > 1e-2, "dlse had no effect"
+    # only the lse has a gradient (dout None)
+    _, _, ref_l = _ref_grads(q, k, v, torch.zeros_like(dout), cu=cu, dlse=dlse, **_ref_kwargs(params))
+    grads = _bwd().attention_backward(None, q, k, v, out.to(FP), lse.float(), params, dlse=dlse)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref_l):
+        assert_matches(g, r, name=name)
+
+
+def test_zero_tensors_varlen():
+    """zero_tensors: rows past cu_seqlens[-1] of dq / dk / dv are written as zeros."""
+    lens_q, lens_k = [6, 11], [9, 14]
+    cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
+                  for x in (lens_q, lens_k))
+    h, d = 2, 16
+    q, dout = (torch.randn(17 + 3, h, d, device=DEVICE, dtype=FP) for _ in range(2))
+    k, v = (torch.randn(23 + 4, h, d, device=DEVICE, dtype=FP) for _ in range(2))
+    params = _params(d, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=11, max_seqlen_k=14)
+    params = params._replace(zero_tensors=True)
+    out, lse, ref = _ref_grads(q[:17], k[:23], v[:23], dout[:17], cu=(cu_q, cu_k), **_ref_kwargs(params))
+    out = torch.cat([out.to(FP), torch.zeros(3, h, d, dtype=FP, device=DEVICE)])
+    lse = torch.cat([lse.float(), torch.full((h, 3), math.inf, device=DEVICE)], 1)
+    dq, dk, dv = _bwd().attention_backward(dout, q, k, v, out, lse, params)
+    for name, g, r in zip(("dq", "dk", "dv"), (dq[:17], dk[:23], dv[:23]), ref):
+        assert_matches(g, r, name=name)
+    assert (dq[17:] == 0).all() and (dk[23:] == 0).all() and (dv[23:] == 0).all()
 
 
 @pytest.mark.parametrize("atomic", [False, True])
@@ -297,21 +374,28 @@ def test_compile_specs_cover_every_config(arch):
     specs = bwd.compile_specs(arch)
     kinds = {s.kernel for s in specs}
     assert kinds == {"bwd_pre", "bwd_dkdv", "bwd_dq"}
-    largest = max(max_d for max_d, _, _ in bwd._table(arch))
+    largest = max(row.max_d for row in bwd._rows(arch))
     for d in (dd for dd in (32, 64, 96, 128, 192, 256) if dd <= largest):
         cfg = bwd.pick_config(arch, d, d)
-        assert any(s.constexprs.get("BLOCK_N") == cfg.block_n1 and s.constexprs.get("BLOCK_M") == cfg.block_m1
+        assert any(s.constexprs.get("BLOCK_N") == cfg.dkdv.block_n and s.constexprs.get("BLOCK_M") == cfg.dkdv.block_m
                    for s in specs if s.kernel == "bwd_dkdv")
     for dtype in ("fp16", "bf16"):  # every option-table and dropout-table row is compiled too
         for tier in (1, 2):
-            for max_d, _, cfg in bwd._table(arch, tier):
-                assert any(s.constexprs.get("BLOCK_M") == cfg.block_m1 and s.constexprs.get("HEAD_DIM") == max_d
+            for max_d, cfg, *_ in bwd._rows(arch, tier):
+                assert any(s.constexprs.get("BLOCK_M") == cfg.dkdv.block_m and s.constexprs.get("HEAD_DIM") == max_d
                            and s.constexprs.get("HAS_SOFTCAP") and dtype in s.label
                            for s in specs if s.kernel == "bwd_dkdv")
     assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
     for s in specs:
-        # typed arguments; "constexpr" only for group == 1 (the MHA build Triton specialises)
-        assert all(t in ("i32", "fp32") or t.startswith("*") for n, t in s.signature.items() if n != "group")
+        # typed arguments (stride tuples of i32); "constexpr": group == 1 (the MHA build Triton
+        # specialises) and the pointers passed as None (no ALiBi, dense: no cu_seqlens, no dlse)
+        for n, t in s.signature.items():
+            if isinstance(t, tuple):
+                assert n.startswith("stride") and set(t) == {"i32"}, (n, t)
+            elif t == "constexpr":
+                assert (n == "group" and s.constexprs[n] == 1) or (n[0].isupper() and s.constexprs[n] is None), n
+            else:
+                assert t in ("i32", "fp32") or t.startswith("*"), (n, t)
         assert s.signature.get("group", "i32") in ("i32", "constexpr")
         if arch.startswith("gfx"):
             assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= set(s.options)
@@ -364,3 +448,32 @@ def test_gpu_deterministic_10_runs(d):
         for a, c in zip(first, again):
             assert torch.equal(a, c)
     assert rel_err(first[0], first[0]) == 0.0
+
+
+def test_plan_reused_across_calls_through_the_api():
+    """flash_attn_func forced to triton: the second call of a signature reuses the forward and
+    backward plans kept in the call plan's slot, with a dout of other strides, and new dropout
+    seeds still give new masks."""
+    from flash_attention_amd import core, flash_attn_func
+    from flash_attention_amd.dispatch import use_backend
+
+    core.clear_plans()
+    b, s, h, d = 1, 21, 2, 16
+    q, k, v = (torch.randn(b, s, h, d, device=DEVICE, dtype=FP, requires_grad=True) for _ in range(3))
+    kw = dict(causal=True, window_size=(6, -1), alibi_slopes=torch.rand(h, device=DEVICE))
+    with use_backend("triton"):
+        for dout in (torch.randn(b, s, h, d, device=DEVICE, dtype=FP),
+                     torch.randn(b, h, s, d, device=DEVICE, dtype=FP).transpose(1, 2)):
+            out = flash_attn_func(q, k, v, **kw)
+            grads = torch.autograd.grad(out, (q, k, v), dout)
+            ro, _, ref = _ref_grads(q, k, v, dout, **{**_ref_kwargs(_params(d, causal=True, window=(6, -1))),
+                                                      "alibi_slopes": kw["alibi_slopes"]})
+            assert_matches(out, ro)
+            for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+                assert_matches(g, r, name=name)
+        slots = [p.slot for p in core._PLANS.values() if p.problem.needs_grad]
+        assert slots and all({"fwd", "bwd"} <= set(sl) for sl in slots)
+        torch.manual_seed(1)
+        o1 = flash_attn_func(q, k, v, dropout_p=0.3, causal=True)
+        o2 = flash_attn_func(q, k, v, dropout_p=0.3, causal=True)
+    assert rel_err(o1, o2) > 0.05, "a new seed per call"

@@ -43,7 +43,7 @@ def _poison(monkeypatch):
 
 def make_params(d, *, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                 dropout_p=0.0, seed=0, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
-                max_seqlen_q=0):
+                max_seqlen_q=0, diag_offset=0, dropout_offsets=(0, 0), zero_tensors=False):
     """AttnParams as the API layer normalises them (causal => window_right = 0)."""
     left, right = window_size
     return AttnParams(
@@ -51,6 +51,8 @@ def make_params(d, *, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slo
         window_left=left, window_right=0 if causal else right, softcap=softcap,
         alibi_slopes=alibi_slopes, dropout_p=dropout_p, seed=seed,
         cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+        diag_offset=diag_offset, dropout_offset_q=dropout_offsets[0], dropout_offset_k=dropout_offsets[1],
+        zero_tensors=zero_tensors,
     )
 
 
@@ -77,7 +79,8 @@ def ref(q, k, v, params, **kw):
     opts = dict(softmax_scale=params.softmax_scale, causal=params.causal,
                 window_size=(params.window_left, params.window_right), softcap=params.softcap,
                 alibi_slopes=None if params.alibi_slopes is None else params.alibi_slopes.double(),
-                dropout_p=params.dropout_p, seed=params.seed)
+                dropout_p=params.dropout_p, seed=params.seed, diag_offset=params.diag_offset,
+                dropout_offsets=(params.dropout_offset_q, params.dropout_offset_k))
     opts.update(kw)
     q64, k64, v64 = (t.double() for t in (q, k, v))
     if params.cu_seqlens_q is not None:
@@ -210,6 +213,52 @@ def test_dropout_matches_reference(varlen):
     out2, _ = run(q, k, v, make_params(d, causal=True, dropout_p=0.3, seed=seed + 1, **kw),
                   cfg=None if ON_GPU else SMALL)
     assert rel_err(out2, out) > 0.1
+
+
+@pytest.mark.parametrize("diag_offset", [-70, -9, -1, 3, 17, 40])
+@pytest.mark.parametrize("opts", [dict(causal=True), dict(window_size=(6, 2)), dict(causal=True, alibi=True),
+                                  dict(window_size=(-1, 4), dropout_p=0.3)], ids=["causal", "window", "alibi", "drop"])
+def test_diag_offset(diag_offset, opts):
+    """Masks and ALiBi move with diag_offset (rows seeing no key: out 0, lse +inf), key-range
+    skipping included; with dropout the Philox counters move with the dropout offsets."""
+    b, h, d = 2, 2, 24
+    q, k, v = qkv(b, 37, 29, h, 1, d)
+    opts = dict(opts)
+    if opts.pop("alibi", False):
+        opts["alibi_slopes"] = torch.rand(b, h, device=DEVICE) * 0.5
+    p = make_params(d, diag_offset=diag_offset, seed=77, dropout_offsets=(11, 5 + diag_offset % 7), **opts)
+    out, lse, _, rl = check(q, k, v, p, cfg=None if ON_GPU else SMALL)
+    if diag_offset == -70:  # every row sees no key
+        assert torch.isinf(lse).all() and (out == 0).all()
+
+
+def test_chunk_of_a_longer_sequence():
+    """Query rows [a, a + m) of a causal dropout attention over the whole sequence, computed as a
+    chunk (diag_offset, dropout offsets), equal those rows of the whole computation."""
+    b, s, h, d, a, m = 1, 70, 2, 16, 23, 30
+    q, k, v = qkv(b, s, s, h, h, d)
+    cfg = None if ON_GPU else SMALL
+    full, full_lse = run(q, k, v, make_params(d, causal=True, dropout_p=0.25, seed=5), cfg)
+    # chunk call: sq = m, sk = s, so its own diag is s - m; the whole sequence's row a + i sees j <= a + i
+    p = make_params(d, causal=True, dropout_p=0.25, seed=5, diag_offset=a - (s - m), dropout_offsets=(a, 0))
+    part, part_lse = run(q[:, a:a + m].contiguous(), k, v, p, cfg)
+    assert_matches(part, full[:, a:a + m], fp32_tol=1e-6)
+    assert_matches(part_lse, full_lse[:, :, a:a + m], fp32_tol=1e-6, name="lse")
+
+
+def test_varlen_diag_offset_and_zero_tensors():
+    """Varlen with diag_offset and dropout offsets, and zero_tensors: rows past cu_seqlens_q[-1] of
+    out are 0 and their lse +inf."""
+    lens_q, lens_k = [9, 20, 1], [15, 12, 30]
+    q, k, v, cu_q, cu_k = _varlen(lens_q, lens_k, 2, 1, 16)
+    q = torch.cat([q, torch.randn(5, 2, 16, device=DEVICE)])  # 5 rows outside every sequence
+    p = make_params(16, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
+                    diag_offset=-4, dropout_p=0.2, seed=3, dropout_offsets=(2, 7), zero_tensors=True)
+    out, lse = run(q, k, v, p, cfg=None if ON_GPU else SMALL)
+    ro, rl = ref(q[:-5], k, v, p)
+    assert_matches(out[:-5], ro)
+    assert_matches(lse[:, :-5], rl, name="lse")
+    assert (out[-5:] == 0).all() and torch.isinf(lse[:, -5:]).all() and (lse[:, -5:] > 0).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -366,11 +366,13 @@ def _attrs_for(fn, signature: dict[str, str], backend: str, aligned_strides: boo
     attrs = {}
     buffer_ops = backend == "hip" and triton.knobs.amd.use_buffer_ops
     for name, ty in signature.items():
-        if ty.startswith("*"):
-            desc = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
-            attrs[(fn.arg_names.index(name),)] = desc
-        elif aligned_strides and ty in ("i32", "i64") and name.startswith("stride"):
-            attrs[(fn.arg_names.index(name),)] = [["tt.divisibility", 16]]
+        index = fn.arg_names.index(name)
+        # a tuple argument (e.g. a tensor's strides): its elements, at paths (index, position)
+        for path, elem in ([((index, j), t) for j, t in enumerate(ty)] if isinstance(ty, tuple) else [((index,), ty)]):
+            if elem.startswith("*"):
+                attrs[path] = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
+            elif aligned_strides and elem in ("i32", "i64") and name.startswith("stride"):
+                attrs[path] = [["tt.divisibility", 16]]
     return attrs
 
 
@@ -654,8 +656,21 @@ def main(argv: list[str] | None = None) -> int:
 
     cache = tempfile.TemporaryDirectory(prefix="check_amd_cache_") if args.fresh_cache else None
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, initializer=_worker_init,
-                             initargs=(list(sys.path), cache.name if cache else None)) as pool:
+    # The spawned workers import the parent's main module (and so Triton) before their
+    # initializer runs: without TRITON_INTERPRET in their environment that import makes real
+    # JIT functions (with it, compiling failed whenever Triton's cache missed).
+    interpret = os.environ.pop("TRITON_INTERPRET", None)
+    try:
+        pool = ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, initializer=_worker_init,
+                                   initargs=(list(sys.path), cache.name if cache else None))
+        # start every worker now, without TRITON_INTERPRET (one is spawned per task submitted while
+        # none is idle)
+        for f in [pool.submit(time.sleep, 0.2) for _ in range(max(1, args.jobs))]:
+            f.result()
+    finally:
+        if interpret is not None:
+            os.environ["TRITON_INTERPRET"] = interpret
+    with pool:
         used_archs = sorted({j.arch for j in jobs}, key=list(ARCHS).index)
         probes = dict(zip(used_archs, pool.map(_probe_arch, used_archs)))
         skipped = {a: why for a, why in probes.items() if why is not None}

@@ -20,7 +20,8 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
                alibi_slopes=None, batch_index=0, diag_offset=0):
     """Masked scores [b, h, sq, sk] (-inf where hidden) of q [b, sq, h, d] and k [b, sk, hk, d].
 
-    diag_offset is added to the bottom-right offset sk - sq of the masks and ALiBi (params.py)."""
+    ``diag_offset`` moves the bottom-right diagonal (masks and ALiBi): query i sits at key
+    position i + sk - sq + diag_offset (a chunk of a longer sequence, AttnParams.diag_offset)."""
     b, sq, h, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     scale = d ** -0.5 if softmax_scale is None else softmax_scale
@@ -52,7 +53,7 @@ def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1,
     Computes in the inputs' dtype: pass float64 tensors for the oracle, or the kernel's
     dtype to measure "the same math done in the input dtype". Dropout uses the Philox
     mask of ``philox.py`` (element (b, h, i, j) with b counted from ``batch_index``, i and j
-    from ``dropout_offsets``). ``diag_offset`` shifts the masks' and ALiBi's diagonal (params.py).
+    counted from ``dropout_offsets`` = (first query row, first key) of a chunk).
     """
     b, sq, h, _ = q.shape
     s = scores_ref(q, k, softmax_scale=softmax_scale, causal=causal, window_size=window_size,

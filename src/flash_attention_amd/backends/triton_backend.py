@@ -1,7 +1,10 @@
 """The ``triton`` backend: our own kernels (forward, backward, decode).
 
 Runs on CUDA and ROCm GPUs, and on CPU tensors under TRITON_INTERPRET=1 (CI).
-The launchers live in ``flash_attention_amd.launch`` and are imported on first use.
+The launchers live in ``flash_attention_amd.launch`` and are imported on first use. Each call
+signature's plan (config, grid, constexprs, scalar arguments: ``launch/fwd.plan_forward``,
+``launch/bwd.plan_backward``) is kept in the ``slot`` dict core.py gives every signature, so a
+repeated call only allocates and launches (``launch/runtime.py``).
 """
 from __future__ import annotations
 
@@ -45,12 +48,12 @@ class TritonBackend(KernelBackend):
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
         from ..launch import fwd
 
-        return fwd.attention_forward(q, k, v, params)
+        return fwd.attention_forward(q, k, v, params, slot)
 
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
         from ..launch import bwd
 
-        return bwd.attention_backward(dout, q, k, v, out, lse, params, dlse=dlse)
+        return bwd.attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot)
 
     def supports_decode(self, problem: Problem) -> str | None:
         reason = self.available() or self._device_reason(problem)

@@ -2,7 +2,14 @@
 
 Conventions inside every kernel:
 - ``offs_m`` [BLOCK_M] query rows, ``offs_n`` [BLOCK_N] key columns, counted inside the
-  sequence; ``diag`` = seqlen_k - seqlen_q (bottom-right alignment).
+  sequence; ``diag`` = seqlen_k - seqlen_q + diag_offset (bottom-right alignment, moved by
+  AttnParams.diag_offset for a chunk of a longer sequence).
+- ``HEAD_DIM`` / ``HEAD_DIM_V``: the real head dims; ``BLOCK_D`` / ``BLOCK_DV``: the powers of
+  two (>= 16) they are padded to in registers (``block_dim``).
+- Strides are tuples in elements, (batch, row, head) for q/k/v-like tensors (batch stride 0 when
+  varlen), (batch, head) for lse-like ones; the last dim is contiguous.
+- Dropout: element (b, h, i, j) keeps or drops by ``philox_keep`` of counters
+  (j + drop_offset_k, i + drop_offset_q, b * nheads + h).
 - Scores are kept in log2 units (``qk * softmax_scale * log2(e)``) so the online softmax
   uses ``exp2``; the LSE written out is in natural log.
 """
@@ -39,17 +46,24 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
     return c0 >= threshold.to(tl.uint32)
 
 
+@triton.constexpr_function
+def block_dim(d):
+    """The padded head dim of a real one, on constexprs in kernels (``BLOCK_D: tl.constexpr =
+    block_dim(HEAD_DIM)``): the kernel twin of launch/tiles.py ``padded_dim``, a power of two >= 16."""
+    return max(16, triton.next_power_of_2(d))
+
+
 @triton.jit
-def seq_bounds(CuSeqQ, CuSeqK, off_b, seqlen_q, seqlen_k, IS_VARLEN: tl.constexpr):
+def seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k):
     """(q_start, k_start, seqlen_q, seqlen_k) of sequence off_b: its first packed row and its
-    lengths from cu_seqlens when IS_VARLEN, else rows from 0 and the given (dense) lengths."""
+    lengths from cu_seqlens when they are given (varlen), else rows from 0 and the given lengths."""
     q_start = tl.full([], 0, tl.int32)
     k_start = tl.full([], 0, tl.int32)
-    if IS_VARLEN:
-        q_start = tl.load(CuSeqQ + off_b)
-        seqlen_q = tl.load(CuSeqQ + off_b + 1) - q_start
-        k_start = tl.load(CuSeqK + off_b)
-        seqlen_k = tl.load(CuSeqK + off_b + 1) - k_start
+    if CuSeqlensQ is not None:
+        q_start = tl.load(CuSeqlensQ + off_b)  # scalar int32
+        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start  # scalar int32
+        k_start = tl.load(CuSeqlensK + off_b)  # scalar int32
+        seqlen_k = tl.load(CuSeqlensK + off_b + 1) - k_start  # scalar int32
     return q_start, k_start, seqlen_q, seqlen_k
 
 
@@ -62,14 +76,15 @@ def tanh_f32(x):
 
 
 @triton.jit
-def visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
+def visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
             IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, MASK_N: tl.constexpr):
-    """[BLOCK_M, BLOCK_N] bool: key offs_n visible from query offs_m (bottom-right aligned).
+    """[BLOCK_M, BLOCK_N] bool: key offs_n visible from query offs_m; query i sits at key
+    position i + diag (diag = seqlen_k - seqlen_q + diag_offset: bottom-right aligned).
 
     window_left / window_right < 0 mean unbounded; IS_CAUSAL means window_right == 0.
     MASK_N also hides keys at or past seqlen_k.
     """
-    i = offs_m[:, None] + (seqlen_k - seqlen_q)
+    i = offs_m[:, None] + diag
     j = offs_n[None, :]
     ok = j >= 0
     if MASK_N:
@@ -84,31 +99,55 @@ def visible(offs_m, offs_n, seqlen_q, seqlen_k, window_left, window_right,
 
 
 @triton.jit
-def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
-    """[lo, hi) key columns that any row of query block start_m.. can see, lo aligned to BLOCK_N."""
-    diag = seqlen_k - seqlen_q
+def key_range(first_row, last_row, diag, seqlen_k, window_left, window_right,
+              BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
+    """[lo, hi) key columns that some query row first_row..last_row can see, lo aligned to BLOCK_N."""
     lo = 0
     hi = seqlen_k
     if IS_CAUSAL:
-        hi = tl.minimum(hi, start_m + BLOCK_M + diag)
+        hi = tl.minimum(hi, last_row + diag + 1)
     if HAS_WINDOW:
         if window_right >= 0:
-            hi = tl.minimum(hi, start_m + BLOCK_M + diag + window_right)
+            hi = tl.minimum(hi, last_row + diag + window_right + 1)
         if window_left >= 0:
-            lo = tl.maximum(0, start_m + diag - window_left)
+            lo = tl.maximum(0, first_row + diag - window_left)
             lo = (lo // BLOCK_N) * BLOCK_N
     hi = tl.maximum(hi, lo)
     return lo, hi
 
 
 @triton.jit
-def score_mod(qk, offs_m, offs_n, seqlen_q, seqlen_k, sm_scale, softcap, slope,
+def key_blocks(start_m, diag, seqlen_k, window_left, window_right,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
+    """(lo, full_lo, full_hi, hi) for query rows start_m .. start_m + BLOCK_M - 1: [lo, hi) are
+    the keys some row sees; [full_lo, full_hi) (multiples of BLOCK_N past lo) the key blocks every
+    row sees in full (no mask, no bounds check). [lo, full_lo) is empty without a left window bound.
+    Forward and dQ loop over the same ranges."""
+    lo, hi = key_range(start_m, start_m + BLOCK_M - 1, diag, seqlen_k, window_left, window_right,
+                       BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    lo = tl.minimum(lo, hi)  # a tensor even when key_range's lo is the literal 0
+    full_lo = lo
+    full_hi = hi
+    if IS_CAUSAL:
+        full_hi = tl.minimum(full_hi, start_m + diag + 1)
+    if HAS_WINDOW:
+        if window_right >= 0:
+            full_hi = tl.minimum(full_hi, start_m + diag + window_right + 1)
+        if window_left >= 0:
+            full_lo = tl.maximum(lo, start_m + BLOCK_M - 1 + diag - window_left)
+            full_lo = ((full_lo + BLOCK_N - 1) // BLOCK_N) * BLOCK_N
+            full_lo = tl.minimum(full_lo, hi)
+    full_hi = (tl.maximum(full_hi, 0) // BLOCK_N) * BLOCK_N
+    full_hi = tl.maximum(full_hi, full_lo)
+    return lo, full_lo, full_hi, hi
+
+
+@triton.jit
+def score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope,
               HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr):
     """fp32 scores in log2 units from raw dot products qk [BLOCK_M, BLOCK_N].
 
-    s = sm_scale * qk; softcap: s = softcap * tanh(s / softcap); ALiBi: s -= slope * |i + d - j|.
+    s = sm_scale * qk; softcap: s = softcap * tanh(s / softcap); ALiBi: s -= slope * |i + diag - j|.
     Returns (s * log2(e), tanh) where tanh is what the backward pass needs for softcap
     (qk itself when HAS_SOFTCAP is off).
     """
@@ -119,6 +158,6 @@ def score_mod(qk, offs_m, offs_n, seqlen_q, seqlen_k, sm_scale, softcap, slope,
         t = qk
         s = qk * (sm_scale * LOG2E)
     if HAS_ALIBI:
-        dist = (offs_m[:, None] + (seqlen_k - seqlen_q)) - offs_n[None, :]
+        dist = (offs_m[:, None] + diag) - offs_n[None, :]
         s = s - (slope * LOG2E) * tl.abs(dist).to(tl.float32)
     return s, t

@@ -26,27 +26,29 @@ give wrong numbers but never an out-of-bounds access.
 import triton
 import triton.language as tl
 
-from .common import LN2, score_mod, visible
+from .common import LN2, block_dim, score_mod, visible
 
 
 @triton.jit
 def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
     CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi,
+    stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi,
     sm_scale, softcap, window_left, window_right,
     seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits,
-    stride_qb, stride_qs, stride_qh,
-    stride_kb, stride_ks, stride_kh,
-    stride_vb, stride_vs, stride_vh,
-    stride_ob, stride_os, stride_oh,
-    stride_bt, stride_ab,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-    PAGE_SIZE: tl.constexpr, PAGED: tl.constexpr, HAS_BATCH_IDX: tl.constexpr,
-    HAS_LEFTPAD: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    HAS_ALIBI: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
+    IEEE_DOT: tl.constexpr,
 ):
+    """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad and Alibi
+    may be None. Strides: (batch or page, position, head) of q/k/v/out; stride_table: the block
+    table's row stride; stride_alibi: the slopes' batch stride (0 for [h]). IEEE_DOT: q/k/v in
+    fp32 and "ieee" products (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose
+    low-precision dot is wrong)."""
+    BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
+    BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
+    PAGED: tl.constexpr = BlockTable is not None
     pid_bh = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -54,10 +56,10 @@ def decode_split_kernel(
     hk = pid_bh % nheads_k
 
     # the sequence's keys: cache positions [start, end)
-    end = tl.load(CacheSeqlens + b)
+    end = tl.load(CacheSeqlens + b)  # scalar int32
     end = tl.minimum(tl.maximum(end, 0), capacity)
-    if HAS_LEFTPAD:
-        start = tl.load(LeftPad + b)
+    if LeftPad is not None:
+        start = tl.load(LeftPad + b)  # scalar int32
         start = tl.minimum(tl.maximum(start, 0), end)
     else:
         start = 0
@@ -72,23 +74,25 @@ def decode_split_kernel(
     offs_dv = tl.arange(0, BLOCK_DV)
     d_ok = offs_d < HEAD_DIM
     dv_ok = offs_dv < HEAD_DIM_V
-    q_ptrs = (Q + b.to(tl.int64) * stride_qb + offs_i[:, None] * stride_qs
-              + offs_h[:, None] * stride_qh + offs_d[None, :])
+    q_ptrs = (Q + b.to(tl.int64) * stride_q[0] + offs_i[:, None] * stride_q[1]
+              + offs_h[:, None] * stride_q[2] + offs_d[None, :])
     q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_M, BLOCK_D]
-    if UPCAST:  # fp32 dots (Triton 3.6's interpreter multiplies bf16 bit patterns as integers)
+    if IEEE_DOT:  # fp32 dots (Triton 3.6's interpreter multiplies bf16 bit patterns as integers)
         q = q.to(tl.float32)
-    if HAS_ALIBI:
-        slope = tl.load(Alibi + b * stride_ab + offs_h, mask=row_ok, other=0.0)[:, None]  # [BLOCK_M, 1]
+    if Alibi is not None:
+        slope = tl.load(Alibi + b * stride_alibi + offs_h, mask=row_ok, other=0.0)[:, None]  # [BLOCK_M, 1]
     else:
         slope = 0.0
 
     # this split's slice of keys, narrowed to what the block's rows can see
     chunk = tl.cdiv(tl.cdiv(seqlen_k, num_splits), BLOCK_N) * BLOCK_N
-    lo = pid_s * chunk
-    hi = tl.minimum(lo + chunk, seqlen_k)
     diag = seqlen_k - seqlen_q
     i_first = (pid_m * BLOCK_M) // GROUP
     i_last = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // GROUP, seqlen_q - 1)
+    # the window bounds of common.key_range, intersected with the split's slice as they are applied
+    # (through key_range the sm90 build held 8 more registers: check-amd)
+    lo = pid_s * chunk
+    hi = tl.minimum(lo + chunk, seqlen_k)
     if IS_CAUSAL:
         hi = tl.minimum(hi, i_last + diag + 1)
     if HAS_WINDOW:
@@ -98,17 +102,17 @@ def decode_split_kernel(
             lo = tl.maximum(lo, (tl.maximum(i_first + diag - window_left, 0) // BLOCK_N) * BLOCK_N)
 
     if PAGED:
-        bt_row = BlockTable + b.to(tl.int64) * stride_bt
-        k_base = K + hk * stride_kh
-        v_base = V + hk * stride_vh
+        bt_row = BlockTable + b.to(tl.int64) * stride_table
+        k_base = K + hk * stride_k[2]
+        v_base = V + hk * stride_v[2]
     else:
-        if HAS_BATCH_IDX:
-            crow = tl.load(BatchIdx + b)
+        if BatchIdx is not None:
+            crow = tl.load(BatchIdx + b)  # scalar int32
             crow = tl.minimum(tl.maximum(crow, 0), num_kv_rows - 1)
         else:
             crow = b
-        k_base = K + crow.to(tl.int64) * stride_kb + hk * stride_kh
-        v_base = V + crow.to(tl.int64) * stride_vb + hk * stride_vh
+        k_base = K + crow.to(tl.int64) * stride_k[0] + hk * stride_k[2]
+        v_base = V + crow.to(tl.int64) * stride_v[0] + hk * stride_v[2]
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -122,19 +126,20 @@ def decode_split_kernel(
             blk = tl.load(bt_row + page, mask=n_ok, other=0)  # [BLOCK_N]
             blk = tl.minimum(tl.maximum(blk, 0), num_kv_rows - 1).to(tl.int64)
             slot = pos % PAGE_SIZE
-            k_rows = blk * stride_kb + slot * stride_ks
-            v_rows = blk * stride_vb + slot * stride_vs
+            k_rows = blk * stride_k[0] + slot * stride_k[1]
+            v_rows = blk * stride_v[0] + slot * stride_v[1]
         else:
-            k_rows = pos.to(tl.int64) * stride_ks
-            v_rows = pos.to(tl.int64) * stride_vs
+            k_rows = pos.to(tl.int64) * stride_k[1]
+            v_rows = pos.to(tl.int64) * stride_v[1]
         k = tl.load(k_base + k_rows[:, None] + offs_d[None, :],
                     mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
-        if UPCAST:
+        if IEEE_DOT:
             k = k.to(tl.float32)
-        qk = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # [BLOCK_M, BLOCK_N]
-        s, _ = score_mod(qk, offs_i, offs_n, seqlen_q, seqlen_k, sm_scale, softcap, slope,
-                         HAS_SOFTCAP, HAS_ALIBI)
-        ok = visible(offs_i, offs_n, seqlen_q, seqlen_k, window_left, window_right,
+            qk = tl.dot(q, tl.trans(k), input_precision="ieee")  # [BLOCK_M, BLOCK_N]
+        else:
+            qk = tl.dot(q, tl.trans(k))  # [BLOCK_M, BLOCK_N]
+        s, _ = score_mod(qk, offs_i, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, Alibi is not None)
+        ok = visible(offs_i, offs_n, diag, seqlen_k, window_left, window_right,
                      IS_CAUSAL, HAS_WINDOW, False) & n_ok[None, :]
         s = tl.where(ok, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -144,9 +149,11 @@ def decode_split_kernel(
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + v_rows[:, None] + offs_dv[None, :],
                     mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
-        if UPCAST:
+        if IEEE_DOT:
             v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+        else:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
 
     empty = l_i == 0.0
@@ -161,22 +168,22 @@ def decode_split_kernel(
                  mask=row_ok[:, None] & dv_ok[None, :])
     else:
         tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
-        o_ptrs = (Out + b.to(tl.int64) * stride_ob + offs_i[:, None] * stride_os
-                  + offs_h[:, None] * stride_oh + offs_dv[None, :])
+        o_ptrs = (Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1]
+                  + offs_h[:, None] * stride_o[2] + offs_dv[None, :])
         tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
 
 
 @triton.jit
 def decode_combine_kernel(
     OPart, LsePart, Out, Lse,
-    num_splits, nheads, seqlen_q,
-    stride_ob, stride_os, stride_oh,
-    HEAD_DIM_V: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_S: tl.constexpr,
+    stride_o, num_splits, nheads, seqlen_q,
+    HEAD_DIM_V: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     """Out[b, i, h] = sum_s w_s OPart[b, h, i, s] / sum_s w_s, w_s = exp(LsePart[b, h, i, s] - max).
 
     Lse = max + log(sum_s w_s); a row whose splits are all empty gets Out 0 and Lse +inf.
     """
+    BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     row = tl.program_id(0)  # (b * nheads + h) * seqlen_q + i
     i = row % seqlen_q
     h = (row // seqlen_q) % nheads
@@ -209,5 +216,5 @@ def decode_combine_kernel(
     out = acc / tl.where(empty, 1.0, w_sum)
     lse_out = tl.where(empty, float("inf"), m_use + tl.log(tl.where(empty, 1.0, w_sum)))
     tl.store(Lse + row, lse_out)
-    o_ptrs = Out + b.to(tl.int64) * stride_ob + i * stride_os + h * stride_oh + offs_dv
+    o_ptrs = Out + b.to(tl.int64) * stride_o[0] + i * stride_o[1] + h * stride_o[2] + offs_dv
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=dv_ok)

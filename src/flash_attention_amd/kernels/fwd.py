@@ -1,14 +1,14 @@
 """The attention forward kernel: one program computes one query block of one (sequence, head).
 
 Shape legend: b batch (sequences), sq/sk query/key length of a sequence, h query heads,
-hk key/value heads (h % hk == 0), d / dv head dims (HEAD_DIM / HEAD_DIM_V are the powers
-of two they are padded to, D_ACT / DV_ACT the real ones).
+hk key/value heads (h % hk == 0), d / dv head dims (HEAD_DIM / HEAD_DIM_V; BLOCK_D / BLOCK_DV
+the powers of two they are padded to).
 
 - Dense: Q [b, sq, h, d], K/V [b, sk, hk, d|dv] -> Out [b, sq, h, dv], Lse [b, h, sq].
 - Varlen (IS_VARLEN): Q [total_q, h, d], K/V [total_k, hk, d|dv], sequence ``b`` spans rows
   ``cu_seqlens[b]:cu_seqlens[b + 1]`` -> Out [total_q, h, dv], Lse [h, total_q].
 
-The key loop of a query block is split in three ranges (see ``_key_ranges``): keys that
+The key loop of a query block is split in three ranges (``common.key_blocks``): keys that
 some but not all rows see (masked, on the left edge of a sliding window), keys that every
 row sees (the interior: no mask, no bounds checks on the key axis), and the masked blocks of
 the diagonal / right window edge / end of the sequence. Key blocks no row sees are never
@@ -16,102 +16,78 @@ visited. Online softmax in log2 units (exp2); the LSE is written in natural log,
 on rows with no visible key (their output is 0).
 
 Dropout regenerates the Philox mask of ``kernels/common.py:philox_keep`` with counters
-(key column, query row, b * h + head) inside the sequence, as the backward pass and
-``philox.py`` do.
+(key column + drop_offset_k, query row + drop_offset_q, b * h + head), rows and columns
+counted inside the sequence, as the backward pass and ``philox.py`` do.
 """
 import triton
 import triton.language as tl
 
-from .common import LN2, LOG2E, key_range, philox_keep, score_mod, visible
+from .common import LN2, LOG2E, block_dim, key_blocks, philox_keep, score_mod, seq_bounds, visible
 
 
 @triton.jit
-def _key_ranges(start_m, seqlen_q, seqlen_k, window_left, window_right,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr):
-    """(lo, full_lo, full_hi, hi): [lo, hi) are the keys some row of the block sees;
-    [full_lo, full_hi) (multiples of BLOCK_N) the key blocks every row sees in full."""
-    lo, hi = key_range(start_m, seqlen_q, seqlen_k, window_left, window_right,
-                       BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
-    lo = tl.minimum(lo, hi)  # a tensor even when key_range's lo is the literal 0
-    diag = seqlen_k - seqlen_q
-    full_lo = lo
-    full_hi = hi
-    if IS_CAUSAL:
-        full_hi = tl.minimum(full_hi, start_m + diag + 1)
-    if HAS_WINDOW:
-        if window_right >= 0:
-            full_hi = tl.minimum(full_hi, start_m + diag + window_right + 1)
-        if window_left >= 0:
-            full_lo = tl.maximum(lo, start_m + BLOCK_M - 1 + diag - window_left)
-            full_lo = ((full_lo + BLOCK_N - 1) // BLOCK_N) * BLOCK_N
-            full_lo = tl.minimum(full_lo, hi)
-    full_hi = (tl.maximum(full_hi, 0) // BLOCK_N) * BLOCK_N
-    full_hi = tl.maximum(full_hi, full_lo)
-    return lo, full_lo, full_hi, hi
-
-
-@triton.jit
-def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, desc_k, desc_v, off_b, off_hk, start_lo, start_hi,
-                stride_kn, stride_vn, offs_m, seqlen_q, seqlen_k, qk_scale, sm_scale,
-                softcap, slope, window_left, window_right, seed_lo, seed_hi, drop_threshold, bh_id,
-                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-                D_ACT: tl.constexpr, DV_ACT: tl.constexpr, MASKED: tl.constexpr,
+def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
+                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop,
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr):
+                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
-    USE_TMA (dense only): K/V tiles come through the host tensor descriptors desc_k / desc_v
-    over [b, sk, hk, d] (block [1, BLOCK_N, 1, HEAD_DIM]); out-of-bounds rows/cols read 0.
+    k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
+    only) the host tensor descriptors over [b, sk, hk, d] (block [1, BLOCK_N, 1, BLOCK_D];
+    out-of-bounds rows/cols read 0).
 
-    acc [BLOCK_M, HEAD_DIM_V] fp32, l_i / m_i [BLOCK_M] (row sums, running max in log2 units),
-    q [BLOCK_M, HEAD_DIM]. MASKED applies the visibility mask and key bounds checks.
+    acc [BLOCK_M, BLOCK_DV] fp32, l_i / m_i [BLOCK_M] (row sums, running max in log2 units),
+    q [BLOCK_M, BLOCK_D]. MASKED applies the visibility mask and key bounds checks.
     POS_SCALE (sm_scale > 0) lets the plain path take the row max before scaling.
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
-    V's dtype first, as on the fast path.
+    V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
+    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
+    drop_offset_k, bh_id), drop_rows the Philox row counters.
     """
+    qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
+    seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
+    BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
+    BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs_dv = tl.arange(0, HEAD_DIM_V)
-    k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]  # [BLOCK_N, HEAD_DIM] int32
-    v_offs = offs_n[:, None] * stride_vn + offs_dv[None, :]  # [BLOCK_N, HEAD_DIM_V] int32
-    k_blk = k_base + start_lo.to(tl.int64) * stride_kn  # scalar pointer to key row start_n
-    v_blk = v_base + start_lo.to(tl.int64) * stride_vn
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    if not USE_TMA:
+        k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]  # [BLOCK_N, BLOCK_D] int32
+        v_offs = offs_n[:, None] * stride_vn + offs_dv[None, :]  # [BLOCK_N, BLOCK_DV] int32
+        k_blk = k_src + start_lo.to(tl.int64) * stride_kn  # scalar pointer to key row start_n
+        v_blk = v_src + start_lo.to(tl.int64) * stride_vn
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
-        k_ptrs = k_blk + k_offs
-        v_ptrs = v_blk + v_offs
         if USE_TMA:
-            k = desc_k.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, HEAD_DIM)  # [BLOCK_N, HEAD_DIM]
+            k = k_src.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, BLOCK_D)  # [BLOCK_N, BLOCK_D]
         elif MASKED:
-            k = tl.load(k_ptrs, mask=(cols[:, None] < seqlen_k) & (offs_d[None, :] < D_ACT), other=0.0)  # [BLOCK_N, HEAD_DIM]
-        elif D_ACT != HEAD_DIM:
-            k = tl.load(k_ptrs, mask=offs_d[None, :] < D_ACT, other=0.0)  # [BLOCK_N, HEAD_DIM]
+            k = tl.load(k_blk + k_offs, mask=(cols[:, None] < seqlen_k) & (offs_d[None, :] < HEAD_DIM),
+                        other=0.0)  # [BLOCK_N, BLOCK_D]
+        elif HEAD_DIM != BLOCK_D:
+            k = tl.load(k_blk + k_offs, mask=offs_d[None, :] < HEAD_DIM, other=0.0)  # [BLOCK_N, BLOCK_D]
         else:
-            k = tl.load(k_ptrs)  # [BLOCK_N, HEAD_DIM]
+            k = tl.load(k_blk + k_offs)  # [BLOCK_N, BLOCK_D]
         if IEEE_DOT:
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             qk = tl.dot(q, tl.trans(k))
         if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE:
             if HAS_SOFTCAP or HAS_ALIBI:
-                s, _ = score_mod(qk, offs_m, cols, seqlen_q, seqlen_k, sm_scale, softcap, slope,
-                                 HAS_SOFTCAP, HAS_ALIBI)
+                s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
             else:
                 s = qk * qk_scale
             if MASKED:
-                ok = visible(offs_m, cols, seqlen_q, seqlen_k, window_left, window_right,
-                             IS_CAUSAL, HAS_WINDOW, True)
+                ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 s = tl.where(ok, s, float("-inf"))
             # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
             m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
             if MASKED:
-                ok = visible(offs_m, cols, seqlen_q, seqlen_k, window_left, window_right,
-                             IS_CAUSAL, HAS_WINDOW, True)
+                ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
             p = tl.exp2(qk * qk_scale - m_new[:, None])
@@ -119,53 +95,60 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, desc_k, desc_v, off_b, off_hk,
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
         if HAS_DROPOUT:
-            keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
+            if CHUNK:
+                keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
+                                   drop_threshold)
+            else:
+                keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
             p = tl.where(keep, p, 0.0)
         if USE_TMA:
-            v = desc_v.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, HEAD_DIM_V)  # [BLOCK_N, HEAD_DIM_V]
+            v = v_src.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, BLOCK_DV)  # [BLOCK_N, BLOCK_DV]
         elif MASKED:
-            v = tl.load(v_ptrs, mask=(cols[:, None] < seqlen_k) & (offs_dv[None, :] < DV_ACT), other=0.0)  # [BLOCK_N, HEAD_DIM_V]
-        elif DV_ACT != HEAD_DIM_V:
-            v = tl.load(v_ptrs, mask=offs_dv[None, :] < DV_ACT, other=0.0)  # [BLOCK_N, HEAD_DIM_V]
+            v = tl.load(v_blk + v_offs, mask=(cols[:, None] < seqlen_k) & (offs_dv[None, :] < HEAD_DIM_V),
+                        other=0.0)  # [BLOCK_N, BLOCK_DV]
+        elif HEAD_DIM_V != BLOCK_DV:
+            v = tl.load(v_blk + v_offs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)  # [BLOCK_N, BLOCK_DV]
         else:
-            v = tl.load(v_ptrs)  # [BLOCK_N, HEAD_DIM_V]
+            v = tl.load(v_blk + v_offs)  # [BLOCK_N, BLOCK_DV]
         if IEEE_DOT:
             acc = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
-        k_blk += BLOCK_N * stride_kn
-        v_blk += BLOCK_N * stride_vn
+        if not USE_TMA:
+            k_blk += BLOCK_N * stride_kn
+            v_blk += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
-@triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "seed_lo", "seed_hi", "drop_threshold"])
+@triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "seed_lo", "seed_hi", "drop_threshold",
+                               "drop_offset_q", "drop_offset_k"])
 def attn_fwd_kernel(
-    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, DescK, DescV,
-    stride_qb, stride_qm, stride_qh,
-    stride_kb, stride_kn, stride_kh,
-    stride_vb, stride_vn, stride_vh,
-    stride_ob, stride_om, stride_oh,
-    stride_lb, stride_lh, stride_ab,
+    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK,
+    stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
     nheads, group, seqlen_q, seqlen_k, num_m_blocks,
-    sm_scale, softcap, window_left, window_right,
-    seed_lo, seed_hi, drop_threshold, drop_scale,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, D_ACT: tl.constexpr, DV_ACT: tl.constexpr,
-    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
-    HAS_SOFTCAP: tl.constexpr, IS_VARLEN: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-    IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr,
-    POS_SCALE: tl.constexpr = True,
+    sm_scale, softcap, window_left, window_right, diag_offset,
+    seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
+    IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
+    CHUNK: tl.constexpr = False,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
     otherwise the query blocks of one head are neighbours (they share K/V in L2).
 
+    K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
+    batch stride stride_alibi) and CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) may be None.
     seed_lo / seed_hi / drop_threshold are uint32 words passed as int32 bit patterns (one
-    signature for every seed). Dense: seqlen_q / seqlen_k are the lengths; varlen: they are ignored and read from
-    CuSeqlensQ / CuSeqlensK [b + 1] int32. Strides are in elements; the last dim is contiguous.
-    Lse row of (b, h) starts at b * stride_lb + h * stride_lh (+ the sequence's first row when varlen).
+    signature for every seed). CHUNK: the call is a chunk of a longer sequence: diag_offset moves
+    the diagonal (diag = seqlen_k - seqlen_q + diag_offset) and drop_offset_q / _k the Philox
+    counters; without it they are not read (the build of a plain call holds no register for them).
+    Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
+    b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
     """
+    BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
+    BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid = tl.program_id(0)
     n_bh = tl.num_programs(0) // num_m_blocks
     if HEAVY_FIRST:
@@ -178,62 +161,65 @@ def attn_fwd_kernel(
     off_h = off_bh % nheads
     off_hk = off_h // group
 
-    if IS_VARLEN:
-        q_start = tl.load(CuSeqlensQ + off_b)
-        seqlen_q = tl.load(CuSeqlensQ + off_b + 1) - q_start
-        k_start = tl.load(CuSeqlensK + off_b)
-        seqlen_k = tl.load(CuSeqlensK + off_b + 1) - k_start
-        q_row0 = q_start.to(tl.int64)
-        k_row0 = k_start.to(tl.int64)
-    else:
-        q_row0 = off_b.to(tl.int64) * 0
-        k_row0 = q_row0
+    q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k)
+    q_row0 = q_start.to(tl.int64)
+    k_row0 = k_start.to(tl.int64)
     start_m = block_m * BLOCK_M
     if start_m >= seqlen_q:
         return
+    diag = seqlen_k - seqlen_q
+    if CHUNK:  # a chunk of a longer sequence (else the offsets are 0 and unread)
+        diag += diag_offset
 
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs_dv = tl.arange(0, HEAD_DIM_V)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
     # 64-bit base offsets: b * sq * h * d can pass 2**31.
-    q_base = Q + off_b.to(tl.int64) * stride_qb + off_h.to(tl.int64) * stride_qh + (q_row0 + start_m) * stride_qm
-    k_base = K + off_b.to(tl.int64) * stride_kb + off_hk.to(tl.int64) * stride_kh + k_row0 * stride_kn
-    v_base = V + off_b.to(tl.int64) * stride_vb + off_hk.to(tl.int64) * stride_vh + k_row0 * stride_vn
+    off_b64 = off_b.to(tl.int64)
+    q_base = Q + off_b64 * stride_q[0] + off_h.to(tl.int64) * stride_q[2] + (q_row0 + start_m) * stride_q[1]
+    if USE_TMA:
+        k_src = K
+        v_src = V
+    else:
+        k_src = K + off_b64 * stride_k[0] + off_hk.to(tl.int64) * stride_k[2] + k_row0 * stride_k[1]
+        v_src = V + off_b64 * stride_v[0] + off_hk.to(tl.int64) * stride_v[2] + k_row0 * stride_v[1]
 
     rows = tl.arange(0, BLOCK_M)
-    q_ptrs = q_base + rows[:, None] * stride_qm + offs_d[None, :]
-    q = tl.load(q_ptrs, mask=(offs_m[:, None] < seqlen_q) & (offs_d[None, :] < D_ACT), other=0.0)  # [BLOCK_M, HEAD_DIM]
+    q = tl.load(q_base + rows[:, None] * stride_q[1] + offs_d[None, :],
+                mask=(offs_m[:, None] < seqlen_q) & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
 
     slope = 0.0
-    if HAS_ALIBI:
-        slope = tl.load(Alibi + off_b * stride_ab + off_h)  # scalar fp32
+    if Alibi is not None:
+        slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
+    drop_rows = offs_m
+    if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
+        drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
 
-    acc = tl.zeros([BLOCK_M, HEAD_DIM_V], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
 
-    lo, full_lo, full_hi, hi = _key_ranges(start_m, seqlen_q, seqlen_k, window_left, window_right,
-                                           BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
-    if HAS_WINDOW:  # left edge of the window: some rows see these keys, some not
-        acc, l_i, m_i = _fwd_blocks(
-            acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, lo, full_lo, stride_kn, stride_vn, offs_m,
-            seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
-            seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-            True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
-    # interior: every row sees every key, no masks
-    acc, l_i, m_i = _fwd_blocks(
-        acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, full_lo, full_hi, stride_kn, stride_vn, offs_m,
-        seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
-        seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-        False, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
-    # diagonal / right window edge / end of the keys
-    acc, l_i, m_i = _fwd_blocks(
-        acc, l_i, m_i, q, k_base, v_base, DescK, DescV, off_b, off_hk, full_hi, hi, stride_kn, stride_vn, offs_m,
-        seqlen_q, seqlen_k, qk_scale, sm_scale, softcap, slope, window_left, window_right,
-        seed_lo, seed_hi, drop_threshold, bh_id, BLOCK_N, HEAD_DIM, HEAD_DIM_V, D_ACT, DV_ACT,
-        True, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE)
+    lo, full_lo, full_hi, hi = key_blocks(start_m, diag, seqlen_k, window_left, window_right,
+                                          BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    # three ranges, one call site: left window edge (masked; only with a window: some rows see
+    # these keys, some not), interior (every row sees every key: no masks), and the diagonal /
+    # right window edge / end of the keys (masked)
+    for part in tl.static_range(3):
+        if part != 0 or HAS_WINDOW:
+            if part == 0:
+                range_lo, range_hi = lo, full_lo
+            elif part == 1:
+                range_lo, range_hi = full_lo, full_hi
+            else:
+                range_lo, range_hi = full_hi, hi
+            acc, l_i, m_i = _fwd_blocks(
+                acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
+                diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
+                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), BLOCK_N, HEAD_DIM, HEAD_DIM_V,
+                part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
+                POS_SCALE, CHUNK)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf
     has_key = l_i > 0.0
@@ -244,8 +230,9 @@ def attn_fwd_kernel(
     lse = tl.where(has_key, (m_i + tl.log2(tl.where(has_key, l_i, 1.0))) * LN2, float("inf"))
 
     row_ok = offs_m < seqlen_q
-    lse_ptrs = Lse + off_b.to(tl.int64) * stride_lb + off_h.to(tl.int64) * stride_lh + q_row0 + offs_m
+    lse_ptrs = Lse + off_b64 * stride_lse[0] + off_h.to(tl.int64) * stride_lse[1] + q_row0 + offs_m
     tl.store(lse_ptrs, lse, mask=row_ok)  # [BLOCK_M]
-    o_base = Out + off_b.to(tl.int64) * stride_ob + off_h.to(tl.int64) * stride_oh + (q_row0 + start_m) * stride_om
-    o_ptrs = o_base + rows[:, None] * stride_om + offs_dv[None, :]
-    tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=row_ok[:, None] & (offs_dv[None, :] < DV_ACT))  # [BLOCK_M, HEAD_DIM_V]
+    o_base = Out + off_b64 * stride_o[0] + off_h.to(tl.int64) * stride_o[2] + (q_row0 + start_m) * stride_o[1]
+    o_ptrs = o_base + rows[:, None] * stride_o[1] + offs_dv[None, :]
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty),
+             mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))  # [BLOCK_M, BLOCK_DV]

@@ -10,43 +10,33 @@ from __future__ import annotations
 import functools
 
 import torch
-from triton import knobs
 
 from ..kernels import decode as kernels
 from ..params import AttnParams, Problem
+from . import runtime
 from .spec import CompileSpec
+from .tiles import (
+    DECODE,
+    DECODE_SPLIT,
+    INTERPRETER,
+    MAX_HEADDIM,
+    SplitHeuristic,
+    Tile,
+    arch_family,
+    cdiv,
+    family_table,
+    next_pow2,
+    padded_dim,
+    pick,
+)
 
-MAX_HEADDIM = 256
 MAX_SPLITS = 128
-
-# Per-architecture tuning: BLOCK_N keys per tile, warps, pipeline stages, and the split
-# heuristic's target (programs per multiprocessor) and smallest slice (tiles per split);
-# paged_num_stages (if set) replaces num_stages for paged caches; large_d (if set) overrides
-# the rest for head dims above 128. Only sm90 is measured (benchmarks/results/decode_h100.md).
-_CONFIGS: dict[str, dict] = {
-    # sm90: the H100 sweep of benchmarks/bench_decode.py (benchmarks/results/decode_h100.md)
-    "sm90": dict(BLOCK_N=32, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2, paged_num_stages=4),
-    "sm80": dict(BLOCK_N=64, num_warps=4, num_stages=3, ctas_per_sm=4, min_tiles=2),
-    "gfx942": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
-    "gfx90a": dict(BLOCK_N=64, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2),
-    # RDNA3 above d=128: BLOCK_N 32 spills (80 VGPRs with 8 warps, check-amd with aligned strides);
-    # BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6 waves)
-    "gfx1100": dict(BLOCK_N=32, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=2,
-                    large_d=dict(BLOCK_N=16, num_warps=8)),
-    "default": dict(BLOCK_N=64, num_warps=4, num_stages=2, ctas_per_sm=4, min_tiles=2),
-    # the interpreter: small tiles so that short test sequences span several tiles and splits
-    "interpret": dict(BLOCK_N=16, num_warps=4, num_stages=1, ctas_per_sm=4, min_tiles=1),
-}
-_overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep sets entries here
-# Archs without a table of their own use their family's (same wave size and register file).
-_ALIASES = {"gfx950": "gfx942", "gfx940": "gfx942", "gfx941": "gfx942", "gfx908": "gfx90a",
-            "gfx1101": "gfx1100", "gfx1102": "gfx1100", "gfx1200": "gfx1100", "gfx1201": "gfx1100",
-            "sm89": "sm80", "sm86": "sm80", "sm87": "sm80"}
+FAST_LAUNCH = True  # False: launch through Triton's own fn[grid] (benchmarks/bench_decode.py times both)
+_overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep: keys of get_config's dict
 
 
-def _table_key(arch: str | None) -> str:
-    arch = _ALIASES.get(arch, arch)
-    return arch if arch in _CONFIGS else "default"
+def _tile(family: str, head_dim: int, paged: bool = False) -> Tile:
+    return pick(family_table((DECODE,), family), padded_dim(head_dim), paged=paged)
 
 
 def supports(problem: Problem) -> str | None:
@@ -61,55 +51,48 @@ def supports(problem: Problem) -> str | None:
     return None
 
 
-def _cdiv(a: int, b: int) -> int:
-    # plain ints: triton.cdiv / next_power_of_2 are constexpr functions, ~10 us a call from Python
-    return -(-a // b)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-@functools.lru_cache(maxsize=None)
-def _arch_of(index: int) -> str:
+@functools.cache
+def _family_of(index: int) -> str:
     from ..params import device_arch
 
-    _, arch = device_arch(torch.device("cuda", index))
-    return _table_key(arch)
+    return arch_family(device_arch(torch.device("cuda", index))[1])
 
 
-def _arch_key(device: torch.device) -> str:
+def _family(device: torch.device) -> str:
     if device.type != "cuda":
-        return "interpret"
-    return _arch_of(device.index if device.index is not None else torch.cuda.current_device())
-
-
-def _resolve(cfg: dict, head_dim: int) -> dict:
-    cfg = dict(cfg)
-    large = cfg.pop("large_d", None)
-    if large and head_dim > 128:
-        cfg.update(large)
-    return cfg
-
-
-@functools.lru_cache(maxsize=None)
-def _resolved(arch: str, head_dim: int) -> dict:
-    return _resolve(_CONFIGS[arch], head_dim)
+        return INTERPRETER
+    return _family_of(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def get_config(device: torch.device, head_dim: int = 128) -> dict:
-    """The tuning of this device and head dim (a fresh dict: callers may keep or change it)."""
-    cfg = dict(_resolved(_arch_key(device), head_dim))
+    """The decode tuning of this device and head dim as a dict (BLOCK_N, num_warps, num_stages,
+    paged_num_stages, ctas_per_sm, min_tiles), with ``_overrides`` applied (benchmarks)."""
+    family = _family(device)
+    tile, paged = _tile(family, head_dim), _tile(family, head_dim, True)
+    split = DECODE_SPLIT.get(family, SplitHeuristic())
+    cfg = dict(BLOCK_N=tile.block_n, num_warps=tile.num_warps, num_stages=tile.num_stages,
+               paged_num_stages=paged.num_stages, ctas_per_sm=split.ctas_per_sm, min_tiles=split.min_tiles)
     cfg.update(_overrides)
     return cfg
 
 
-def _config(device: torch.device, head_dim: int) -> dict:
-    # the launcher's read-only view: no copy unless the tuning sweep set overrides
-    return get_config(device, head_dim) if _overrides else _resolved(_arch_key(device), head_dim)
+@functools.cache
+def _config(family: str, head_dim: int, paged: bool) -> tuple[Tile, SplitHeuristic]:
+    return _tile(family, head_dim, paged), DECODE_SPLIT.get(family, SplitHeuristic())
 
 
-@functools.lru_cache(maxsize=None)
+def _launch_config(device: torch.device, head_dim: int, paged: bool) -> tuple[Tile, SplitHeuristic]:
+    """(tile, split heuristic) of a call; the benchmarks' overrides replace table values."""
+    tile, split = _config(_family(device), head_dim, paged)
+    if _overrides:
+        o = _overrides
+        tile = tile.replace(block_n=o.get("BLOCK_N", tile.block_n), num_warps=o.get("num_warps", tile.num_warps),
+                            num_stages=o.get("paged_num_stages" if paged else "num_stages", tile.num_stages))
+        split = SplitHeuristic(o.get("ctas_per_sm", split.ctas_per_sm), o.get("min_tiles", split.min_tiles))
+    return tile, split
+
+
+@functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
@@ -122,7 +105,7 @@ def sm_count(device: torch.device) -> int:
 
 def block_m(rows: int) -> int:
     """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64."""
-    return min(max(16, _next_pow2(rows)), 64)
+    return min(max(16, next_pow2(rows)), 64)
 
 
 def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
@@ -134,9 +117,13 @@ def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device:
     sequence can be), so short caches are not cut into slivers.
     """
     cfg = cfg or get_config(device)
-    base = batch * nheads_k * m_blocks
-    want = (2 * cfg["ctas_per_sm"] * sm_count(device) + base) // (2 * max(base, 1))
-    most = _cdiv(_cdiv(max(capacity, 1), cfg["BLOCK_N"]), cfg["min_tiles"])
+    return _splits(batch * nheads_k * m_blocks, capacity, device, cfg["BLOCK_N"],
+                   SplitHeuristic(cfg["ctas_per_sm"], cfg["min_tiles"]))
+
+
+def _splits(base: int, capacity: int, device: torch.device, block_n: int, split: SplitHeuristic) -> int:
+    want = (2 * split.ctas_per_sm * sm_count(device) + base) // (2 * max(base, 1))
+    most = cdiv(cdiv(max(capacity, 1), block_n), split.min_tiles)
     return max(1, min(want, most, MAX_SPLITS))
 
 
@@ -155,69 +142,6 @@ def _f32(t):
     return t if t.dtype == torch.float32 and t.is_contiguous() else t.to(torch.float32).contiguous()
 
 
-# ---------------------------------------------------------------------------------------
-# Launching. ``fn[grid](...)`` costs ~50-70 us of host time per launch for the split kernel
-# (Triton binds and specialises ~50 arguments, then hashes the specialisation). On GPUs the
-# compiled kernel of each distinct call is cached here under a key that captures everything
-# Triton specialises on, and later calls launch it directly (CompiledKernel.run).
-#
-# Triton 3.6 specialises an int argument on its value (== 1 becomes a constant, % 16 == 0 a
-# divisibility hint, the range picks i32/i64), a tensor on its dtype and 16-byte alignment of
-# its data pointer, and nothing on a float. The key holds every int by exact value, every
-# tensor's (dtype, data_ptr % 16 == 0), every constexpr, the launch options, the current
-# device and Triton's debug flag: two calls with one key compile to the same kernel.
-
-FAST_LAUNCH = True  # benchmarks/bench_decode.py turns it off to time Triton's own launch path
-_PLAN_LIMIT = 4096
-_plans: dict = {}
-_stream_of = None
-
-
-def _current_stream(index: int):
-    global _stream_of
-    if _stream_of is None:
-        from triton.runtime.driver import driver
-
-        _stream_of = driver.active.get_current_stream
-    return _stream_of(index)
-
-
-def _launch(fn, grid, device, tensors: tuple, scalars: tuple, constexprs: dict, num_warps, num_stages):
-    """fn[grid](*tensors, *scalars, **constexprs, num_warps=, num_stages=) (num_stages None: Triton's
-    default). tensors, then scalars (Python ints and floats, no bools; a float argument always a
-    float), then the constexprs: the kernel's parameters in its order."""
-    opts = {"num_warps": num_warps}
-    if num_stages is not None:
-        opts["num_stages"] = num_stages
-    # NVIDIA only: Triton's AMD backend also specialises pointers on their buffer range (buffer
-    # ops), which this key does not hold, and the direct path is unverified on ROCm.
-    if not FAST_LAUNCH or device.type != "cuda" or torch.version.hip is not None:
-        fn[grid](*tensors, *scalars, **constexprs, **opts)
-        return
-    index = torch.cuda.current_device()
-    consts = tuple(constexprs.values())
-    # ints by value (floats too: a superset of what Triton looks at), tensors by dtype and alignment
-    key = (fn, index, num_warps, num_stages, bool(knobs.runtime.debug), knobs.compilation.instrumentation_mode,
-           consts, scalars, tuple([(t.dtype, t.data_ptr() & 15 == 0) for t in tensors]))
-    kernel = _plans.get(key)
-    if kernel is None:
-        kernel = fn[grid](*tensors, *scalars, **constexprs, **opts)
-        # cache only what the direct path can replay exactly: all parameters passed in order
-        if (kernel is not None and list(fn.arg_names[len(tensors) + len(scalars):]) == list(constexprs)
-                and not fn.pre_run_hooks and not hasattr(kernel, "result")):
-            if len(_plans) >= _PLAN_LIMIT:
-                _plans.clear()
-            _plans[key] = kernel
-        return
-    stream = _current_stream(index)
-    enter = knobs.runtime.launch_enter_hook
-    # what JITFunction.run passes; without hooks in the chain nothing reads it
-    meta = kernel.launch_metadata(grid, stream, *tensors, *scalars, *consts) \
-        if getattr(enter, "calls", True) else None
-    kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, meta,
-               enter, knobs.runtime.launch_exit_hook, *tensors, *scalars, *consts)
-
-
 def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
            cache_batch_idx=None, cache_leftpad=None, num_splits=0):
     """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode."""
@@ -231,10 +155,11 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     lse = _empty((b, h, sq), torch.float32, device)
     if b == 0 or sq == 0:
         return out, lse
-    cfg = _config(device, max(d, dv))
+    tile, heuristic = _launch_config(device, max(d, dv), paged)
     bm = block_m(sq * group)
-    m_blocks = _cdiv(sq * group, bm)
-    splits = int(num_splits) if num_splits and num_splits > 0 else auto_splits(b, hk, m_blocks, capacity, device, cfg)
+    m_blocks = cdiv(sq * group, bm)
+    splits = (int(num_splits) if num_splits and num_splits > 0
+              else _splits(b * hk * m_blocks, capacity, device, tile.block_n, heuristic))
     split = splits > 1
     if split:
         o_part = _empty((b, h, sq, splits, dv), torch.float32, device)
@@ -242,43 +167,29 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     else:
         o_part, lse_part = out, lse
 
-    seqlens = _int32(cache_seqlens)
-    table = _int32(block_table)
-    batch_idx = _int32(cache_batch_idx)
-    leftpad = _int32(cache_leftpad)
     alibi = params.alibi_slopes
     if alibi is not None:
         alibi = _f32(alibi)
-    stride_ab = h if alibi is not None and alibi.dim() == 2 else 0
-    dummy = seqlens
-    upcast = device.type != "cuda" and q.dtype != torch.float32  # the interpreter's low-precision dot is wrong
-    qs, ks, vs, os_ = q.stride(), k_cache.stride(), v_cache.stride(), out.stride()
-    block_dv = max(16, _next_pow2(dv))
-    _launch(
+    ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
+    launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
+    launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
-        (q, k_cache, v_cache, out, lse, o_part, lse_part,
-         seqlens, table if paged else dummy, batch_idx if batch_idx is not None else dummy,
-         leftpad if leftpad is not None else dummy, alibi if alibi is not None else lse),
-        (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-         sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits,
-         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], os_[0], os_[1], os_[2],
-         table.stride(0) if paged else 0, stride_ab),
-        dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv,
-             BLOCK_M=bm, BLOCK_N=cfg["BLOCK_N"],
-             BLOCK_D=max(16, _next_pow2(d)), BLOCK_DV=block_dv,
-             PAGE_SIZE=k_cache.shape[1] if paged else 1, PAGED=paged,
-             HAS_BATCH_IDX=batch_idx is not None and not paged, HAS_LEFTPAD=leftpad is not None,
-             IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-             HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, SPLIT=split,
-             DOT_PRECISION="ieee" if q.dtype == torch.float32 or upcast else None, UPCAST=upcast),
-        cfg["num_warps"], cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"],
+        (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
+         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
+         q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
+         block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
+         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+         sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits),
+        dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
+             PAGE_SIZE=k_cache.shape[1] if paged else 1, IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
+             HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee),
+        tile.launch_options(False),
     )
     if split:
-        _launch(
+        launch(
             kernels.decode_combine_kernel, (b * h * sq, 1, 1), device,
-            (o_part, lse_part, out, lse), (splits, h, sq, os_[0], os_[1], os_[2]),
-            dict(HEAD_DIM_V=dv, BLOCK_DV=block_dv, BLOCK_S=min(_next_pow2(splits), 16)),
-            4, None,
+            (o_part, lse_part, out, lse, out.stride()[:3], splits, h, sq),
+            dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)), {"num_warps": 4},
         )
     return out, lse
 
@@ -289,17 +200,19 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
 _TYPES = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
 
 
-def _split_signature(ptr: str) -> dict[str, str]:
-    sig = {n: ptr for n in ("Q", "K", "V", "Out")}
+_S3 = ("i32", "i32", "i32")
+
+
+def _split_signature(ptr: str) -> dict[str, object]:
+    """decode_split_kernel's argument types: a contiguous cache (BlockTable / BatchIdx / LeftPad /
+    Alibi None) or a paged one (BlockTable given)."""
+    sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
-    sig.update({n: "*i32" for n in ("CacheSeqlens", "BlockTable", "BatchIdx", "LeftPad")})
-    sig["Alibi"] = "*fp32"
-    sig.update({"sm_scale": "fp32", "softcap": "fp32"})
+    sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
+               Alibi="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_table="i32",
+               stride_alibi="i32", sm_scale="fp32", softcap="fp32")
     for n in ("window_left", "window_right", "seqlen_q", "nheads", "nheads_k", "capacity",
-              "num_kv_rows", "max_pages", "num_splits",
-              "stride_qb", "stride_qs", "stride_qh", "stride_kb", "stride_ks", "stride_kh",
-              "stride_vb", "stride_vs", "stride_vh", "stride_ob", "stride_os", "stride_oh",
-              "stride_bt", "stride_ab"):
+              "num_kv_rows", "max_pages", "num_splits"):
         sig[n] = "i32"
     return sig
 
@@ -310,27 +223,26 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for dtype in (torch.float16, torch.bfloat16):
         for d in (64, 128, 256):
-            cfg = _resolve(_CONFIGS[_table_key(arch)], d)
             for paged in (False, True):
-                stages = cfg.get("paged_num_stages", cfg["num_stages"]) if paged else cfg["num_stages"]
-                opts = dict(num_warps=cfg["num_warps"], num_stages=stages)
+                tile = _tile(arch_family(arch), d, paged)
+                opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
                 for group in (1, 8):
                     for split in (False, True):
+                        sig = _split_signature(_TYPES[dtype])
+                        if paged:
+                            sig["BlockTable"] = "*i32"
                         const = dict(
-                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group),
-                            BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d, BLOCK_DV=d,
-                            PAGE_SIZE=16 if paged else 1, PAGED=paged, HAS_BATCH_IDX=False,
-                            HAS_LEFTPAD=False, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False,
-                            HAS_SOFTCAP=False, SPLIT=split, DOT_PRECISION=None,
-                            UPCAST=False)
+                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group), BLOCK_N=tile.block_n,
+                            PAGE_SIZE=16 if paged else 1, IS_CAUSAL=False, HAS_WINDOW=False, HAS_SOFTCAP=False,
+                            SPLIT=split, IEEE_DOT=False)
+                        const.update({n: None for n, t in sig.items() if t == "constexpr"})
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
                                  f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
-                                 f"BLOCK_N {cfg['BLOCK_N']} w{opts['num_warps']} s{opts['num_stages']}")
-                        specs.append(CompileSpec("decode", kernels.decode_split_kernel,
-                                                 _split_signature(_TYPES[dtype]), const, dict(opts), label))
-            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32"}
-            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q", "stride_ob", "stride_os", "stride_oh")})
+                                 f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}")
+                        specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))
+            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
+            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
             specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig,
-                                     dict(HEAD_DIM_V=d, BLOCK_DV=d, BLOCK_S=16), dict(num_warps=4),
+                                     dict(HEAD_DIM_V=d, BLOCK_S=16), dict(num_warps=4),
                                      f"combine {str(dtype).replace('torch.', '')} dv={d}"))
     return specs

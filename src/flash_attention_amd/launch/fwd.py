@@ -4,234 +4,57 @@ Shapes (see docs/ARCHITECTURE.md): dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] 
 [b, sq, h, dv], lse [b, h, sq]; varlen q [total_q, h, d], k/v [total_k, hk, d|dv] -> out
 [total_q, h, dv], lse [h, total_q]. Only ``out`` and ``lse`` are allocated.
 
-Configs are deterministic per-architecture tables (no autotuning): ``select_config`` picks
-the first row whose head-dim bound and causal flag fit, from the arch's main table, its
-options table (window / ALiBi / softcap on) or its dropout table (tiers: launch/spec.py), so
-a new sequence length never triggers tuning. ``compile_specs(arch)`` lists every row for
+Configs: ``select_config`` picks the row of launch/tiles.py FWD (per arch family and feature
+tier). ``plan_forward`` turns a call's metadata (shapes, strides, dtypes, device, AttnParams
+scalars) into a ``FwdPlan`` (config, grid, constexprs, launch options, scalar arguments);
+``run_forward`` only allocates out / lse and launches (launch/runtime.py); ``attention_forward``
+keeps the plan in the caller's ``slot``. ``compile_specs(arch)`` lists every row for
 ``check-amd``. Under TRITON_INTERPRET=1 CPU tensors run in Triton's interpreter.
 """
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .spec import DROPOUT, OPTIONS, PLAIN, CompileSpec, tier_table
+from .runtime import KernelSlot, launch
+from .spec import CompileSpec
+from .tiles import (
+    DROPOUT,
+    FWD,
+    INTERPRETER,
+    MAX_HEADDIM,
+    OPTIONS,
+    PLAIN,
+    Tile,
+    arch_family,
+    cdiv,
+    family_table,
+    padded_dim,
+    pick,
+    tier_of,
+)
 
-MAX_HEADDIM = 256
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_TRITON_DTYPE = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
-
-
-@dataclass(frozen=True)
-class FwdConfig:
-    """One launch configuration. AMD-only fields are ignored on NVIDIA (and vice versa)."""
-
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-    waves_per_eu: int = 0
-    matrix_instr_nonkdim: int = 0
-    kpack: int = 1
-    # program order: False = the query blocks of one head are neighbours (share K/V in L2);
-    # True = the blocks with the most keys (last ones under a causal mask) start first, all heads
-    # together. Head-major measured faster on the H100 for causal too (bench_attention.py sweep).
-    heavy_first: bool = False
-    use_tma: bool = False  # K/V through TMA tensor descriptors (sm90+, dense, aligned) when possible
-    # NVIDIA only: why ptxas spills of this row are accepted (a measurement, see CompileSpec).
-    spills_ok: str = field(default="", compare=False)
-
-    def launch_options(self, amd: bool) -> dict:
-        opts = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        if amd:
-            opts.update(waves_per_eu=self.waves_per_eu, matrix_instr_nonkdim=self.matrix_instr_nonkdim,
-                        kpack=self.kpack)
-        return opts
-
-    def label(self) -> str:
-        extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
-        extra += " tma" if self.use_tma else ""
-        extra += " heavy-first" if self.heavy_first else ""
-        return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
-
-
-# (max padded head dim, causal or None for both, config[, min seqlen_k]). First match wins; the
-# optional 4th field picks a row only from that key length up (a length bucket, so a new
-# sequence length never means new tuning).
-_C = FwdConfig
-CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups.
-    # Measured (benchmarks/results/fwd_h100.md): d<=64 128x64 w4 s3 TMA; d<=128 128x64 w8 s3
-    # plain pointers (TMA was 1-6% slower there), 4 stages for long non-causal keys.
-    # Checked spill-free with ptxas.
-    "sm90": [
-        (64, None, _C(128, 64, 4, 3, use_tma=True)),
-        (128, False, _C(128, 64, 8, 4), 4096),
-        (128, None, _C(128, 64, 8, 3)),
-        (256, None, _C(64, 64, 4, 2, use_tma=True)),
-    ],
-    # A100: 164 KB shared memory, mma.sync. Not timed on an A100: rows chosen spill-free with
-    # ptxas (64x64 w4 at d=256 spilled 8 registers; 8 warps halve the accumulator per thread).
-    "sm80": [
-        (64, None, _C(128, 64, 4, 3)),
-        (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(64, 64, 8, 2)),
-    ],
-    # sm86 / sm89: 100 KB shared memory.
-    "sm86": [
-        (64, None, _C(128, 64, 4, 2)),
-        (128, None, _C(64, 64, 4, 2)),
-        (256, None, _C(64, 32, 4, 1)),
-    ],
-    # AMD rows: spill-free as compiled for a real launch (16-byte aligned tensors, strides
-    # divisible by 16, i.e. what Triton specialises at run time): triton.compile(ASTSource(...,
-    # attrs={ptr and stride args: tt.divisibility 16}), GPUTarget("hip", arch, 64|32)).
-    # MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps at 256.
-    "gfx942": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 234 VGPRs
-        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 227 VGPRs
-        (256, None, _C(64, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 253 VGPRs
-    ],
-    # MI200 (CDNA2): 64 KB LDS.
-    "gfx90a": [
-        (64, None, _C(128, 64, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 217 VGPRs
-        (128, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),  # 226-232 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 220 VGPRs
-    ],
-    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): the WMMA operands of Q and the accumulator take
-    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined).
-    "gfx1100": [
-        (64, None, _C(64, 32, 4, 1)),
-        (128, None, _C(32, 16, 4, 1)),  # 225 VGPRs
-    ],
-    # Unknown GPUs: conservative.
-    "generic": [
-        (128, None, _C(64, 64, 4, 1)),
-        (256, None, _C(32, 32, 4, 1)),
-    ],
-    # fp32 on any GPU (ieee dots, twice the bytes): correctness over speed.
-    "fp32": [
-        (64, None, _C(64, 32, 4, 1)),
-        (256, None, _C(32, 32, 4, 1)),
-    ],
-    # Triton's interpreter (CPU): few, small blocks so the tests cross block edges.
-    "interpreter": [
-        (256, None, _C(32, 16, 1, 1)),
-    ],
-}
-
-
-# A window, ALiBi or softcap (check-amd variant "opts": all of them, causal and varlen on, no
-# dropout) holds more registers than the plain kernel: other tiles where the main row spills.
-_MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.5x (ALiBi+softcap) and 1.1-1.2x (dropout) the fastest spill-free "
-                  "tile (32x64 w4 s2) on an H200, benchmarks/results/tiles_h200.md")
-OPTION_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    # Hopper (also serves dropout): measured (benchmarks/results/tiles_h200.md), d<=64 64x64 w4 s3
-    # 1.08-1.18x the main row and spill-free; d<=256 keeps the main row, whose spills are accepted.
-    "sm90": [
-        (64, None, _C(64, 64, 4, 3, use_tma=True)),
-        (128, False, _C(128, 64, 8, 4), 4096),
-        (128, None, _C(128, 64, 8, 3)),
-        (256, None, _C(64, 64, 4, 2, use_tma=True, spills_ok=_MEASURED_D256)),
-    ],
-    # CDNA: the main rows at d<=64 (gfx942) and d<=128 (gfx90a) spilled with these options; the
-    # dropout rows serve them (check-amd "opts").
-    "gfx942": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
-    ],
-    "gfx90a": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),
-    ],
-    "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
-        (64, None, _C(128, 64, 4, 3)),
-        (128, None, _C(64, 64, 8, 2)),
-        (256, None, _C(64, 64, 8, 2)),
-    ],
-}
-
-# With dropout the Philox rounds need more registers still: smaller tiles where the main row
-# spills (check-amd variant "all": every option on, dropout included).
-DROPOUT_CONFIGS: dict[str, list[tuple[int, bool | None, FwdConfig]]] = {
-    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40),
-        (64, None, _C(64, 64, 8, 2)),  # 64x64 w8 s2 16 at d=160 / 256
-        (128, None, _C(128, 64, 8, 2)),
-        (256, None, _C(32, 64, 4, 1)),
-    ],
-    "gfx942": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 242 VGPRs
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 230 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 251 VGPRs
-    ],
-    "gfx90a": [
-        (64, None, _C(128, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 244 VGPRs
-        (128, None, _C(64, 32, 4, 2, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 231 VGPRs
-        (256, None, _C(32, 32, 4, 1, waves_per_eu=2, matrix_instr_nonkdim=16)),   # 245 VGPRs
-    ],
-    "gfx1100": [
-        (64, None, _C(64, 32, 4, 1)),  # 228 VGPRs; d=128 spilled at 32x16 (declined)
-    ],
-}
-
-
-def arch_family(arch: str | None) -> str:
-    """Which CONFIGS table serves a device arch string ("sm90", "gfx942", ...; None = interpreter)."""
-    if arch is None:
-        return "interpreter"
-    if arch in CONFIGS:
-        return arch
-    if arch.startswith("sm"):
-        major = int(arch[2:-1] or 0)
-        if major >= 9:
-            return "sm90"
-        if arch == "sm80" or arch == "sm87":
-            return "sm80"
-        if major == 8:
-            return "sm86"
-        return "generic"
-    if arch.startswith("gfx94") or arch.startswith("gfx95"):
-        return "gfx942"
-    if arch.startswith("gfx90"):
-        return "gfx90a"
-    if arch.startswith("gfx11") or arch.startswith("gfx12"):
-        return "gfx1100"
-    return "generic"
-
-
-def padded_dim(d: int) -> int:
-    """Head dim rounded up to a power of two, at least 16 (tl.dot's minimum)."""
-    return max(16, 1 << (max(d, 1) - 1).bit_length())
-
-
-_TABLES = (CONFIGS, OPTION_CONFIGS, DROPOUT_CONFIGS)
+FwdConfig = Tile  # the forward's config type (benchmarks build them by hand)
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> FwdConfig | None:
-    """The table row for this call, or None when the arch's table has no row that fits.
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> Tile | None:
+    """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (launch/spec.py tiers).
+    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (feature tiers).
     """
     family = arch_family(arch)
-    if dtype == torch.float32 and family != "interpreter":
+    if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    table = tier_table(_TABLES, family, DROPOUT if dropout else OPTIONS if options else PLAIN)
-    for entry in table:
-        max_d, c, cfg = entry[:3]
-        min_sk = entry[3] if len(entry) > 3 else 0
-        if d <= max_d and (c is None or c == causal) and seqlen_k >= min_sk:
-            return cfg
-    return None
+    return pick(family_table(FWD, family, tier_of(dropout, options)), d, causal, seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -244,8 +67,6 @@ def supports(problem: Problem) -> str | None:
     """None if the forward kernel computes this call exactly, else why not."""
     if problem.kind != "attn":
         return f"the Triton forward kernel serves plain attention, not {problem.kind!r}"
-    if problem.offsets:
-        return "diag / dropout offsets (a chunk of a longer sequence) are not implemented in the Triton kernels yet"
     if problem.dtype not in _DTYPES:
         return f"dtype {problem.dtype} is not supported (fp16, bf16, fp32)"
     if not 1 <= problem.headdim <= MAX_HEADDIM:
@@ -270,7 +91,7 @@ def supports(problem: Problem) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _arch_of(device_type: str, index: int | None) -> tuple[bool, str | None]:
     if device_type != "cuda":
         return False, None
@@ -283,19 +104,20 @@ def _i32_bits(word: int) -> int:
     return word - (1 << 32) if word >= (1 << 31) else word
 
 
-def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      params: AttnParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """-> (out, lse): out like q with v's head dim, lse fp32 (natural log, +inf on empty rows)."""
-    return _forward(q, k, v, params)
+class FwdPlan:
+    """What one call signature needs, from metadata only (shapes, strides, dtypes, device and the
+    AttnParams scalars): config, grid, constexprs, launch options and the integer / float
+    arguments. ``run_forward`` only allocates and launches."""
+
+    __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
+                 "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
+                 "tma_blocks", "kernel", "kernel_tma")
 
 
-def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig | None = None):
-    """attention_forward with optional preallocated out / lse (tests poison them) and config."""
-    from ..kernels.fwd import attn_fwd_kernel
-
+def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
     if q.device.type == "cpu" and not config.triton_interpret():
         raise RuntimeError("the Triton forward needs a GPU tensor (or TRITON_INTERPRET=1 for CPU tensors)")
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    plan = FwdPlan()
     varlen = params.cu_seqlens_q is not None
     if varlen:
         total_q, nheads, d = q.shape
@@ -303,95 +125,134 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: FwdConfig 
         batch = params.cu_seqlens_q.numel() - 1
         max_sq = params.max_seqlen_q or int((params.cu_seqlens_q[1:] - params.cu_seqlens_q[:-1]).max())
         seqlen_q, seqlen_k = max_sq, 0
-        out_shape, lse_shape = (total_q, nheads, dv), (nheads, total_q)
-        q_str = (0, q.stride(0), q.stride(1))
-        k_str = (0, k.stride(0), k.stride(1))
-        v_str = (0, v.stride(0), v.stride(1))
+        plan.out_shape, plan.lse_shape = (total_q, nheads, dv), (nheads, total_q)
+        q_str, k_str, v_str = ((0, t.stride(0), t.stride(1)) for t in (q, k, v))
+        o_str, l_str = (0, nheads * dv, dv), (0, total_q)
     else:
         batch, seqlen_q, nheads, d = q.shape
         seqlen_k, nheads_k, dv = k.shape[1], k.shape[2], v.shape[-1]
         max_sq = seqlen_q
-        out_shape, lse_shape = (batch, seqlen_q, nheads, dv), (batch, nheads, seqlen_q)
+        plan.out_shape, plan.lse_shape = (batch, seqlen_q, nheads, dv), (batch, nheads, seqlen_q)
         q_str, k_str, v_str = q.stride()[:3], k.stride()[:3], v.stride()[:3]
-    if out is None:
-        out = torch.empty(out_shape, dtype=q.dtype, device=q.device)
-    if lse is None:
-        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
-    if params.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
-        out.zero_()
-        lse.fill_(math.inf)
-    o_str = (0, out.stride(0), out.stride(1)) if varlen else out.stride()[:3]
-    l_str = (0, lse.stride(0)) if varlen else lse.stride()[:2]
-    if q.numel() == 0 or out.numel() == 0:
-        lse.fill_(math.inf)
-        out.zero_()
-        return out, lse
-
+        o_str, l_str = (seqlen_q * nheads * dv, nheads * dv, dv), (nheads * seqlen_q, seqlen_q)
+    plan.out_stride = o_str
+    plan.dtype, plan.device, plan.varlen = q.dtype, q.device, varlen
+    plan.zero_tensors = params.zero_tensors
+    plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
+    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     if cfg is None:
-        options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
-    heavy_first = cfg.heavy_first
-
-    alibi = params.alibi_slopes
-    if alibi is not None:
-        alibi = alibi.to(device=q.device, dtype=torch.float32)
-        if alibi.stride(-1) != 1:
-            alibi = alibi.contiguous()
-        stride_ab = alibi.stride(0) if alibi.dim() == 2 else 0
-    else:
-        stride_ab = 0
-    cu_q = params.cu_seqlens_q if varlen else lse
-    cu_k = params.cu_seqlens_k if varlen else lse
+    plan.cfg = cfg
     dropout = params.dropout_p > 0
-    seed = params.seed if dropout else 0
-    threshold = dropout_threshold(params.dropout_p) if dropout else 0
-
-    use_tma = cfg.use_tma and _tma_ok(q, k, v, varlen, arch)
-    if use_tma:
-        desc_k, desc_v = _tensor_desc(k, cfg.block_n, padded_dim(d)), _tensor_desc(v, cfg.block_n, padded_dim(dv))
-    else:
-        desc_k, desc_v = k, v
-
-    num_m_blocks = triton_cdiv(max_sq, cfg.block_m)
-    grid = (num_m_blocks * batch * nheads,)
-    args = (
-        q, k, v, out, lse, alibi if alibi is not None else lse, cu_q, cu_k, desc_k, desc_v,
-        *q_str, *k_str, *v_str, *o_str, *l_str, stride_ab,
+    plan.dropout = dropout
+    alibi = params.alibi_slopes
+    stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
+    num_m_blocks = cdiv(max_sq, cfg.block_m)
+    plan.grid = (num_m_blocks * batch * nheads, 1, 1)
+    plan.scalars = (
+        q_str, k_str, v_str, o_str, l_str, stride_alibi,
         nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-        _i32_bits(seed), _i32_bits(seed >> 32), _i32_bits(threshold),
-        1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
-    )
-    constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(dv),
-        D_ACT=d, DV_ACT=dv, IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window),
-        HAS_ALIBI=alibi is not None, HAS_SOFTCAP=params.softcap > 0, IS_VARLEN=varlen,
-        HAS_DROPOUT=dropout, HEAVY_FIRST=bool(heavy_first),
+        int(params.diag_offset))
+    plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
+                      1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
+                      int(params.dropout_offset_q), int(params.dropout_offset_k))
+    plan.constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
+        IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
+        HAS_DROPOUT=dropout,
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
-        USE_TMA=use_tma, POS_SCALE=params.softmax_scale > 0,
+        HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
+        CHUNK=params.has_offsets,
     )
-    if q.device.type == "cuda":
-        with torch.cuda.device(q.device):
-            attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(amd))
+    plan.tma_blocks = None
+    if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
+        plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
+        plan.constexprs_tma = dict(plan.constexprs, USE_TMA=True)
+    plan.options = cfg.launch_options(amd)
+    from ..kernels.fwd import attn_fwd_kernel
+
+    # per call only the tensors (positions 0-7) and the seed words change
+    dynamic = (*range(8), 8 + len(plan.scalars), 9 + len(plan.scalars))
+    plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
+    plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
+                       if plan.tma_blocks else None)
+    return plan
+
+
+def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
+    """Allocate out / lse (unless given) and launch the planned kernel."""
+    from ..kernels.fwd import attn_fwd_kernel
+
+    given = out is not None or lse is not None
+    if out is None:
+        out = torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device)
+    if lse is None:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=plan.device)
+    if plan.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
+        out.zero_()
+        lse.fill_(math.inf)
+    if plan.empty:
+        lse.fill_(math.inf)
+        out.zero_()
+        return out, lse
+    scalars = plan.scalars
+    if given:  # the caller's out / lse (tests): their own strides
+        o_str = (0, out.stride(0), out.stride(1)) if plan.varlen else out.stride()[:3]
+        l_str = (0, lse.stride(0)) if plan.varlen else lse.stride()[:2]
+        scalars = (*scalars[:3], o_str, l_str, *scalars[5:])
+    alibi = params.alibi_slopes
+    if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
+        alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
+    kernel = plan.kernel
+    if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
+        bn, bd, bdv = plan.tma_blocks
+        k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
+        kernel = plan.kernel_tma
+    seed = params.seed if plan.dropout else 0
+    args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, *scalars,
+            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
+    if given:  # other strides than the plan's: the general launch path
+        launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
-        attn_fwd_kernel[grid](*args, **constexprs, **cfg.launch_options(False))
+        kernel.launch(plan.grid, plan.device, args)
     return out, lse
 
 
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams,
+                      slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """-> (out, lse): out like q with v's head dim, lse fp32 (natural log, +inf on empty rows).
+
+    ``slot`` (the call plan's dict, see core.py): the forward plan is kept there and reused by
+    the next call of the same signature."""
+    plan = slot.get("fwd") if slot is not None else None
+    if plan is None:
+        plan = plan_forward(q, k, v, params)
+        if slot is not None and (params.cu_seqlens_q is None or params.max_seqlen_q):
+            slot["fwd"] = plan
+    return run_forward(plan, q, k, v, params)
+
+
+def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | None = None):
+    """attention_forward with optional preallocated out / lse (tests poison them) and config."""
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    return run_forward(plan_forward(q, k, v, params, cfg), q, k, v, params, out=out, lse=lse)
+
+
 def _tma_ok(q, k, v, varlen: bool, arch: str | None) -> bool:
-    """TMA descriptors need sm90+ (or the interpreter, arch None), dense 16-bit tensors,
-    16-byte aligned bases and strides."""
-    if varlen or (arch is not None and (not arch.startswith("sm") or int(arch[2:-1] or 0) < 9)):
+    """TMA descriptors need sm90+ (or the interpreter, arch None), dense 16-bit tensors and
+    16-byte aligned strides (base alignment: checked per call)."""
+    if varlen or (arch is not None and arch_family(arch) != "sm90"):
         return False
     if q.dtype == torch.float32:
         return False
     for t in (k, v):
-        if t.data_ptr() % 16 or any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
+        if any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
             return False
     return True
 
@@ -402,19 +263,9 @@ def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_n, 1, head_dim])
 
 
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
-
-
 # --------------------------------------------------------------------------------------
 # compile specs (check-amd)
 # --------------------------------------------------------------------------------------
-
-_INT_ARGS = (
-    "stride_qb", "stride_qm", "stride_qh", "stride_kb", "stride_kn", "stride_kh",
-    "stride_vb", "stride_vn", "stride_vh", "stride_ob", "stride_om", "stride_oh",
-    "stride_lb", "stride_lh", "stride_ab", "nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks",
-)
 
 # Kernel variants compiled per table row: (label, flags, tier of the table they come from).
 # "opts" and "all" take the row's causal flag (causal where the row serves both).
@@ -427,18 +278,25 @@ _VARIANTS = (
 )
 
 
-def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, str]:
-    """Argument types of attn_fwd_kernel; tma_blocks = (BLOCK_N, HEAD_DIM, HEAD_DIM_V) when USE_TMA."""
-    sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-           "Alibi": "*fp32", "CuSeqlensQ": "*i32" if varlen else "*fp32",
-           "CuSeqlensK": "*i32" if varlen else "*fp32", "DescK": f"*{dtype}", "DescV": f"*{dtype}"}
+_S3 = ("i32", "i32", "i32")
+
+
+def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, object]:
+    """Argument types of attn_fwd_kernel ("constexpr" for the None pointers); tma_blocks =
+    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA."""
+    sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}",
+                              "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
+                              "CuSeqlensQ": "*i32" if varlen else "constexpr",
+                              "CuSeqlensK": "*i32" if varlen else "constexpr"}
     if tma_blocks is not None:
         bn, hd, hdv = tma_blocks
-        sig["DescK"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
-        sig["DescV"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
-    sig.update({name: "i32" for name in _INT_ARGS})
-    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32",
-               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32")
+        sig["K"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
+        sig["V"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
+    sig.update(stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_lse=("i32", "i32"), stride_alibi="i32")
+    sig.update({name: "i32" for name in ("nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks")})
+    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
+               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
+               drop_offset_k="i32")
     return sig
 
 
@@ -454,8 +312,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for vname, flags, tier in _VARIANTS:
         prev_d = 0
-        for entry in tier_table(_TABLES, family, tier):
-            max_d, causal, cfg = entry[:3]
+        for row in family_table(FWD, family, tier):
+            max_d, causal, cfg = row.max_d, row.causal, row.config
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             prev_d = max_d
             if tier == PLAIN:
@@ -474,23 +332,21 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     return specs
 
 
-def _spec(fn, cfg: FwdConfig, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
+def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
+    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given)."""
+    flags = dict(flags)
+    alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=padded_dim(d), HEAD_DIM_V=padded_dim(d),
-        D_ACT=d, DV_ACT=d, IS_CAUSAL=False, HAS_WINDOW=False, HAS_ALIBI=False, HAS_SOFTCAP=False,
-        IS_VARLEN=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
-        POS_SCALE=True)
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=d, IS_CAUSAL=False, HAS_WINDOW=False,
+        HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
+        POS_SCALE=True, CHUNK=False)
     constexprs.update(flags)
-    tma = cfg.use_tma and not amd and not constexprs["IS_VARLEN"] and d % 8 == 0
+    tma = cfg.use_tma and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
+    sig = _signature(dtype, varlen, alibi, tma_blocks)
+    constexprs.update({name: None for name, ty in sig.items() if ty == "constexpr"})
     return CompileSpec(
-        kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok,
-        signature=_signature(dtype, constexprs["IS_VARLEN"], constexprs["HAS_ALIBI"], tma_blocks),
+        kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")
-
-
-def with_config(cfg: FwdConfig, **changes) -> FwdConfig:
-    """A copy of cfg with fields changed (benchmarks and tuning sweeps)."""
-    return replace(cfg, **changes)

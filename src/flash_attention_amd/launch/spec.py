@@ -1,8 +1,9 @@
 """Static compile specs: how ``check-amd`` compiles every kernel config without a GPU."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,3 @@ class CompileSpec:
     # still the fastest, e.g. "fastest on an H100, benchmarks/results/bwd_h100.md"). check-amd
     # then reports its spills as a warning. AMD spills are never accepted.
     accepted_spills: str = ""
-
-
-# Feature tiers of a call, for per-arch tables that keep a plain row, a row for the heavier
-# score math (window, ALiBi, softcap) and a row for dropout (its Philox rounds hold still more
-# registers).
-PLAIN, OPTIONS, DROPOUT = 0, 1, 2
-
-
-def tier_table(tables: tuple[dict, dict, dict], family: str, tier: int):
-    """The first table at or below ``tier`` (DROPOUT -> OPTIONS -> main) that has ``family``."""
-    for t in range(tier, -1, -1):
-        if family in tables[t]:
-            return tables[t][family]
-    return None

@@ -1,0 +1,152 @@
+"""Host time per attention call (issue 10): what the CPU spends to issue one call.
+
+For each case and path, N identical calls are issued while the GPU is held busy by a long
+``torch.cuda._sleep`` kernel queued first, so the loop measures only the host (no call waits for
+the GPU, the launch queue never fills); the median over several such loops, after warm-up, is
+reported in microseconds per call.
+
+Paths: ``triton`` (``flash_attn_func`` under ``use_backend("triton")``), ``sdpa`` (the same
+under ``use_backend("sdpa")``, where that backend serves the call), ``torch-sdpa`` (raw
+``F.scaled_dot_product_attention`` on [b, h, s, d] tensors: the floor).
+
+    python benchmarks/host_overhead.py [--json results.json] [--calls 50] [--loops 15]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from flash_attention_amd import flash_attn_func, flash_attn_varlen_func
+from flash_attention_amd.dispatch import BackendUnavailable, use_backend
+
+DTYPE = torch.bfloat16
+
+
+def cases():
+    """(name, batch, seqlen, heads, head dim, causal, backward, varlen)."""
+    out = []
+    for bwd in (False, True):
+        for b, s, h, d, causal in ((16, 1024, 16, 128, False), (16, 1024, 16, 128, True), (32, 128, 12, 64, False)):
+            out.append((f"{'fwd+bwd' if bwd else 'fwd'} b={b} s={s} h={h} d={d}{' causal' if causal else ''}",
+                        b, s, h, d, causal, bwd, False))
+    for b, s in ((32, 128), (8, 1024)):
+        out.append((f"varlen fwd+bwd b={b} s={s} h=12 d=64 causal", b, s, 12, 64, True, True, True))
+    return out
+
+
+def make_call(path, b, s, h, d, causal, bwd, varlen):
+    """A no-argument function issuing one call, or None where the path does not serve it."""
+    dev = "cuda"
+    if varlen:
+        if path != "triton" and path != "sdpa":
+            return None
+        q, k, v = (torch.randn(b * s, h, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
+        cu = torch.arange(0, (b + 1) * s, s, dtype=torch.int32, device=dev)
+        dout = torch.randn(b * s, h, d, device=dev, dtype=DTYPE)
+
+        def fn():
+            return flash_attn_varlen_func(q, k, v, cu, cu, s, s, causal=causal)
+    elif path == "torch-sdpa":
+        q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
+        dout = torch.randn(b, h, s, d, device=dev, dtype=DTYPE)
+
+        def fn():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    else:
+        q, k, v = (torch.randn(b, s, h, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
+        dout = torch.randn(b, s, h, d, device=dev, dtype=DTYPE)
+
+        def fn():
+            return flash_attn_func(q, k, v, causal=causal)
+
+    backend = {"triton": "triton", "sdpa": "sdpa"}.get(path)
+
+    def call():
+        if backend is None:
+            out = fn()
+        else:
+            with use_backend(backend):
+                out = fn()
+        if bwd:
+            torch.autograd.grad(out, (q, k, v), dout)
+
+    try:
+        call()
+        torch.cuda.synchronize()
+    except BackendUnavailable:
+        return None
+    return call
+
+
+def host_us(call, calls: int, loops: int, sleep_cycles: int) -> list[float]:
+    for _ in range(3):  # warm-up: compile, plan, allocator
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(loops):
+        torch.cuda._sleep(sleep_cycles)  # the GPU is busy: the calls below only queue work
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        times.append((t1 - t0) / calls * 1e6)
+    return times
+
+
+def sleep_cycles_for(seconds: float) -> int:
+    """Cycles of torch.cuda._sleep that keep the GPU busy about ``seconds``."""
+    cycles = 10_000_000
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda._sleep(cycles)
+    torch.cuda.synchronize()
+    per_s = cycles / max(time.perf_counter() - t0, 1e-6)
+    return int(per_s * seconds)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", default="", help="write the results here")
+    ap.add_argument("--calls", type=int, default=50, help="calls per timed loop")
+    ap.add_argument("--loops", type=int, default=15, help="timed loops (the median is reported)")
+    args = ap.parse_args()
+    paths = ("triton", "sdpa", "torch-sdpa")
+    rows = []
+    print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}, {DTYPE}, host us per call "
+          f"(median of {args.loops} loops of {args.calls} calls, GPU held busy)", flush=True)
+    for name, *shape in cases():
+        row = {"case": name}
+        for path in paths:
+            call = make_call(path, *shape)
+            if call is None:
+                row[path] = None
+                continue
+            # long enough for the slowest path's loop (1 ms a call would be a bug)
+            cycles = sleep_cycles_for(args.calls * 1e-3 + 0.02)
+            times = host_us(call, args.calls, args.loops, cycles)
+            row[path] = statistics.median(times)
+            row[path + "_all"] = times
+            del call
+            torch.cuda.empty_cache()
+        rows.append(row)
+        print(name, {p: None if row[p] is None else round(row[p], 1) for p in paths}, flush=True)
+    print()
+    print("| case | " + " | ".join(paths) + " |")
+    print("|---|" + "---|" * len(paths))
+    for row in rows:
+        cells = ["n/a" if row[p] is None else f"{row[p]:.1f}" for p in paths]
+        print(f"| {row['case']} | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "unit": "us per call",
+                       "calls": args.calls, "loops": args.loops, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Launching Triton kernels with little host time: ``launch(fn, grid, device, args, constexprs, options)``.
+
+``fn[grid](...)`` costs tens of microseconds of host time per launch for kernels with ~40
+arguments (Triton binds and specialises every argument, then hashes the specialisation). On
+GPUs this module keeps each compiled kernel under a key (``launch_key``) that holds everything
+Triton 3.6 specialises a launch on, and launches a kernel it has seen directly
+(``CompiledKernel.run``, what ``JITFunction.run`` itself ends with). The first launch of a
+key goes through ``fn[grid]`` (compiling, or Triton's own cache).
+
+What Triton 3.6 specialises on (``triton/runtime/jit.py: create_function_from_signature`` and
+the native ``specialize_impl``), and what the key holds for it:
+
+- an int: its type by range (i32 / i64 / u64), ``== 1`` (a constant) and ``% 16 == 0``; a
+  ``do_not_specialize`` parameter only its range. Key: the value itself, or only the range for
+  ``do_not_specialize`` parameters (the dropout seed changes every call and must not miss).
+- a bool / float: the type only (never specialised). Key: the type.
+- a tensor: its dtype and ``data_ptr() % 16 == 0``; on AMD with ``knobs.amd.use_buffer_ops``
+  also whether its storage is at most 2**31 - 1 bytes (``HIPBackend.get_tensor_specialization``
+  adds "S"). Key: the same three facts.
+- a TMA ``TensorDescriptor``: its dtype and block shape. Key: those (and its padding).
+- None: a constant. A tuple: each element as above, always specialised (even for a
+  ``do_not_specialize`` parameter). Key: the same, element by element.
+- constexprs and launch options by value; Triton's ``debug`` and ``instrumentation_mode``
+  knobs (part of its own kernel cache key); the current device.
+
+Verified on the CPU (tests/test_launch_runtime.py): for random arguments of the real kernels,
+equal keys always mean equal specialisations by Triton 3.6's own binder, built for the CUDA
+(sm90) and the HIP (gfx942, buffer ops on and off) backends. The direct path is therefore on
+for CUDA and ROCm; it has run on an H100, never on AMD hardware.
+"""
+from __future__ import annotations
+
+import torch
+
+FAST_LAUNCH = True  # False: every launch through fn[grid] (benchmarks time Triton's own path)
+_KEY_LIMIT = 4096
+_kernels: dict = {}  # launch key -> CompiledKernel
+_fn_info: dict = {}  # id(JITFunction) -> (do_not_specialize flags of its non-constexpr params, their number, fn)
+_MAX_I32 = 2**31 - 1
+_Tensor = torch.Tensor
+_hooks = None
+
+
+def _triton():
+    global _hooks
+    if _hooks is None:
+        from triton import knobs
+        from triton.runtime.driver import driver
+
+        _hooks = (knobs, driver.active.get_current_stream)
+    return _hooks
+
+
+def _int_range(x: int) -> int:
+    return 0 if -2**31 <= x <= _MAX_I32 else 1 if -2**63 <= x < 2**63 else 2
+
+
+class Unkeyable(Exception):
+    """An argument of a kind the key does not cover: launch through Triton."""
+
+
+def _key(x, dns: bool, buffer_ops: bool):
+    t = type(x)
+    if t is int:
+        return (t, _int_range(x)) if dns else x
+    if t is _Tensor or (t is not float and t is not tuple and hasattr(x, "data_ptr")):
+        if buffer_ops:
+            size = x.ptr_range() if hasattr(x, "ptr_range") else x.untyped_storage().size()
+            return x.dtype, x.data_ptr() & 15 == 0, size <= _MAX_I32
+        return x.dtype, x.data_ptr() & 15 == 0
+    if t is float or t is bool:
+        return t
+    if x is None:
+        return None
+    if t is tuple:
+        return tuple([_key(e, False, buffer_ops) for e in x])
+    if hasattr(x, "block_shape") and hasattr(x, "base"):  # triton.tools.tensor_descriptor.TensorDescriptor
+        return "desc", x.base.dtype, tuple(x.block_shape), getattr(x, "padding", None)
+    raise Unkeyable(t)
+
+
+def fn_info(fn) -> tuple[tuple[bool, ...], int]:
+    """(do_not_specialize flag of each non-constexpr parameter, their number) of a JITFunction."""
+    info = _fn_info.get(id(fn))
+    if info is None:
+        params = [p for p in fn.params if not p.is_constexpr]
+        info = _fn_info[id(fn)] = (tuple(p.do_not_specialize for p in params), len(params), fn)
+    return info[:2]
+
+
+def launch_key(fn, args: tuple, constexprs: dict, options: dict, device_index: int, buffer_ops: bool,
+               debug, instrumentation) -> tuple:
+    """The key of a launch (see the module docstring); raises Unkeyable for other argument kinds."""
+    dns, _ = fn_info(fn)
+    # id(fn): a JITFunction hashes its source's hash; the kernels are module-level, never freed
+    return (id(fn), device_index, tuple(options.items()), tuple(constexprs.values()), debug, instrumentation,
+            buffer_ops, tuple([_key(a, d, buffer_ops) for a, d in zip(args, dns)]))
+
+
+def launch_through_triton(fn, grid, device, args, constexprs, options):
+    """fn[grid](...) on the device's own current-device context: Triton's own launch path."""
+    if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            return fn[grid](*args, **constexprs, **options)
+    return fn[grid](*args, **constexprs, **options)
+
+
+def _device_index(device: torch.device) -> int | None:
+    """The current CUDA device when it is ``device``'s (None: launch through Triton)."""
+    if not FAST_LAUNCH or device.type != "cuda":
+        return None
+    index = torch.cuda.current_device()
+    return index if device.index is None or device.index == index else None
+
+
+def _run(fn, grid, device, index, key, cache, args, constexprs, options):
+    """Launch the kernel cached under key, else through fn[grid] (and cache what it compiled)."""
+    knobs, current_stream = _triton()
+    kernel = cache.get(key)
+    if kernel is None:
+        kernel = fn[grid](*args, **constexprs, **options)
+        # keep only what the direct path replays exactly: every parameter passed in order, no hooks,
+        # a finished (not asynchronous) compile
+        if (kernel is not None and not fn.pre_run_hooks and not hasattr(kernel, "result")
+                and list(fn.arg_names) == list(fn.arg_names[:len(args)]) + list(constexprs)
+                and fn_info(fn)[1] == len(args)):
+            if len(cache) >= _KEY_LIMIT:
+                cache.clear()
+            cache[key] = kernel
+        return
+    stream = current_stream(index)
+    enter = knobs.runtime.launch_enter_hook
+    meta = kernel.launch_metadata(grid, stream, *args, *constexprs.values()) if enter is not None else None
+    kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, meta,
+               enter, knobs.runtime.launch_exit_hook, *args, *constexprs.values())
+
+
+def _knob_key(index: int) -> tuple:
+    knobs, _ = _triton()
+    buffer_ops = torch.version.hip is not None and bool(knobs.amd.use_buffer_ops)
+    return index, buffer_ops, knobs.runtime.debug, knobs.compilation.instrumentation_mode
+
+
+def launch(fn, grid: tuple, device: torch.device, args: tuple, constexprs: dict, options: dict) -> None:
+    """fn[grid](*args, **constexprs, **options): args are the kernel's non-constexpr parameters in
+    order (tensors, None, ints, floats, tuples), constexprs its constexpr parameters in order
+    (the kernels declare them last). grid has three entries."""
+    index = _device_index(device)
+    if index is None:
+        launch_through_triton(fn, grid, device, args, constexprs, options)
+        return
+    index, buffer_ops, debug, instrumentation = _knob_key(index)
+    try:
+        key = launch_key(fn, args, constexprs, options, index, buffer_ops, debug, instrumentation)
+    except Unkeyable:
+        launch_through_triton(fn, grid, device, args, constexprs, options)
+        return
+    _run(fn, grid, device, index, key, _kernels, args, constexprs, options)
+
+
+class KernelSlot:
+    """One kernel of one call plan: fixed constexprs and options, and arguments of which only those
+    at ``dynamic`` positions may change between calls (tensors, seeds, dout's strides); every
+    other argument must be the plan's same value on each call. The key of a launch is then
+    ``launch_key`` restricted to the dynamic positions (the rest is the same for the slot), and
+    the compiled kernels live in the slot."""
+
+    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels")
+
+    def __init__(self, fn, constexprs: dict, options: dict, dynamic: tuple[int, ...]):
+        self.fn, self.constexprs, self.options, self.dynamic = fn, constexprs, options, dynamic
+        self.kernels: dict = {}
+
+    def launch(self, grid: tuple, device: torch.device, args: tuple) -> None:
+        fn = self.fn
+        index = _device_index(device)
+        if index is None:
+            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
+            return
+        knob_key = _knob_key(index)
+        dns, _ = fn_info(fn)
+        buffer_ops = knob_key[1]
+        try:
+            key = (knob_key, tuple([_key(args[i], dns[i], buffer_ops) for i in self.dynamic]))
+        except Unkeyable:
+            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
+            return
+        _run(fn, grid, device, index, key, self.kernels, args, self.constexprs, self.options)
+
+
+def clear() -> None:
+    """Forget every cached compiled kernel (tests)."""
+    _kernels.clear()

@@ -1,0 +1,460 @@
+"""Every tile configuration of every kernel, in one place: the type, the tables, the arch map.
+
+- ``Tile``: one launch configuration of one kernel (block sizes, warps, pipeline stages, the
+  AMD compiler options) and the ``reason`` it is in a table (measured where, or chosen by the
+  static check only).
+- ``BwdConfig``: the backward pass = a dK/dV tile + a dQ tile + how dK/dV loops.
+- Tables: ``FWD``, ``BWD`` (each per feature tier: plain / options / dropout, see ``PLAIN``)
+  and ``DECODE``, keyed by arch family. A table is a list of ``Row``; the first row whose
+  head-dim bound (and causal flag, and minimum key length) fits wins. Configs are fixed per
+  arch: no autotuning, so a new sequence length never triggers tuning.
+- ``arch_family``: the one map from a device arch ("sm90", "gfx942", ...) to a table family,
+  and ``FALLBACK``: the family whose table serves an arch family that has none of its own.
+
+No row may spill on AMD (``flash-attention-amd check-amd``). On NVIDIA a row may keep ptxas
+spills only with a measurement that no spill-free tile came within 10% (``spills_ok``, shown
+as ``warn`` by check-amd). Measurements: benchmarks/results/*_h100.md, tiles_h200.md;
+static evidence per row: docs/HARDWARE.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+INTERPRETER = "interpreter"  # the family of Triton's interpreter (CPU tensors, TRITON_INTERPRET=1)
+MAX_HEADDIM = 256  # largest head dim (q/k and v) any kernel here serves
+
+# Feature tiers of a call: the plain kernel; a window, ALiBi or softcap (the score math holds
+# more registers); dropout (its Philox rounds hold more still). A family without a table for a
+# tier uses the next lighter tier's table.
+PLAIN, OPTIONS, DROPOUT = 0, 1, 2
+
+
+def tier_of(dropout: bool, options: bool) -> int:
+    return DROPOUT if dropout else OPTIONS if options else PLAIN
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One launch configuration of one kernel. AMD-only fields are ignored on NVIDIA.
+
+    ``num_stages`` 0 leaves Triton's default. ``block_m`` 0 (decode): chosen per call from the
+    number of packed query rows. ``heavy_first`` / ``use_tma``: forward only (program order;
+    K/V through TMA descriptors on sm90+ when the tensors allow).
+    """
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+    # program order: False = the query blocks of one head are neighbours (share K/V in L2);
+    # True = the blocks with the most keys start first, all heads together. Head-major measured
+    # faster on the H100 for causal too (bench_attention.py sweep).
+    heavy_first: bool = False
+    use_tma: bool = False
+    reason: str = field(default="", compare=False)  # measured where, or "spill-free by static check only"
+    spills_ok: str = field(default="", compare=False)  # NVIDIA: the measurement that keeps ptxas spills
+
+    def launch_options(self, amd: bool) -> dict:
+        opts = {"num_warps": self.num_warps}
+        if self.num_stages:
+            opts["num_stages"] = self.num_stages
+        if amd:
+            opts.update(waves_per_eu=self.waves_per_eu, matrix_instr_nonkdim=self.matrix_instr_nonkdim,
+                        kpack=self.kpack)
+        return opts
+
+    def label(self) -> str:
+        extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
+        extra += " tma" if self.use_tma else ""
+        extra += " heavy-first" if self.heavy_first else ""
+        return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
+
+    def replace(self, **changes) -> Tile:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class BwdConfig:
+    """The backward pass: ``dkdv`` tile (block_m query rows x block_n KV rows per step), ``dq``
+    tile, and whether dK/dV loops over its query blocks in three parts (``split``: masked head,
+    unmasked middle, masked tail) or in one masked loop (fewer registers).
+
+    ``dq_atomic``: dQ from atomics inside the dK/dV kernel (one pass over the scores, not
+    bitwise reproducible) instead of the ``bwd_dq`` kernel. No table row uses it (it measured no
+    faster on sm90); tests keep it working for the d=256 experiments. ``deterministic`` calls
+    never take it.
+    """
+
+    dkdv: Tile
+    dq: Tile
+    split: bool = True
+    dq_atomic: bool = False
+    reason: str = field(default="", compare=False)
+
+    def replace(self, **changes) -> BwdConfig:
+        return replace(self, **changes)
+
+
+class Row(NamedTuple):
+    """A table row: serves padded head dims up to ``max_d`` (the larger of q/k and v), calls
+    with this causal flag (None: both) from ``min_seqlen_k`` keys up (a length bucket);
+    ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None)."""
+
+    max_d: int
+    config: Tile | BwdConfig
+    causal: bool | None = None
+    min_seqlen_k: int = 0
+    paged: bool | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Arch families. One map for every kernel (forward, backward, decode):
+#
+# - sm90: H100 / H200 (measured). sm100 / sm103 / sm110 (datacenter Blackwell, Thor) share its
+#   228 KB of shared memory per SM, so its tiles fit (not measured there).
+# - sm80: A100 and sm87 (Orin): 164 KB shared memory, mma.sync. Rows spill-free by ptxas only.
+# - sm86: sm86 / sm89 (RTX 30xx / 40xx, L4/L40) and sm120 / sm121 (RTX 50xx, consumer
+#   Blackwell, mma.sync like Ampere): about 100 KB of shared memory per SM, so never the Hopper
+#   tables (their 128x64 s3 forward tile needs more). The forward has its own 100 KB table;
+#   backward and decode fall back to the sm80 rows (not checked against the 100 KB limit).
+# - gfx942: MI300 (gfx940/941/942). gfx950 (MI350): the gfx942 tables (same 512 VGPRs per lane;
+#   check-amd compiles them for gfx950 too).
+# - gfx90a: MI200 and gfx908 (MI100).
+# - gfx1100: RDNA3 (gfx11xx). gfx12 (RDNA4, gfx12xx): the gfx1100 tables (same wave32 and
+#   1536-VGPR file; check-amd compiles them for gfx1201, with fewer VGPRs than on gfx1100).
+# - generic: any other GPU. The forward and decode keep conservative tables; the backward has
+#   none (declined: no config of it was ever compiled for such a target).
+# - interpreter: Triton's interpreter on CPU tensors (small tiles, so tests cross block edges).
+
+FALLBACK = {"sm86": "sm80", "gfx950": "gfx942", "gfx12": "gfx1100"}
+
+
+def arch_family(arch: str | None) -> str:
+    """The table family of a device arch string ("sm90", "gfx942", ...; None = interpreter)."""
+    if arch is None:
+        return INTERPRETER
+    if arch.startswith("sm"):
+        try:
+            cc = int(arch[2:])
+        except ValueError:
+            return "generic"
+        major = cc // 10
+        if cc in (80, 87):
+            return "sm80"
+        if cc in (86, 89) or major == 12:
+            return "sm86"
+        if major in (9, 10, 11):
+            return "sm90"
+        return "generic"
+    if arch.startswith("gfx"):
+        if arch.startswith("gfx94"):
+            return "gfx942"
+        if arch.startswith("gfx95"):
+            return "gfx950"
+        if arch in ("gfx90a", "gfx908"):
+            return "gfx90a"
+        if arch.startswith("gfx11"):
+            return "gfx1100"
+        if arch.startswith("gfx12"):
+            return "gfx12"
+    return "generic"
+
+
+def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> list[Row] | None:
+    """The rows serving ``family`` at ``tier``: its own table of the tier, else the next lighter
+    tier's; a family without any table of its own goes through ``FALLBACK``. None: no table."""
+    while family is not None:
+        for t in range(min(tier, len(tables) - 1), -1, -1):
+            if family in tables[t]:
+                return tables[t][family]
+        family = FALLBACK.get(family)
+    return None
+
+
+def pick(rows: list[Row] | None, max_d: int, causal: bool = False, seqlen_k: int = 0,
+         paged: bool = False):
+    """The config of the first row that fits, or None."""
+    for row in rows or ():
+        if (max_d <= row.max_d and row.causal in (None, causal) and seqlen_k >= row.min_seqlen_k
+                and row.paged in (None, paged)):
+            return row.config
+    return None
+
+
+def padded_dim(d: int) -> int:
+    """Head dim rounded up to a power of two, at least 16 (tl.dot's minimum)."""
+    return max(16, next_pow2(d))
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    # plain ints: triton.cdiv / next_power_of_2 cost ~10 us a call from Python
+    return -(-a // b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward (kernels/fwd.py). Main table, then the options tier, then the dropout tier.
+
+_T = Tile
+_STATIC = "spill-free by static check only (check-amd), not timed"
+_H100_FWD = "measured on an H100, benchmarks/results/fwd_h100.md"
+
+
+def _cdna(m, n, w, s, reason=_STATIC):
+    return Tile(m, n, w, s, waves_per_eu=2, matrix_instr_nonkdim=16, reason=reason)
+
+
+_MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.5x (ALiBi+softcap) and 1.1-1.2x (dropout) the fastest spill-free "
+                  "tile (32x64 w4 s2) on an H200, benchmarks/results/tiles_h200.md")
+
+FWD_PLAIN: dict[str, list[Row]] = {
+    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 128x64 w4 s3 TMA;
+    # d<=128 128x64 w8 s3 plain pointers (TMA was 1-6% slower there), 4 stages for long
+    # non-causal keys. Spill-free per ptxas.
+    "sm90": [
+        Row(64, _T(128, 64, 4, 3, use_tma=True, reason=_H100_FWD)),
+        Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
+        Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
+        Row(256, _T(64, 64, 4, 2, use_tma=True, reason=_H100_FWD)),
+    ],
+    # A100: 164 KB shared memory, mma.sync. Not timed on an A100: spill-free per ptxas (64x64 w4
+    # at d=256 spilled 8 registers; 8 warps halve the accumulator per thread).
+    "sm80": [
+        Row(64, _T(128, 64, 4, 3, reason=_STATIC)),
+        Row(128, _T(128, 64, 8, 2, reason=_STATIC)),
+        Row(256, _T(64, 64, 8, 2, reason=_STATIC)),
+    ],
+    # ~100 KB shared memory (sm86 / sm89 / sm120): not timed, not compiled by check-amd.
+    "sm86": [
+        Row(64, _T(128, 64, 4, 2, reason="sized for 100 KB shared memory; not compiled or timed")),
+        Row(128, _T(64, 64, 4, 2, reason="sized for 100 KB shared memory; not compiled or timed")),
+        Row(256, _T(64, 32, 4, 1, reason="sized for 100 KB shared memory; not compiled or timed")),
+    ],
+    # AMD rows: spill-free as compiled for a real launch (16-byte aligned tensors, strides
+    # divisible by 16). MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps
+    # at 256.
+    "gfx942": [
+        Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 234 VGPRs")),
+        Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 227 VGPRs")),
+        Row(256, _cdna(64, 32, 4, 1, _STATIC + "; 253 VGPRs")),
+    ],
+    # MI200 (CDNA2): 64 KB LDS.
+    "gfx90a": [
+        Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 217 VGPRs")),
+        Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 226-232 VGPRs")),
+        Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 220 VGPRs")),
+    ],
+    # RDNA3 (wave32, WMMA, 256 VGPRs / lane): the WMMA operands of Q and the accumulator take
+    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined).
+    "gfx1100": [
+        Row(64, _T(64, 32, 4, 1, reason=_STATIC)),
+        Row(128, _T(32, 16, 4, 1, reason=_STATIC + "; 225 VGPRs")),
+    ],
+    "generic": [  # unknown GPUs: conservative, never compiled for one
+        Row(128, _T(64, 64, 4, 1, reason="conservative guess for unknown GPUs")),
+        Row(256, _T(32, 32, 4, 1, reason="conservative guess for unknown GPUs")),
+    ],
+    # fp32 on any GPU (ieee dots, twice the bytes): correctness over speed.
+    "fp32": [
+        Row(64, _T(64, 32, 4, 1, reason="fp32 on any GPU: correctness over speed")),
+        Row(256, _T(32, 32, 4, 1, reason="fp32 on any GPU: correctness over speed")),
+    ],
+    INTERPRETER: [Row(256, _T(32, 16, 1, 1, reason="interpreter: small blocks so tests cross block edges"))],
+}
+
+# A window, ALiBi or softcap (check-amd variant "opts": all of them, causal and varlen on, no
+# dropout) hold more registers than the plain kernel: other tiles where the main row spills.
+FWD_OPTIONS: dict[str, list[Row]] = {
+    # Hopper (also serves dropout): d<=64 64x64 w4 s3 measured 1.08-1.18x the main row and
+    # spill-free; d<=256 keeps the main row, whose spills are accepted.
+    "sm90": [
+        Row(64, _T(64, 64, 4, 3, use_tma=True, reason="measured on an H200, benchmarks/results/tiles_h200.md")),
+        Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
+        Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
+        Row(256, _T(64, 64, 4, 2, use_tma=True, reason=_MEASURED_D256, spills_ok=_MEASURED_D256)),
+    ],
+    # CDNA: the main rows at d<=64 (gfx942) and d<=128 (gfx90a) spilled with these options.
+    "gfx942": [
+        Row(64, _cdna(128, 32, 4, 2)),
+        Row(128, _cdna(64, 32, 4, 2)),
+        Row(256, _cdna(32, 32, 4, 1)),
+    ],
+    "gfx90a": [
+        Row(64, _cdna(128, 32, 4, 2)),
+        Row(128, _cdna(64, 32, 4, 2)),
+        Row(256, _cdna(32, 32, 4, 1)),
+    ],
+    "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
+        Row(64, _T(128, 64, 4, 3, reason=_STATIC)),
+        Row(128, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(256, _T(64, 64, 8, 2, reason=_STATIC)),
+    ],
+}
+
+# With dropout (check-amd variant "all": every option on, dropout included).
+FWD_DROPOUT: dict[str, list[Row]] = {
+    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40),
+        Row(64, _T(64, 64, 8, 2, reason=_STATIC)),  # 64x64 w8 s2 16 at d=160 / 256
+        Row(128, _T(128, 64, 8, 2, reason=_STATIC)),
+        Row(256, _T(32, 64, 4, 1, reason=_STATIC)),
+    ],
+    "gfx942": [
+        Row(64, _cdna(128, 32, 4, 2, _STATIC + "; 242 VGPRs")),
+        Row(128, _cdna(64, 32, 4, 2, _STATIC + "; 230 VGPRs")),
+        Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 251 VGPRs")),
+    ],
+    "gfx90a": [
+        Row(64, _cdna(128, 32, 4, 2, _STATIC + "; 244 VGPRs")),
+        Row(128, _cdna(64, 32, 4, 2, _STATIC + "; 231 VGPRs")),
+        Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 245 VGPRs")),
+    ],
+    "gfx1100": [
+        Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs; d=128 spilled at 32x16 (declined)")),
+    ],
+}
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward (kernels/bwd.py). sm90 rows: measured on an H100 / H200 (bwd_h100.md, tiles_h200.md):
+# the fastest tile measured, unless a tile that ptxas compiles spill-free (every variant
+# check-amd compiles, GQA included) is within 10% of it (spills kept that way: ``spills_ok``).
+
+def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = False, amd: bool = False,
+               reason: str = _STATIC, spills_ok: str = "") -> BwdConfig:
+    """BwdConfig from (block_m, block_n, warps, stages) of the dK/dV and dQ kernels; ``amd``:
+    waves_per_eu 1, 16x16 matrix instructions (every AMD backward row)."""
+    opts = dict(waves_per_eu=1, matrix_instr_nonkdim=16) if amd else {}
+    return BwdConfig(Tile(*dkdv, **opts, reason=reason, spills_ok=spills_ok),
+                     Tile(*dq, **opts, reason=reason, spills_ok=spills_ok), split=split, dq_atomic=dq_atomic,
+                     reason=reason)
+
+
+_bwd = bwd_config
+
+
+_BWD_H100 = "measured on an H100 / H200, benchmarks/results/bwd_h100.md, tiles_h200.md"
+_SPILLS_PLAIN_128 = ("fastest tile measured (benchmarks/results/bwd_h100.md); the builds the driver loaded for "
+                     "the timed calls (seqlen a multiple of 16) report 0-2 spills (tiles_h200.md)")
+_SPILLS_PLAIN_256 = ("fastest tile measured (1.0-1.19x the old row); the GQA build spills at d=192 only; the "
+                     "spill-free 16x64 one-loop tile measured 0.77-0.78x with the same dQ tile (tiles_h200.md)")
+_SPILLS_OPTS_128 = ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; spill-free tiles measured "
+                    "0.47-0.83x (benchmarks/results/tiles_h200.md)")
+_SPILLS_OPTS_256 = ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
+                    "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
+
+BWD_PLAIN: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((64, 64, 4, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=False),
+        Row(64, _bwd((64, 64, 4, 3), (64, 64, 4, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=True),
+        Row(128, _bwd((64, 128, 8, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
+            causal=False),
+        Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
+            causal=True),
+        # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled)
+        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_256)),
+    ],
+    "sm80": [  # spill-free per ptxas, not timed (no A100 here)
+        Row(64, _bwd((32, 64, 4, 2), (128, 64, 8, 2))),
+        Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
+        Row(256, _bwd((32, 64, 8, 1), (64, 32, 8, 1))),
+    ],
+    "gfx942": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
+        Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+    ],
+    "gfx90a": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
+        Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+    ],
+    # RDNA3 (wave32, 256 VGPRs a lane): WMMA operands are replicated across the two half-waves,
+    # so a dK/dV program holding K, V, dK, dV for even 16 KV rows needs more than 256 VGPRs
+    # above head dim 64 (check-amd: 115+ spilled at d=128 with 16x16 tiles); declined there.
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
+    ],
+    INTERPRETER: [Row(MAX_HEADDIM, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
+                                        reason="interpreter: small unequal tiles so tests cross block edges"))],
+}
+# Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
+BWD_OPTIONS: dict[str, list[Row]] = {
+    "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
+        Row(64, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason="spill-free, 0.92-1.0x the main row (tiles_h200.md)")),
+        Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
+                      spills_ok=_SPILLS_OPTS_128)),
+        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_OPTS_256)),
+    ],
+    # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 4, 1), (32, 16, 4, 1), split=False, amd=True)),
+    ],
+    "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
+        Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
+        Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
+        Row(256, _bwd((16, 32, 8, 1), (64, 32, 8, 1), split=False)),
+    ],
+}
+BWD_DROPOUT: dict[str, list[Row]] = {
+    # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
+    "gfx90a": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True)),
+        Row(128, _bwd((16, 64, 4, 1), (64, 32, 4, 1), split=False, amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+    ],
+}
+BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT)
+
+
+def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
+    """The preprocess kernel (delta = rowsum(dout * out) - dlse): 4096 elements of out and dout
+    per program (no spills on AMD at d=256), 4 warps, one stage; on AMD the options of the
+    family's first backward row (what check-amd compiles)."""
+    rows = family_table(BWD, family) or ()
+    first = rows[0].config.dkdv if rows else Tile(0, 0, 4, 1)
+    return Tile(max(16, min(64, 4096 // block_dv)), 0, 4, 1, waves_per_eu=first.waves_per_eu,
+                matrix_instr_nonkdim=first.matrix_instr_nonkdim, kpack=first.kpack)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decode (kernels/decode.py): block_m is chosen per call (packed query rows, 16..64);
+# block_n keys per tile. Only sm90 is measured (benchmarks/results/decode_h100.md: the H100 sweep
+# of benchmarks/bench_decode.py). Split heuristic per family: DECODE_SPLIT.
+
+_DEC = "not timed: compiles spill-free in check-amd"
+DECODE: dict[str, list[Row]] = {
+    "sm90": [
+        Row(MAX_HEADDIM, _T(0, 32, 4, 4, reason="measured on an H100, decode_h100.md"), paged=True),
+        Row(MAX_HEADDIM, _T(0, 32, 4, 2, reason="measured on an H100, decode_h100.md")),
+    ],
+    "sm80": [Row(MAX_HEADDIM, _T(0, 64, 4, 3, reason=_DEC))],
+    "gfx942": [Row(MAX_HEADDIM, _T(0, 64, 4, 1, reason=_DEC))],
+    "gfx90a": [Row(MAX_HEADDIM, _T(0, 64, 4, 1, reason=_DEC))],
+    # RDNA3 above d=128: BLOCK_N 32 spills (80 VGPRs with 8 warps, check-amd with aligned
+    # strides); BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6)
+    "gfx1100": [
+        Row(128, _T(0, 32, 4, 1, reason=_DEC)),
+        Row(MAX_HEADDIM, _T(0, 16, 8, 1, reason=_DEC + "; 206 VGPRs, 7 waves per SIMD")),
+    ],
+    "generic": [Row(MAX_HEADDIM, _T(0, 64, 4, 2, reason="conservative guess for unknown GPUs"))],
+    INTERPRETER: [Row(MAX_HEADDIM, _T(0, 16, 4, 1, reason="interpreter: short sequences span several tiles"))],
+}
+
+
+class SplitHeuristic(NamedTuple):
+    """Decode splits: about ``ctas_per_sm`` programs per multiprocessor; each split keeps at
+    least ``min_tiles`` key tiles of the cache's capacity."""
+
+    ctas_per_sm: int = 4
+    min_tiles: int = 2
+
+
+DECODE_SPLIT = {INTERPRETER: SplitHeuristic(4, 1)}  # every other family: SplitHeuristic()

@@ -1,0 +1,169 @@
+"""launch/runtime.py: the key of a cached direct launch against Triton 3.6's own specialisation.
+
+The direct path launches a compiled kernel again whenever the key of a launch (``launch_key``)
+equals the key of a launch it compiled. That is only correct if equal keys imply equal
+specialisations: this test builds Triton's own binder (``create_function_from_signature``, what
+``JITFunction.run`` calls) for the CUDA backend (sm90) and the HIP backend (gfx942, buffer ops on
+and off) on the CPU, and checks that implication over randomised arguments of every real kernel
+(tensors of several alignments and storage sizes below and above 2 GiB, ints equal to 1, multiples
+of 16, past int32, the do-not-specialise dropout seeds, floats, None pointers, stride tuples).
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton")
+
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import make_backend  # noqa: E402
+from triton.runtime.jit import JITFunction, create_function_from_signature  # noqa: E402
+
+from flash_attention_amd.launch import bwd, decode, fwd, runtime  # noqa: E402
+
+_INTS = (0, 1, 2, 16, 17, 32, 48, -1, -16, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**40, 2**40 + 3, 2**63)
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _jit(kernel) -> JITFunction:
+    """The kernel as a real JITFunction (the tests run it in the interpreter otherwise)."""
+    if isinstance(kernel, JITFunction):
+        return kernel
+    return JITFunction(kernel.fn, **kernel.kwargs)
+
+
+def _tensor(rng: random.Random, elem_type: str):
+    """A meta tensor (no memory) of the type's dtype; random offset (alignment) and storage size
+    (below or above 2**31 - 1 bytes)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "i32": torch.int32,
+             "u8": torch.uint8}.get(elem_type, rng.choice(_DTYPES))
+    if rng.random() < 0.2:
+        dtype = rng.choice(_DTYPES)  # another dtype than the signature's: the key must tell
+    size = rng.choice((64, 4096, 2**31 // dtype.itemsize - 8, 2**31 // dtype.itemsize + 64, 2**32 // dtype.itemsize))
+    base = torch.empty(size, dtype=dtype, device="meta")
+    return base[rng.choice((0, 0, 1, 3, 8, 16, 24))]
+
+
+def _value(rng: random.Random, ty, name: str):
+    if isinstance(ty, tuple):
+        return tuple(rng.choice(_INTS[:10]) for _ in ty)
+    if ty == "constexpr":
+        return None if name[0].isupper() else rng.choice((1, 2, 8))  # None pointers; group
+    if ty.startswith("*"):
+        return _tensor(rng, ty[1:])
+    if ty == "fp32":
+        return rng.choice((0.0, 1.0, 0.125, -3.5, 30.0))
+    return rng.choice(_INTS)
+
+
+def _cases():
+    specs = []
+    for mod, arch in ((fwd, "sm90"), (fwd, "gfx942"), (bwd, "gfx942"), (bwd, "sm90"), (decode, "sm90")):
+        by_kernel: dict = {}
+        for spec in mod.compile_specs(arch):
+            if any(isinstance(t, str) and t.startswith("tensordesc") for t in spec.signature.values()):
+                continue
+            by_kernel.setdefault(spec.kernel, []).append(spec)
+        for group in by_kernel.values():
+            specs += group[:: max(1, len(group) // 3)]  # a few variants of each kernel
+    return specs
+
+
+@pytest.mark.parametrize("target,buffer_ops", [(("cuda", 90, 32), False), (("hip", "gfx942", 64), True),
+                                               (("hip", "gfx942", 64), False)], ids=["sm90", "gfx942", "gfx942-nobuf"])
+def test_equal_keys_mean_equal_specialisations(target, buffer_ops, monkeypatch):
+    monkeypatch.setattr(triton.knobs.amd, "use_buffer_ops", buffer_ops)
+    backend = make_backend(GPUTarget(*target))
+    rng = random.Random(1234)
+    collisions = 0
+    for spec in _cases():
+        fn = _jit(spec.fn)
+        binder = create_function_from_signature(fn.signature, fn.params, backend)
+        names = [p.name for p in fn.params if not p.is_constexpr]
+        constexprs = {p.name: spec.constexprs[p.name] for p in fn.params if p.is_constexpr}
+        seen: dict = {}
+        types = [spec.signature.get(n, "i32") for n in names]
+        base = [_value(rng, t, n) for t, n in zip(types, names)]
+        for _ in range(150):  # variations of one launch: some arguments drawn anew each time
+            args = tuple(_value(rng, t, n) if rng.random() < 0.2 else b for t, n, b in zip(types, names, base))
+            key = runtime.launch_key(fn, args, constexprs, {"num_warps": 4}, 0, buffer_ops, False, None)
+            specialisation = repr(binder(*args, **constexprs)[1])
+            if key in seen:
+                collisions += 1
+                assert seen[key] == specialisation, (spec.label, key)
+            seen[key] = specialisation
+    assert collisions > 50  # the randomisation produced equal keys from different arguments
+
+
+def test_seed_words_do_not_change_the_key():
+    """The dropout seed (do_not_specialize) is keyed by its int range only: new seeds, same kernel."""
+    fn = _jit(fwd.compile_specs("sm90")[0].fn)
+    names = [p.name for p in fn.params if not p.is_constexpr]
+    args = [0] * len(names)
+    keys = set()
+    for seed in (1, 16, 12345, -7, 2**31 - 1):
+        args[names.index("seed_lo")] = seed
+        keys.add(runtime.launch_key(fn, tuple(args), {}, {}, 0, False, False, None))
+    assert len(keys) == 1
+    args[names.index("seqlen_q")] = 17  # a specialised int: by value
+    assert runtime.launch_key(fn, tuple(args), {}, {}, 0, False, False, None) not in keys
+
+
+def test_unknown_argument_kinds_fall_back():
+    fn = _jit(decode.compile_specs("sm90")[0].fn)
+    with pytest.raises(runtime.Unkeyable):
+        runtime.launch_key(fn, (object(),), {}, {}, 0, False, False, None)
+
+
+def test_plan_slots_key_every_argument_that_changes(monkeypatch):
+    """A plan's KernelSlot keys only its ``dynamic`` positions: across calls of one signature
+    (new tensors, dout of other strides, new dropout seeds, dlse or not) every other argument
+    must be the same value."""
+    from flash_attention_amd.params import AttnParams
+
+    seen: dict = {}
+
+    def record(self, grid, device, args):
+        seen.setdefault(id(self), []).append((self, args))
+
+    monkeypatch.setattr(runtime.KernelSlot, "launch", record)
+    b, s, h, d = 2, 20, 4, 16
+    params = AttnParams(softmax_scale=0.25, causal=True, window_right=0, dropout_p=0.1,
+                        alibi_slopes=torch.rand(h), diag_offset=3, dropout_offset_q=2)
+    fslot, bslot = {}, {}
+    for seed, transpose in ((5, False), (2**40 + 7, True)):
+        p = params._replace(seed=seed)
+        q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
+        out, lse = fwd.attention_forward(q, k, v, p, fslot)
+        dout = torch.randn(b, h, s, d).transpose(1, 2) if transpose else torch.randn(b, s, h, d)
+        bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=torch.randn(b, h, s) if transpose else None)
+    assert len(seen) == 4  # forward, preprocess, dK/dV, dQ
+    for calls in seen.values():
+        (slot, first), (_, second) = calls
+        # what runtime._run checks before it keeps a kernel for the direct path: every parameter
+        # passed, the non-constexpr ones in order, then the constexprs in order
+        fn = _jit(slot.fn)
+        assert runtime.fn_info(fn)[1] == len(first)
+        assert list(fn.arg_names) == list(fn.arg_names[:len(first)]) + list(slot.constexprs)
+        for i, (a, c) in enumerate(zip(first, second)):
+            if i not in slot.dynamic:
+                assert type(a) is type(c) and a == c, (slot.fn, i, a, c)
+
+
+def test_decode_launches_pass_every_parameter_in_order(monkeypatch):
+    """The decode and combine launches can take the direct path (runtime._run's conditions)."""
+    from flash_attention_amd.params import AttnParams
+
+    calls = []
+    monkeypatch.setattr(runtime, "launch", lambda fn, grid, device, args, cx, opts: calls.append((fn, args, cx)))
+    b, h, hk, d, cap = 2, 4, 2, 32, 40
+    q = torch.randn(b, 1, h, d)
+    kc, vc = torch.randn(b, cap, hk, d), torch.randn(b, cap, hk, d)
+    decode.decode(q, kc, vc, torch.tensor([5, 40], dtype=torch.int32), AttnParams(softmax_scale=0.2), num_splits=3)
+    assert {c[0].fn.__name__ for c in calls} == {"decode_split_kernel", "decode_combine_kernel"}
+    for fn, args, cx in calls:
+        jf = _jit(fn)
+        assert runtime.fn_info(jf)[1] == len(args)
+        assert list(jf.arg_names) == list(jf.arg_names[:len(args)]) + list(cx)
