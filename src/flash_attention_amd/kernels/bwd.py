@@ -21,11 +21,18 @@ tail. IEEE_DOT: every product in fp32
 "ieee" precision (fp32 inputs, and bf16 in Triton 3.6's interpreter, whose bf16 dot is wrong).
 Scores are recomputed in log2 units (``common.score_mod``); P = exp2(s - lse * log2e) is 0 on
 rows whose lse is +inf (no visible key), so they get zero gradients.
+
+Head dims above 256 (BLOCK_DK > 0): every [rows, d] tile (q, k, dq, dk) is a tuple of
+[rows, BLOCK_DK] chunks and every [rows, dv] tile (v, do, dv) one of [rows, BLOCK_DVK] chunks
+(``common.load_chunks``); the score products QK^T and dO V^T sum one product per chunk, the
+gradient products run per chunk of their output. Registers then hold the tiles' real widths
+(320 = 5 x 64, not 512) and no product spans the whole head dim.
 """
 import triton
 import triton.language as tl
 
-from .common import LOG2E, block_dim, philox_keep, score_mod, seq_bounds, visible
+from .common import (LOG2E, block_dim, dot_chunks, load_chunks, num_chunks, philox_keep, score_mod, seq_bounds,
+                     store_chunks, visible)
 
 
 @triton.jit
@@ -158,14 +165,15 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr):
+                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
+                BLOCK_DVK: tl.constexpr = 0):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
     MASK: bound checks and the visibility mask (boundary blocks only). scores = (sm_scale,
     softcap, window_left, window_right, diag_offset), drop = (seed_lo, seed_hi, drop_threshold,
     drop_scale, drop_offset_q, drop_offset_k): the kernel's arguments, as tuples. The diagonal is
     computed here from the lengths (one more value live across the loop cost sm90 builds 1-6
-    spilled registers)."""
+    spilled registers). BLOCK_DK > 0: k, v, dk, dv are chunk tuples (module docstring)."""
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     diag = seqlen_k - seqlen_q
@@ -179,17 +187,26 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     PAD_DV: tl.constexpr = BLOCK_DV != HEAD_DIM_V
     offs_m = start_m + tl.arange(0, BLOCK_M)
     row_ok = offs_m < seqlen_q
-    qT = _load2(Q + offs_m[None, :] * stride_qm + offs_d[:, None],
-                row_ok[None, :], offs_d[:, None] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_D, BLOCK_M]
-    do = _load2(DO + offs_m[:, None] * stride_dom + offs_dv[None, :],
-                row_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_M, BLOCK_DV]
+    if BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] / [BLOCK_M, BLOCK_DVK]
+        q_c = load_chunks(Q + offs_m[:, None] * stride_qm + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0,
+                          num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
+        do_c = load_chunks(DO + offs_m[:, None] * stride_dom + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0,
+                           num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK, HEAD_DIM_V, MASK, False)
+    else:
+        qT = _load2(Q + offs_m[None, :] * stride_qm + offs_d[:, None],
+                    row_ok[None, :], offs_d[:, None] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_D, BLOCK_M]
+        do = _load2(DO + offs_m[:, None] * stride_dom + offs_dv[None, :],
+                    row_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_M, BLOCK_DV]
     if MASK:
         lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
         delta = tl.load(Delta + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
     else:
         lse = tl.load(LSE + offs_m)  # [BLOCK_M]
         delta = tl.load(Delta + offs_m)  # [BLOCK_M]
-    qkT = _mma(k, qT, None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+    if BLOCK_DK > 0:
+        qkT = dot_chunks(k, q_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+    else:
+        qkT = _mma(k, qT, None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     # score_mod with rows/cols swapped: |j - diag - i| == |i + diag - j|
     sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
     if MASK:
@@ -197,7 +214,10 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                               IS_CAUSAL, HAS_WINDOW, True))  # [BLOCK_N, BLOCK_M]
         sT = tl.where(ok, sT, float("-inf"))
     pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
-    dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+    if BLOCK_DK > 0:
+        dpT = dot_chunks(v, do_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+    else:
+        dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
         if CHUNK:
             keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
@@ -209,13 +229,34 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
         dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:
         pdT = pT
-    dv = _mma(pdT.to(do.dtype), do, dv, IEEE_DOT)
+    if BLOCK_DK > 0:
+        pdT = pdT.to(DO.dtype.element_ty)
+        dv_new = ()
+        for i in tl.static_range(len(dv)):
+            dv_new = dv_new + (_mma(pdT, do_c[i], dv[i], IEEE_DOT),)
+        dv = dv_new
+    else:
+        dv = _mma(pdT.to(do.dtype), do, dv, IEEE_DOT)
     dsT = pT * (dpT - delta[None, :])
     if HAS_SOFTCAP:
         dsT = dsT * (1.0 - tT * tT)
-    dsT = dsT.to(qT.dtype)
-    dk = _mma(dsT, tl.trans(qT), dk, IEEE_DOT)
-    if DQ_ATOMIC:
+    if BLOCK_DK > 0:
+        dsT = dsT.to(Q.dtype.element_ty)
+        dk_new = ()
+        for i in tl.static_range(len(dk)):
+            dk_new = dk_new + (_mma(dsT, q_c[i], dk[i], IEEE_DOT),)
+        dk = dk_new
+        if DQ_ATOMIC:  # dQ chunk i = dS K_i, unscaled
+            dsT_t = tl.trans(dsT)
+            offs_c = tl.arange(0, BLOCK_DK)
+            for i in tl.static_range(len(k)):
+                dq_ptrs = DQ + offs_m[:, None] * stride_dqm + i * BLOCK_DK + offs_c[None, :]
+                tl.atomic_add(dq_ptrs, _mma(dsT_t, k[i], None, IEEE_DOT),
+                              mask=row_ok[:, None] & ((i * BLOCK_DK + offs_c)[None, :] < HEAD_DIM), sem="relaxed")
+    else:
+        dsT = dsT.to(qT.dtype)
+        dk = _mma(dsT, tl.trans(qT), dk, IEEE_DOT)
+    if DQ_ATOMIC and BLOCK_DK == 0:
         dq = _mma(tl.trans(dsT), k, None, IEEE_DOT)  # [BLOCK_M, BLOCK_D], unscaled
         dq_ptrs = DQ + offs_m[:, None] * stride_dqm + offs_d[None, :]
         if MASK:
@@ -234,7 +275,8 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr):
+                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
+                BLOCK_DVK: tl.constexpr = 0):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
@@ -259,7 +301,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
                                  HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
     else:
         slope = 0.0
         if Alibi is not None:
@@ -269,7 +311,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
                                  HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
     return dk, dv
 
 
@@ -289,14 +331,16 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
-             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False):
+             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False,
+             BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
     head, unmasked middle, masked tail (three loops); else one masked loop (fewer registers).
     GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). CHUNK: the
     call is a chunk of a longer sequence (diag_offset, drop_offset_q / _k read; see attn_fwd_kernel).
-    DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics.
+    DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics. BLOCK_DK > 0: head-dim
+    chunks (module docstring).
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -317,12 +361,27 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     offs_dv = tl.arange(0, BLOCK_DV)
     col_ok = offs_n < seqlen_k
     kv_row = (k_start + offs_n).to(tl.int64)
-    k = tl.load(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1] + offs_d[None, :],
-                mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_N, BLOCK_D]
-    v = tl.load(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1] + offs_dv[None, :],
-                mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)  # [BLOCK_N, BLOCK_DV]
-    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
+    if BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] (k, dk) and [BLOCK_N, BLOCK_DVK] (v, dv)
+        NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+        NUM_DVK: tl.constexpr = num_chunks(HEAD_DIM_V, BLOCK_DVK)
+        k = load_chunks(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
+                        + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
+        v = load_chunks(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
+                        + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, True, False)
+        dk = ()
+        for _ in tl.static_range(NUM_DK):
+            dk = dk + (tl.zeros([BLOCK_N, BLOCK_DK], dtype=tl.float32),)
+        dv = ()
+        for _ in tl.static_range(NUM_DVK):
+            dv = dv + (tl.zeros([BLOCK_N, BLOCK_DVK], dtype=tl.float32),)
+    else:
+        k = tl.load(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
+                    + offs_d[None, :], mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_N, BLOCK_D]
+        v = tl.load(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
+                    + offs_dv[None, :], mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
+                    other=0.0)  # [BLOCK_N, BLOCK_DV]
+        dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+        dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
 
     # Query rows that can see a key of this block, and the unmasked middle.
     m_lo, full_lo, full_hi, row_hi = _query_blocks(start_n, diag, seqlen_q, seqlen_k, window_left, window_right,
@@ -357,13 +416,22 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                              (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
                              HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT, CHUNK)
+                             GQA, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
 
-    dk = dk * sm_scale
-    tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1] + offs_d[None, :],
-             dk.to(DK.dtype.element_ty), mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
-    tl.store(DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1] + offs_dv[None, :],
-             dv.to(DV.dtype.element_ty), mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
+    if BLOCK_DK > 0:
+        store_chunks(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
+                     + tl.arange(0, BLOCK_DK)[None, :], dk, tl.full([BLOCK_N], sm_scale, tl.float32), col_ok, 0,
+                     NUM_DK, BLOCK_DK, HEAD_DIM, False)
+        store_chunks(DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1]
+                     + tl.arange(0, BLOCK_DVK)[None, :], dv, tl.full([BLOCK_N], 1.0, tl.float32), col_ok, 0,
+                     NUM_DVK, BLOCK_DVK, HEAD_DIM_V, False)
+    else:
+        dk = dk * sm_scale
+        tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
+                 + offs_d[None, :], dk.to(DK.dtype.element_ty), mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+        tl.store(DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1]
+                 + offs_dv[None, :], dv.to(DV.dtype.element_ty),
+                 mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
 
 
 @triton.jit
@@ -373,10 +441,11 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
               HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-              CHUNK: tl.constexpr):
+              CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head).
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
-    drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters."""
+    drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters.
+    BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring)."""
     sm_scale, softcap, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -388,18 +457,28 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
     for start_n in range(n_lo, n_hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
-        k = _load2(K + offs_n[:, None] * stride_kn + offs_d[None, :],
-                   col_ok[:, None], offs_d[None, :] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_N, BLOCK_D]
-        v = _load2(V + offs_n[:, None] * stride_vn + offs_dv[None, :],
-                   col_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_N, BLOCK_DV]
-        qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        if BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] / [BLOCK_N, BLOCK_DVK]
+            k = load_chunks(K + offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0,
+                            num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
+            v = load_chunks(V + offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0,
+                            num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK, HEAD_DIM_V, MASK, False)
+            qk = dot_chunks(q, k, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        else:
+            k = _load2(K + offs_n[:, None] * stride_kn + offs_d[None, :],
+                       col_ok[:, None], offs_d[None, :] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_N, BLOCK_D]
+            v = _load2(V + offs_n[:, None] * stride_vn + offs_dv[None, :],
+                       col_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_N, BLOCK_DV]
+            qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
         if MASK:
             ok = visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
                          IS_CAUSAL, HAS_WINDOW, True)  # [BLOCK_M, BLOCK_N]
             s = tl.where(ok, s, float("-inf"))
         p = tl.exp2(s - lse2[:, None])  # [BLOCK_M, BLOCK_N]
-        dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        if BLOCK_DK > 0:
+            dp = dot_chunks(do, v, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        else:
+            dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         if HAS_DROPOUT:
             if CHUNK:
                 keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + tl.zeros_like(qk).to(tl.int32),
@@ -411,7 +490,14 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
         ds = p * (dp - delta[:, None])
         if HAS_SOFTCAP:
             ds = ds * (1.0 - t * t)
-        dq = _mma(ds.to(k.dtype), k, dq, IEEE_DOT)
+        if BLOCK_DK > 0:
+            ds = ds.to(K.dtype.element_ty)
+            dq_new = ()
+            for i in tl.static_range(len(dq)):
+                dq_new = dq_new + (_mma(ds, k[i], dq[i], IEEE_DOT),)
+            dq = dq_new
+        else:
+            dq = _mma(ds.to(k.dtype), k, dq, IEEE_DOT)
     return dq
 
 
@@ -423,9 +509,10 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False):
+           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False,
+           BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
-    CHUNK: as in ``bwd_dkdv``."""
+    CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -446,11 +533,19 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     offs_dv = tl.arange(0, BLOCK_DV)
     row_ok = offs_m < seqlen_q
     q_row = (q_start + offs_m).to(tl.int64)
-    q = tl.load(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
-                mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
-    do = tl.load(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
-                 + offs_dv[None, :], mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
-                 other=0.0)  # [BLOCK_M, BLOCK_DV]
+    if BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] (q, dq) and [BLOCK_M, BLOCK_DVK] (do)
+        NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+        q = load_chunks(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1]
+                        + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
+        do = load_chunks(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
+                         + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0, num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK,
+                         HEAD_DIM_V, True, False)
+    else:
+        q = tl.load(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
+                    mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
+        do = tl.load(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
+                     + offs_dv[None, :], mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
+                     other=0.0)  # [BLOCK_M, BLOCK_DV]
     l_off = off_b64 * stride_lse[0] + off_h.to(tl.int64) * stride_lse[1] + q_start
     lse = tl.load(LSE + l_off + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
     delta = tl.load(Delta + l_off + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
@@ -470,7 +565,12 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     n_lo, full_lo, full_hi, col_hi = _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
                                                  BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
     mask_hi = tl.minimum(full_lo, col_hi)
-    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    if BLOCK_DK > 0:
+        dq = ()
+        for _ in tl.static_range(NUM_DK):
+            dq = dq + (tl.zeros([BLOCK_M, BLOCK_DK], dtype=tl.float32),)
+    else:
+        dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     # masked head (left window edge), unmasked interior, masked diagonal / tail: one call site
     for part in tl.static_range(3):
         if part == 0:
@@ -484,7 +584,13 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                        (sm_scale, softcap, window_left, window_right),
                        (seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k),
                        HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
-                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK)
-    dq = dq * sm_scale
-    tl.store(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1] + offs_d[None, :],
-             dq.to(DQ.dtype.element_ty), mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
+                       BLOCK_DK, BLOCK_DVK)
+    if BLOCK_DK > 0:
+        store_chunks(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1]
+                     + tl.arange(0, BLOCK_DK)[None, :], dq, tl.full([BLOCK_M], sm_scale, tl.float32), row_ok, 0,
+                     NUM_DK, BLOCK_DK, HEAD_DIM, False)
+    else:
+        dq = dq * sm_scale
+        tl.store(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1]
+                 + offs_d[None, :], dq.to(DQ.dtype.element_ty), mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))

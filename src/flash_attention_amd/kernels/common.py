@@ -161,3 +161,67 @@ def score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope,
         dist = (offs_m[:, None] + diag) - offs_n[None, :]
         s = s - (slope * LOG2E) * tl.abs(dist).to(tl.float32)
     return s, t
+
+
+# ---------------------------------------------------------------------------------------------
+# Head-dim chunks (head dims above 256, MLA's 576): a [rows, d] tile is held as a tuple of
+# [rows, CHUNK] tiles, so no product ever spans the padded head dim (576 -> 9 chunks of 64, not
+# one of 1024) and the register tiles of the QK^T and PV products have their own widths.
+
+@triton.constexpr_function
+def num_chunks(d, chunk):
+    """Chunks of width ``chunk`` that cover ``d`` columns (0 when chunking is off)."""
+    return (d + chunk - 1) // chunk if chunk else 0
+
+
+@triton.jit
+def load_chunks(ptrs, row_ok, col0, NUM: tl.constexpr, CHUNK: tl.constexpr, DIM: tl.constexpr,
+                MASK_ROWS: tl.constexpr, SPLIT: tl.constexpr):
+    """A tuple of NUM tiles [R, CHUNK]: chunk i holds columns col0 + i * CHUNK .. + CHUNK - 1.
+
+    ptrs [R, CHUNK]: pointers to the first chunk (row offsets + arange(CHUNK)); columns at or
+    past DIM and rows where row_ok [R] is False (MASK_ROWS) read 0. SPLIT: col0 is a runtime
+    column (a program's share of the head dim), so every chunk is bounds-checked; else col0 is
+    0 and only a chunk that crosses DIM is.
+    """
+    offs_c = tl.arange(0, CHUNK)
+    chunks = ()
+    for i in tl.static_range(NUM):
+        if SPLIT or (i + 1) * CHUNK > DIM:
+            col_ok = (col0 + i * CHUNK + offs_c)[None, :] < DIM
+            if MASK_ROWS:
+                x = tl.load(ptrs + i * CHUNK, mask=row_ok[:, None] & col_ok, other=0.0)
+            else:
+                x = tl.load(ptrs + i * CHUNK, mask=col_ok, other=0.0)
+        elif MASK_ROWS:
+            x = tl.load(ptrs + i * CHUNK, mask=row_ok[:, None], other=0.0)
+        else:
+            x = tl.load(ptrs + i * CHUNK)
+        chunks = chunks + (x,)
+    return chunks
+
+
+@triton.jit
+def store_chunks(ptrs, chunks, scale, row_ok, col0, NUM: tl.constexpr, CHUNK: tl.constexpr, DIM: tl.constexpr,
+                 SPLIT: tl.constexpr):
+    """Store chunks[i] * scale[:, None] (in ptrs' element type) at the columns load_chunks reads;
+    rows where row_ok is False and columns at or past DIM are not written."""
+    offs_c = tl.arange(0, CHUNK)
+    for i in tl.static_range(NUM):
+        x = (chunks[i] * scale[:, None]).to(ptrs.dtype.element_ty)
+        if SPLIT or (i + 1) * CHUNK > DIM:
+            tl.store(ptrs + i * CHUNK, x, mask=row_ok[:, None] & ((col0 + i * CHUNK + offs_c)[None, :] < DIM))
+        else:
+            tl.store(ptrs + i * CHUNK, x, mask=row_ok[:, None])
+
+
+@triton.jit
+def dot_chunks(a, b, acc, TRANS_B: tl.constexpr, IEEE_DOT: tl.constexpr):
+    """acc + sum_i a[i] @ b[i] (b[i]^T with TRANS_B) over the chunk tuples a, b (acc None: 0)."""
+    for i in tl.static_range(len(a)):
+        bi = tl.trans(b[i]) if TRANS_B else b[i]
+        if IEEE_DOT:
+            acc = tl.dot(a[i].to(tl.float32), bi.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a[i], bi, acc)
+    return acc

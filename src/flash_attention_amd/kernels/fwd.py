@@ -22,16 +22,19 @@ counted inside the sequence, as the backward pass and ``philox.py`` do.
 import triton
 import triton.language as tl
 
-from .common import LN2, LOG2E, block_dim, key_blocks, philox_keep, score_mod, seq_bounds, visible
+from .common import (LN2, LOG2E, block_dim, dot_chunks, key_blocks, load_chunks, num_chunks, philox_keep, score_mod,
+                     seq_bounds, store_chunks, visible)
 
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
-                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop,
+                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop, dv0,
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr):
+                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr,
+                BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
+                RELOAD_Q: tl.constexpr = False):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -46,6 +49,13 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
     window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
     drop_offset_k, bh_id), drop_rows the Philox row counters.
+
+    Head-dim chunks (BLOCK_DK > 0, head dims above 256): q is a tuple of [BLOCK_M, BLOCK_DK]
+    tiles and QK^T sums one product per chunk of K; acc is a tuple of [BLOCK_M, BLOCK_DVK]
+    tiles, this program's columns dv0 .. of V (DV_SPLIT > 1: the head dim of V is shared out
+    among DV_SPLIT programs). USE_TMA is off there. RELOAD_Q: q is (pointers [BLOCK_M, BLOCK_DK]
+    to its first chunk, row mask [BLOCK_M]) and its chunks are read again for every key block
+    (from L1 / L2) instead of being held in registers.
     """
     qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
@@ -54,14 +64,28 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     offs_dv = tl.arange(0, BLOCK_DV)
-    if not USE_TMA:
+    if BLOCK_DK > 0:
+        NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+        NUM_DVK: tl.constexpr = num_chunks(num_chunks(HEAD_DIM_V, BLOCK_DVK), DV_SPLIT)
+        k_blk = k_src + start_lo.to(tl.int64) * stride_kn  # scalar pointer to key row start_n
+        v_blk = v_src + start_lo.to(tl.int64) * stride_vn + dv0
+        k_offs = offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :]  # [BLOCK_N, BLOCK_DK] int32
+        v_offs = offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :]  # [BLOCK_N, BLOCK_DVK] int32
+    elif not USE_TMA:
         k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]  # [BLOCK_N, BLOCK_D] int32
         v_offs = offs_n[:, None] * stride_vn + offs_dv[None, :]  # [BLOCK_N, BLOCK_DV] int32
         k_blk = k_src + start_lo.to(tl.int64) * stride_kn  # scalar pointer to key row start_n
         v_blk = v_src + start_lo.to(tl.int64) * stride_vn
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
-        if USE_TMA:
+        if BLOCK_DK > 0:  # per chunk of the head dim: load K's columns, add their product
+            if RELOAD_Q:
+                q_now = load_chunks(q[0], q[1], 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
+            else:
+                q_now = q
+            qk = dot_chunks(q_now, load_chunks(k_blk + k_offs, cols < seqlen_k, 0, NUM_DK, BLOCK_DK, HEAD_DIM,
+                                               MASKED, False), None, True, IEEE_DOT)
+        elif USE_TMA:
             k = k_src.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, BLOCK_D)  # [BLOCK_N, BLOCK_D]
         elif MASKED:
             k = tl.load(k_blk + k_offs, mask=(cols[:, None] < seqlen_k) & (offs_d[None, :] < HEAD_DIM),
@@ -70,7 +94,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             k = tl.load(k_blk + k_offs, mask=offs_d[None, :] < HEAD_DIM, other=0.0)  # [BLOCK_N, BLOCK_D]
         else:
             k = tl.load(k_blk + k_offs)  # [BLOCK_N, BLOCK_D]
-        if IEEE_DOT:
+        if BLOCK_DK > 0:
+            pass
+        elif IEEE_DOT:
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             qk = tl.dot(q, tl.trans(k))
@@ -93,7 +119,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             p = tl.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
+        if BLOCK_DK == 0:
+            acc = acc * alpha[:, None]
         if HAS_DROPOUT:
             if CHUNK:
                 keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
@@ -101,7 +128,19 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             else:
                 keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
             p = tl.where(keep, p, 0.0)
-        if USE_TMA:
+        if BLOCK_DK > 0:  # per chunk of this program's V columns: acc_i = acc_i * alpha + P V_i
+            v = load_chunks(v_blk + v_offs, cols < seqlen_k, dv0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, MASKED,
+                            DV_SPLIT > 1)
+            p_lo = p.to(v_blk.dtype.element_ty)
+            scaled = ()
+            for i in tl.static_range(NUM_DVK):
+                if IEEE_DOT:
+                    scaled = scaled + (tl.dot(p_lo.to(tl.float32), v[i].to(tl.float32), acc[i] * alpha[:, None],
+                                              input_precision="ieee"),)
+                else:
+                    scaled = scaled + (tl.dot(p_lo, v[i], acc[i] * alpha[:, None]),)
+            acc = scaled
+        elif USE_TMA:
             v = v_src.load([off_b, start_n, off_hk, 0]).reshape(BLOCK_N, BLOCK_DV)  # [BLOCK_N, BLOCK_DV]
         elif MASKED:
             v = tl.load(v_blk + v_offs, mask=(cols[:, None] < seqlen_k) & (offs_dv[None, :] < HEAD_DIM_V),
@@ -110,12 +149,14 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             v = tl.load(v_blk + v_offs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)  # [BLOCK_N, BLOCK_DV]
         else:
             v = tl.load(v_blk + v_offs)  # [BLOCK_N, BLOCK_DV]
-        if IEEE_DOT:
+        if BLOCK_DK > 0:
+            pass
+        elif IEEE_DOT:
             acc = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
-        if not USE_TMA:
+        if BLOCK_DK > 0 or not USE_TMA:
             k_blk += BLOCK_N * stride_kn
             v_blk += BLOCK_N * stride_vn
     return acc, l_i, m_i
@@ -132,7 +173,8 @@ def attn_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
-    CHUNK: tl.constexpr = False,
+    CHUNK: tl.constexpr = False, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
+    DV_SPLIT: tl.constexpr = 1, RELOAD_Q: tl.constexpr = False,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -146,11 +188,22 @@ def attn_fwd_kernel(
     counters; without it they are not read (the build of a plain call holds no register for them).
     Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
     b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
+
+    Head dims above 256 (BLOCK_DK > 0): the QK^T product runs per BLOCK_DK columns of the head
+    dim, the PV product per BLOCK_DVK columns of V's, and with DV_SPLIT > 1 the grid holds
+    DV_SPLIT programs per query block (neighbours: they share Q and K in L2), each computing the
+    scores and its share of V's columns; the first of them writes the LSE. See ``_fwd_blocks``.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid = tl.program_id(0)
-    n_bh = tl.num_programs(0) // num_m_blocks
+    pid_dv = 0
+    if DV_SPLIT > 1:  # programs pid_dv = 0 .. DV_SPLIT - 1 of one query block are neighbours
+        pid_dv = pid % DV_SPLIT
+        pid = pid // DV_SPLIT
+        n_bh = tl.num_programs(0) // (num_m_blocks * DV_SPLIT)
+    else:
+        n_bh = tl.num_programs(0) // num_m_blocks
     if HEAVY_FIRST:
         block_m = num_m_blocks - 1 - pid // n_bh
         off_bh = pid % n_bh
@@ -185,8 +238,14 @@ def attn_fwd_kernel(
         v_src = V + off_b64 * stride_v[0] + off_hk.to(tl.int64) * stride_v[2] + k_row0 * stride_v[1]
 
     rows = tl.arange(0, BLOCK_M)
-    q = tl.load(q_base + rows[:, None] * stride_q[1] + offs_d[None, :],
-                mask=(offs_m[:, None] < seqlen_q) & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
+    if BLOCK_DK > 0 and RELOAD_Q:  # where to read Q's chunks again for each key block
+        q = (q_base + rows[:, None] * stride_q[1] + tl.arange(0, BLOCK_DK)[None, :], offs_m < seqlen_q)
+    elif BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DK] chunks
+        q = load_chunks(q_base + rows[:, None] * stride_q[1] + tl.arange(0, BLOCK_DK)[None, :], offs_m < seqlen_q, 0,
+                        num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, True, False)
+    else:
+        q = tl.load(q_base + rows[:, None] * stride_q[1] + offs_d[None, :],
+                    mask=(offs_m[:, None] < seqlen_q) & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
 
     slope = 0.0
     if Alibi is not None:
@@ -197,7 +256,14 @@ def attn_fwd_kernel(
     if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
         drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
 
-    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
+    NUM_DVK: tl.constexpr = num_chunks(num_chunks(HEAD_DIM_V, BLOCK_DVK), DV_SPLIT)  # V column chunks per program
+    dv0 = pid_dv * (NUM_DVK * BLOCK_DVK)  # this program's first column of V
+    if BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DVK] chunks
+        acc = ()
+        for _ in tl.static_range(NUM_DVK):
+            acc = acc + (tl.zeros([BLOCK_M, BLOCK_DVK], dtype=tl.float32),)
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
 
@@ -217,22 +283,29 @@ def attn_fwd_kernel(
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
-                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), BLOCK_N, HEAD_DIM, HEAD_DIM_V,
-                part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
-                POS_SCALE, CHUNK)
+                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, BLOCK_N, HEAD_DIM,
+                HEAD_DIM_V, part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT,
+                USE_TMA, POS_SCALE, CHUNK, BLOCK_DK, BLOCK_DVK, DV_SPLIT, RELOAD_Q)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf
     has_key = l_i > 0.0
     inv_l = tl.where(has_key, 1.0 / tl.where(has_key, l_i, 1.0), 0.0)
     if HAS_DROPOUT:
         inv_l = inv_l * drop_scale
-    out = acc * inv_l[:, None]
     lse = tl.where(has_key, (m_i + tl.log2(tl.where(has_key, l_i, 1.0))) * LN2, float("inf"))
 
     row_ok = offs_m < seqlen_q
     lse_ptrs = Lse + off_b64 * stride_lse[0] + off_h.to(tl.int64) * stride_lse[1] + q_row0 + offs_m
-    tl.store(lse_ptrs, lse, mask=row_ok)  # [BLOCK_M]
+    if DV_SPLIT > 1:
+        tl.store(lse_ptrs, lse, mask=row_ok & (pid_dv == 0))  # [BLOCK_M]
+    else:
+        tl.store(lse_ptrs, lse, mask=row_ok)  # [BLOCK_M]
     o_base = Out + off_b64 * stride_o[0] + off_h.to(tl.int64) * stride_o[2] + (q_row0 + start_m) * stride_o[1]
-    o_ptrs = o_base + rows[:, None] * stride_o[1] + offs_dv[None, :]
-    tl.store(o_ptrs, out.to(Out.dtype.element_ty),
-             mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))  # [BLOCK_M, BLOCK_DV]
+    if BLOCK_DK > 0:
+        store_chunks(o_base + rows[:, None] * stride_o[1] + dv0 + tl.arange(0, BLOCK_DVK)[None, :], acc, inv_l, row_ok,
+                     dv0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, DV_SPLIT > 1)  # [BLOCK_M, BLOCK_DVK] each
+    else:
+        out = acc * inv_l[:, None]
+        o_ptrs = o_base + rows[:, None] * stride_o[1] + offs_dv[None, :]
+        tl.store(o_ptrs, out.to(Out.dtype.element_ty),
+                 mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))  # [BLOCK_M, BLOCK_DV]

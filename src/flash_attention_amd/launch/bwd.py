@@ -26,6 +26,7 @@ from .tiles import (
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
+    CHUNKED_ABOVE,
     BwdConfig,
     Row,
     Tile,
@@ -74,6 +75,11 @@ def supports(problem: Problem) -> str | None:
                 f"{' with dropout' if dropout else ' with these options' if options else ''} "
                 f"(got {problem.headdim}/{problem.headdim_v})")
     return None
+
+
+def _chunks(tile: Tile) -> dict:
+    """BLOCK_DK / BLOCK_DVK of a tile (head-dim chunks; 0: one product over the padded head dim)."""
+    return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
 
 
 def _i32(x: int) -> int:
@@ -157,8 +163,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk))
+             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **_chunks(cfg.dkdv)),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
@@ -287,7 +293,7 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
-                 accepted_spills: str = "") -> list[CompileSpec]:
+                 accepted_spills: str = "", headdim_v: int | None = None) -> list[CompileSpec]:
     """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config."""
     from ..kernels import bwd as K
 
@@ -295,13 +301,15 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
-    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim)
-    what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
+    headdim_v = headdim if headdim_v is None else headdim_v
+    dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
+    what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
+            f"{'' if variant == 'plain' else ' ' + variant}")
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
-                     SPLIT=cfg.split, GQA=gqa, CHUNK=False)
+                     SPLIT=cfg.split, GQA=gqa, CHUNK=False, **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "")
         if not gqa:
             sig["group"] = "constexpr"
@@ -311,7 +319,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False)
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **_chunks(cfg.dq))
     sig = _signature(K.bwd_dq, const, dtype, varlen, alibi)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
@@ -320,7 +328,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
 
 
 def _tile_label(t: Tile) -> str:
-    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}"
+    chunks = f" dk{t.block_dk}/dv{t.block_dvk or t.block_dk}" if t.block_dk else ""
+    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}{chunks}"
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:
@@ -333,7 +342,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
             for max_d, cfg, when_causal, *_ in _rows(arch, tier):
-                for headdim in (max_d, max_d * 3 // 4):  # a power of two and a padded head dim
+                # a power of two and a padded head dim; head-dim chunks: 512 and 320 (a partial chunk)
+                for headdim in (max_d, max_d * 3 // 4) if max_d <= CHUNKED_ABOVE else (max_d, max_d * 5 // 8):
                     if tier == PLAIN:
                         causals = (False, True) if when_causal is None else (when_causal,)
                     else:  # every option on: causal where the row serves it

@@ -28,6 +28,7 @@ from .tiles import (
     DROPOUT,
     FWD,
     INTERPRETER,
+    CHUNKED_ABOVE,
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
@@ -152,7 +153,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     num_m_blocks = cdiv(max_sq, cfg.block_m)
-    plan.grid = (num_m_blocks * batch * nheads, 1, 1)
+    chunked = cfg.block_dk > 0
+    dv_split = cfg.dv_split if chunked else 1
+    plan.grid = (num_m_blocks * batch * nheads * dv_split, 1, 1)
     plan.scalars = (
         q_str, k_str, v_str, o_str, l_str, stride_alibi,
         nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
@@ -168,10 +171,11 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
-        CHUNK=params.has_offsets,
+        CHUNK=params.has_offsets, BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
+        DV_SPLIT=dv_split, RELOAD_Q=chunked and cfg.reload_q,
     )
     plan.tma_blocks = None
-    if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
+    if cfg.use_tma and not chunked and _tma_ok(q, k, v, varlen, arch):
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
         plan.constexprs_tma = dict(plan.constexprs, USE_TMA=True)
     plan.options = cfg.launch_options(amd)
@@ -315,6 +319,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         for row in family_table(FWD, family, tier):
             max_d, causal, cfg = row.max_d, row.causal, row.config
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
+            if max_d > CHUNKED_ABOVE:  # head-dim chunks: every multiple of 64 above 256 (320 has a partial chunk)
+                dims = [dd for dd in range(max_d, CHUNKED_ABOVE, -64) if dd > prev_d]
             prev_d = max_d
             if tier == PLAIN:
                 if causal is not None and causal != flags.get("IS_CAUSAL", False):
@@ -332,16 +338,21 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     return specs
 
 
-def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
-    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given)."""
+def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
+    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given);
+    dv: V's head dim (None: d)."""
     flags = dict(flags)
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
+    dv = d if dv is None else dv
+    chunked = cfg.block_dk > 0
     constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=d, IS_CAUSAL=False, HAS_WINDOW=False,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, IS_CAUSAL=False, HAS_WINDOW=False,
         HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
-        POS_SCALE=True, CHUNK=False)
+        POS_SCALE=True, CHUNK=False, BLOCK_DK=cfg.block_dk,
+        BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=cfg.dv_split if chunked else 1,
+        RELOAD_Q=chunked and cfg.reload_q)
     constexprs.update(flags)
-    tma = cfg.use_tma and not amd and not varlen and d % 8 == 0
+    tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
     sig = _signature(dtype, varlen, alibi, tma_blocks)
@@ -349,4 +360,4 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool)
     return CompileSpec(
         kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,
         constexprs=constexprs, options=cfg.launch_options(amd),
-        label=f"{dtype} d={d} {vname} {replace(cfg, use_tma=tma).label()}")
+        label=f"{dtype} d={d}{'' if dv == d else f'/{dv}'} {vname} {replace(cfg, use_tma=tma).label()}")

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 INTERPRETER = "interpreter"  # the family of Triton's interpreter (CPU tensors, TRITON_INTERPRET=1)
-MAX_HEADDIM = 256  # largest head dim (q/k and v) any kernel here serves
+MAX_HEADDIM = 512  # largest head dim (q/k and v) the forward and backward kernels serve
+CHUNKED_ABOVE = 256  # head dims above this run in head-dim chunks (Tile.block_dk / block_dvk)
+MAX_HEADDIM_DECODE = 576  # q/k head dim of the decode kernel (MLA: 512 latent + 64 rotary); v up to 512
 
 # Feature tiers of a call: the plain kernel; a window, ALiBi or softcap (the score math holds
 # more registers); dropout (its Philox rounds hold more still). A family without a table for a
@@ -41,6 +43,13 @@ class Tile:
     ``num_stages`` 0 leaves Triton's default. ``block_m`` 0 (decode): chosen per call from the
     number of packed query rows. ``heavy_first`` / ``use_tma``: forward only (program order;
     K/V through TMA descriptors on sm90+ when the tensors allow).
+
+    Head dims above 256 (``block_dk`` > 0): the kernels hold q/k-like tiles as chunks of
+    ``block_dk`` columns and v-like tiles (the forward's accumulator, V) as chunks of
+    ``block_dvk`` columns, one matrix product per chunk, so registers stay bounded and a head dim
+    such as 320 or 576 is not padded to 512 / 1024. ``dv_split`` (forward): V's head dim is
+    shared out among that many programs per query block (each recomputes the scores);
+    ``reload_q`` (forward): Q's chunks are read again per key block instead of held in registers.
     """
 
     block_m: int
@@ -55,6 +64,10 @@ class Tile:
     # faster on the H100 for causal too (bench_attention.py sweep).
     heavy_first: bool = False
     use_tma: bool = False
+    block_dk: int = 0
+    block_dvk: int = 0
+    dv_split: int = 1
+    reload_q: bool = False
     reason: str = field(default="", compare=False)  # measured where, or "spill-free by static check only"
     spills_ok: str = field(default="", compare=False)  # NVIDIA: the measurement that keeps ptxas spills
 
@@ -71,6 +84,9 @@ class Tile:
         extra = f" wpe{self.waves_per_eu} k{self.kpack}" if self.waves_per_eu or self.kpack != 1 else ""
         extra += " tma" if self.use_tma else ""
         extra += " heavy-first" if self.heavy_first else ""
+        extra += f" dk{self.block_dk}/dv{self.block_dvk}" if self.block_dk else ""
+        extra += f" dv-split{self.dv_split}" if self.dv_split > 1 else ""
+        extra += " reload-q" if self.reload_q else ""
         return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
 
     def replace(self, **changes) -> Tile:
@@ -207,8 +223,26 @@ _STATIC = "spill-free by static check only (check-amd), not timed"
 _H100_FWD = "measured on an H100, benchmarks/results/fwd_h100.md"
 
 
-def _cdna(m, n, w, s, reason=_STATIC):
-    return Tile(m, n, w, s, waves_per_eu=2, matrix_instr_nonkdim=16, reason=reason)
+def _cdna(m, n, w, s, reason=_STATIC, **kw):
+    return Tile(m, n, w, s, waves_per_eu=kw.pop("waves_per_eu", 2), matrix_instr_nonkdim=16, reason=reason, **kw)
+
+
+# Head dims 257..512 (kernels/fwd.py head-dim chunks). Each wave holds 16 query rows of Q and of
+# the fp32 accumulator over the whole head dim (d / 4 + dv / 4 VGPRs at d, dv = 512) and the
+# K / V chunk it multiplies, so on CDNA no tile fits in 256 VGPRs without sharing V's columns out
+# (dv_split 2 recomputes the scores: 1.5x the matrix work at d = dv = 512); these rows take one
+# wave per SIMD (waves_per_eu 1, 512 VGPRs + AGPRs) instead. Not timed anywhere.
+_D512_CDNA3 = _cdna(64, 32, 4, 1, _STATIC + "; 454-457 VGPRs at d=512 (gfx950: 408-429), 1 wave per SIMD; "
+                    "64x16 w4 dv-split2 fits 2 waves (228-244 VGPRs) at 1.5x the matrix work",
+                    waves_per_eu=1, block_dk=64, block_dvk=128)
+_D512_CDNA2 = _cdna(64, 16, 4, 1, _STATIC + "; 396-437 VGPRs at d=512, 1 wave per SIMD (64x32 spilled 9)",
+                    waves_per_eu=1, block_dk=64, block_dvk=64)
+# Hopper: wgmma keeps Q and the K / V chunks of every pipeline stage in shared memory (64x64 tiles
+# needed 263-361 KB); 128x32 w8 s2 with V's columns shared out between 2 programs (an fp32
+# accumulator of 128 x 512 would take 256 registers a thread) fits 230 KB, 210-255 registers.
+_D512_SM90 = _T(128, 32, 8, 2, block_dk=64, block_dvk=128, dv_split=2,
+                reason="spill-free by static check only (check-amd), not timed; 230 KB shared memory, "
+                       "215-255 registers at d=512")
 
 
 _MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.5x (ALiBi+softcap) and 1.1-1.2x (dropout) the fastest spill-free "
@@ -223,6 +257,7 @@ FWD_PLAIN: dict[str, list[Row]] = {
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
         Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _T(64, 64, 4, 2, use_tma=True, reason=_H100_FWD)),
+        Row(512, _D512_SM90),
     ],
     # A100: 164 KB shared memory, mma.sync. Not timed on an A100: spill-free per ptxas (64x64 w4
     # at d=256 spilled 8 registers; 8 warps halve the accumulator per thread).
@@ -230,12 +265,15 @@ FWD_PLAIN: dict[str, list[Row]] = {
         Row(64, _T(128, 64, 4, 3, reason=_STATIC)),
         Row(128, _T(128, 64, 8, 2, reason=_STATIC)),
         Row(256, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(512, _T(64, 32, 8, 2, block_dk=64, block_dvk=128, reason=_STATIC + "; 252 registers at d=512")),
     ],
     # ~100 KB shared memory (sm86 / sm89 / sm120): not timed, not compiled by check-amd.
     "sm86": [
         Row(64, _T(128, 64, 4, 2, reason="sized for 100 KB shared memory; not compiled or timed")),
         Row(128, _T(64, 64, 4, 2, reason="sized for 100 KB shared memory; not compiled or timed")),
         Row(256, _T(64, 32, 4, 1, reason="sized for 100 KB shared memory; not compiled or timed")),
+        Row(512, _T(32, 32, 8, 1, block_dk=64, block_dvk=64,
+                    reason="sized for 100 KB shared memory; not compiled or timed")),
     ],
     # AMD rows: spill-free as compiled for a real launch (16-byte aligned tensors, strides
     # divisible by 16). MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps
@@ -244,15 +282,18 @@ FWD_PLAIN: dict[str, list[Row]] = {
         Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 234 VGPRs")),
         Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 227 VGPRs")),
         Row(256, _cdna(64, 32, 4, 1, _STATIC + "; 253 VGPRs")),
+        Row(512, _D512_CDNA3),
     ],
     # MI200 (CDNA2): 64 KB LDS.
     "gfx90a": [
         Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 217 VGPRs")),
         Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 226-232 VGPRs")),
         Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 220 VGPRs")),
+        Row(512, _D512_CDNA2),
     ],
     # RDNA3 (wave32, WMMA, 256 VGPRs / lane): the WMMA operands of Q and the accumulator take
-    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined).
+    # ~256 VGPRs per 16 rows at d=256, so d > 128 has no spill-free tile (declined; head-dim chunks do
+    # not help: Q and the accumulator of 16 rows alone fill the 256 VGPRs at d = dv = 512).
     "gfx1100": [
         Row(64, _T(64, 32, 4, 1, reason=_STATIC)),
         Row(128, _T(32, 16, 4, 1, reason=_STATIC + "; 225 VGPRs")),
@@ -260,13 +301,20 @@ FWD_PLAIN: dict[str, list[Row]] = {
     "generic": [  # unknown GPUs: conservative, never compiled for one
         Row(128, _T(64, 64, 4, 1, reason="conservative guess for unknown GPUs")),
         Row(256, _T(32, 32, 4, 1, reason="conservative guess for unknown GPUs")),
+        Row(512, _T(32, 32, 4, 1, block_dk=64, block_dvk=64, dv_split=2, reason="conservative guess for unknown GPUs")),
     ],
     # fp32 on any GPU (ieee dots, twice the bytes): correctness over speed.
     "fp32": [
         Row(64, _T(64, 32, 4, 1, reason="fp32 on any GPU: correctness over speed")),
         Row(256, _T(32, 32, 4, 1, reason="fp32 on any GPU: correctness over speed")),
+        Row(512, _T(32, 32, 4, 1, block_dk=64, block_dvk=64, dv_split=2,
+                    reason="fp32 on any GPU: correctness over speed")),
     ],
-    INTERPRETER: [Row(256, _T(32, 16, 1, 1, reason="interpreter: small blocks so tests cross block edges"))],
+    INTERPRETER: [
+        Row(256, _T(32, 16, 1, 1, reason="interpreter: small blocks so tests cross block edges")),
+        Row(512, _T(16, 16, 1, 1, block_dk=64, block_dvk=128,
+                    reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
+    ],
 }
 
 # A window, ALiBi or softcap (check-amd variant "opts": all of them, causal and varlen on, no
@@ -279,22 +327,27 @@ FWD_OPTIONS: dict[str, list[Row]] = {
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
         Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _T(64, 64, 4, 2, use_tma=True, reason=_MEASURED_D256, spills_ok=_MEASURED_D256)),
+        Row(512, _D512_SM90),
     ],
     # CDNA: the main rows at d<=64 (gfx942) and d<=128 (gfx90a) spilled with these options.
     "gfx942": [
         Row(64, _cdna(128, 32, 4, 2)),
         Row(128, _cdna(64, 32, 4, 2)),
         Row(256, _cdna(32, 32, 4, 1)),
+        Row(512, _D512_CDNA3),
     ],
     "gfx90a": [
         Row(64, _cdna(128, 32, 4, 2)),
         Row(128, _cdna(64, 32, 4, 2)),
         Row(256, _cdna(32, 32, 4, 1)),
+        Row(512, _D512_CDNA2),
     ],
     "sm80": [  # ptxas: d=128 128x64 w8 s2 spilled 12 registers with these options
         Row(64, _T(128, 64, 4, 3, reason=_STATIC)),
         Row(128, _T(64, 64, 8, 2, reason=_STATIC)),
         Row(256, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(512, _T(32, 32, 8, 2, block_dk=64, block_dvk=64,
+                    reason=_STATIC + "; 171-211 registers at d=512 (64x32 w8 s2 spilled 27 with dropout)")),
     ],
 }
 
@@ -304,16 +357,20 @@ FWD_DROPOUT: dict[str, list[Row]] = {
         Row(64, _T(64, 64, 8, 2, reason=_STATIC)),  # 64x64 w8 s2 16 at d=160 / 256
         Row(128, _T(128, 64, 8, 2, reason=_STATIC)),
         Row(256, _T(32, 64, 4, 1, reason=_STATIC)),
+        Row(512, _T(32, 32, 8, 2, block_dk=64, block_dvk=64,
+                    reason=_STATIC + "; 171-211 registers at d=512 (64x32 w8 s2 spilled 27 with dropout)")),
     ],
     "gfx942": [
         Row(64, _cdna(128, 32, 4, 2, _STATIC + "; 242 VGPRs")),
         Row(128, _cdna(64, 32, 4, 2, _STATIC + "; 230 VGPRs")),
         Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 251 VGPRs")),
+        Row(512, _D512_CDNA3),
     ],
     "gfx90a": [
         Row(64, _cdna(128, 32, 4, 2, _STATIC + "; 244 VGPRs")),
         Row(128, _cdna(64, 32, 4, 2, _STATIC + "; 231 VGPRs")),
         Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 245 VGPRs")),
+        Row(512, _D512_CDNA2),
     ],
     "gfx1100": [
         Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs; d=128 spilled at 32x16 (declined)")),
@@ -328,10 +385,12 @@ FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT)
 # check-amd compiles, GQA included) is within 10% of it (spills kept that way: ``spills_ok``).
 
 def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = False, amd: bool = False,
-               reason: str = _STATIC, spills_ok: str = "") -> BwdConfig:
+               reason: str = _STATIC, spills_ok: str = "", chunks: tuple[int, int] = (0, 0)) -> BwdConfig:
     """BwdConfig from (block_m, block_n, warps, stages) of the dK/dV and dQ kernels; ``amd``:
-    waves_per_eu 1, 16x16 matrix instructions (every AMD backward row)."""
+    waves_per_eu 1, 16x16 matrix instructions (every AMD backward row); ``chunks``: (block_dk,
+    block_dvk) of both kernels (head dims above 256)."""
     opts = dict(waves_per_eu=1, matrix_instr_nonkdim=16) if amd else {}
+    opts.update(block_dk=chunks[0], block_dvk=chunks[1])
     return BwdConfig(Tile(*dkdv, **opts, reason=reason, spills_ok=spills_ok),
                      Tile(*dq, **opts, reason=reason, spills_ok=spills_ok), split=split, dq_atomic=dq_atomic,
                      reason=reason)
@@ -382,8 +441,11 @@ BWD_PLAIN: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
     ],
-    INTERPRETER: [Row(MAX_HEADDIM, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
-                                        reason="interpreter: small unequal tiles so tests cross block edges"))],
+    INTERPRETER: [
+        Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1), reason="interpreter: small unequal tiles so tests cross block edges")),
+        Row(512, _bwd((16, 32, 4, 1), (32, 16, 4, 1), chunks=(64, 128),
+                      reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
+    ],
 }
 # Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
 BWD_OPTIONS: dict[str, list[Row]] = {
@@ -432,20 +494,20 @@ def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
 _DEC = "not timed: compiles spill-free in check-amd"
 DECODE: dict[str, list[Row]] = {
     "sm90": [
-        Row(MAX_HEADDIM, _T(0, 32, 4, 4, reason="measured on an H100, decode_h100.md"), paged=True),
-        Row(MAX_HEADDIM, _T(0, 32, 4, 2, reason="measured on an H100, decode_h100.md")),
+        Row(256, _T(0, 32, 4, 4, reason="measured on an H100, decode_h100.md"), paged=True),
+        Row(256, _T(0, 32, 4, 2, reason="measured on an H100, decode_h100.md")),
     ],
-    "sm80": [Row(MAX_HEADDIM, _T(0, 64, 4, 3, reason=_DEC))],
-    "gfx942": [Row(MAX_HEADDIM, _T(0, 64, 4, 1, reason=_DEC))],
-    "gfx90a": [Row(MAX_HEADDIM, _T(0, 64, 4, 1, reason=_DEC))],
+    "sm80": [Row(256, _T(0, 64, 4, 3, reason=_DEC))],
+    "gfx942": [Row(256, _T(0, 64, 4, 1, reason=_DEC))],
+    "gfx90a": [Row(256, _T(0, 64, 4, 1, reason=_DEC))],
     # RDNA3 above d=128: BLOCK_N 32 spills (80 VGPRs with 8 warps, check-amd with aligned
     # strides); BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6)
     "gfx1100": [
         Row(128, _T(0, 32, 4, 1, reason=_DEC)),
-        Row(MAX_HEADDIM, _T(0, 16, 8, 1, reason=_DEC + "; 206 VGPRs, 7 waves per SIMD")),
+        Row(256, _T(0, 16, 8, 1, reason=_DEC + "; 206 VGPRs, 7 waves per SIMD")),
     ],
-    "generic": [Row(MAX_HEADDIM, _T(0, 64, 4, 2, reason="conservative guess for unknown GPUs"))],
-    INTERPRETER: [Row(MAX_HEADDIM, _T(0, 16, 4, 1, reason="interpreter: short sequences span several tiles"))],
+    "generic": [Row(256, _T(0, 64, 4, 2, reason="conservative guess for unknown GPUs"))],
+    INTERPRETER: [Row(256, _T(0, 16, 4, 1, reason="interpreter: short sequences span several tiles"))],
 }
 
 
