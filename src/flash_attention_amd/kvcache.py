@@ -25,7 +25,8 @@ from .validation import as_bool, as_int, scalar_options
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _INTS = (torch.int32, torch.int64)
-MAX_HEADDIM = 512
+MAX_HEADDIM = 512  # v's head dim (and q/k's, except MLA's below)
+MAX_HEADDIM_QK = 576  # q/k head dim: MLA decoding (DeepSeek-style 512 latent + 64 rotary dims, v 512)
 
 
 def _shape(t) -> str:
@@ -172,9 +173,10 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
         raise ValueError(f"k_cache has head dim {k_cache.shape[3]} but q has {headdim}; they must match")
     if nheads_k < 1 or nheads % nheads_k != 0:
         raise ValueError(f"nheads ({nheads}) must be divisible by nheads_k ({nheads_k}) for MQA/GQA")
-    for name, dim in (("headdim", headdim), ("headdim of v_cache", headdim_v)):
-        if not 1 <= dim <= MAX_HEADDIM:
-            raise ValueError(f"{name} is {dim}; allowed: 1 to {MAX_HEADDIM}")
+    for name, dim, most in (("headdim", headdim, MAX_HEADDIM_QK), ("headdim of v_cache", headdim_v, MAX_HEADDIM)):
+        if not 1 <= dim <= most:
+            raise ValueError(f"{name} is {dim}; allowed: 1 to {most}"
+                             + (" (576 for MLA: 512 latent + 64 rotary dims)" if most == MAX_HEADDIM_QK else ""))
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if t.stride(-1) != 1:
             raise ValueError(f"{name} has strides {t.stride()}; its last dim must be contiguous "
@@ -338,7 +340,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """Attention of q over a KV cache, appending the new k/v to the cache in place first (no backward).
 
     Arguments (b batch, sq query tokens, h query heads, hk KV heads with h % hk == 0, d/dv head dims):
-        q: (b, sq, h, d).
+        q: (b, sq, h, d). d up to 576 and dv up to 512 (flash_attn: 256): MLA-style decoding with
+            q/k head dim 576 (512 latent + 64 rotary) and v head dim 512 is served by the Triton
+            kernel in head-dim chunks (v_cache may be a view of k_cache's first 512 columns).
         k_cache, v_cache: (b_cache, seqlen_cache, hk, d|dv), or paged (num_blocks, page_block_size, hk, d|dv)
             with block_table; page_block_size may be any value >= 1. Last dim contiguous.
         k, v [optional]: (b, seqlen_new, hk, d|dv): written into the cache at positions

@@ -31,8 +31,18 @@ gradient products run per chunk of their output. Registers then hold the tiles' 
 import triton
 import triton.language as tl
 
-from .common import (LOG2E, block_dim, dot_chunks, load_chunks, num_chunks, philox_keep, score_mod, seq_bounds,
-                     store_chunks, visible)
+from .common import (
+    LOG2E,
+    block_dim,
+    dot_chunks,
+    load_chunks,
+    num_chunks,
+    philox_keep,
+    score_mod,
+    seq_bounds,
+    store_chunks,
+    visible,
+)
 
 
 @triton.jit
@@ -369,14 +379,15 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         v = load_chunks(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
                         + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, True, False)
         dk = ()
-        for _ in tl.static_range(NUM_DK):
+        for _c in tl.static_range(NUM_DK):
             dk = dk + (tl.zeros([BLOCK_N, BLOCK_DK], dtype=tl.float32),)
         dv = ()
-        for _ in tl.static_range(NUM_DVK):
+        for _c in tl.static_range(NUM_DVK):
             dv = dv + (tl.zeros([BLOCK_N, BLOCK_DVK], dtype=tl.float32),)
     else:
         k = tl.load(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
-                    + offs_d[None, :], mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_N, BLOCK_D]
+                    + offs_d[None, :], mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM),
+                    other=0.0)  # [BLOCK_N, BLOCK_D]
         v = tl.load(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
                     + offs_dv[None, :], mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
                     other=0.0)  # [BLOCK_N, BLOCK_DV]
@@ -567,7 +578,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     mask_hi = tl.minimum(full_lo, col_hi)
     if BLOCK_DK > 0:
         dq = ()
-        for _ in tl.static_range(NUM_DK):
+        for _c in tl.static_range(NUM_DK):
             dq = dq + (tl.zeros([BLOCK_M, BLOCK_DK], dtype=tl.float32),)
     else:
         dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)

@@ -22,11 +22,15 @@ Key j of a sequence sits at cache position LeftPad + j; seqlen_k = CacheSeqlens 
 and masks are bottom-right aligned with it. Every index read from memory (seqlens,
 leftpad, batch index, block table entry) is clamped into range, so bad values on the GPU
 give wrong numbers but never an out-of-bounds access.
+
+Head dims above 256 (BLOCK_DK > 0; MLA decoding: q/k 576 = 512 latent + 64 rotary, v 512): q and
+each K tile are tuples of [rows, BLOCK_DK] chunks (9 of 64 at 576, not one tile padded to 1024),
+the accumulator and each V tile tuples of [rows, BLOCK_DVK] chunks (``common.load_chunks``).
 """
 import triton
 import triton.language as tl
 
-from .common import LN2, block_dim, score_mod, visible
+from .common import LN2, block_dim, dot_chunks, load_chunks, num_chunks, score_mod, store_chunks, visible
 
 
 @triton.jit
@@ -39,13 +43,13 @@ def decode_split_kernel(
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
-    IEEE_DOT: tl.constexpr,
+    IEEE_DOT: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
 ):
     """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad and Alibi
     may be None. Strides: (batch or page, position, head) of q/k/v/out; stride_table: the block
     table's row stride; stride_alibi: the slopes' batch stride (0 for [h]). IEEE_DOT: q/k/v in
     fp32 and "ieee" products (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose
-    low-precision dot is wrong)."""
+    low-precision dot is wrong). BLOCK_DK / BLOCK_DVK > 0: head-dim chunks (module docstring)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     PAGED: tl.constexpr = BlockTable is not None
@@ -74,11 +78,18 @@ def decode_split_kernel(
     offs_dv = tl.arange(0, BLOCK_DV)
     d_ok = offs_d < HEAD_DIM
     dv_ok = offs_dv < HEAD_DIM_V
-    q_ptrs = (Q + b.to(tl.int64) * stride_q[0] + offs_i[:, None] * stride_q[1]
-              + offs_h[:, None] * stride_q[2] + offs_d[None, :])
-    q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_M, BLOCK_D]
-    if IEEE_DOT:  # fp32 dots (Triton 3.6's interpreter multiplies bf16 bit patterns as integers)
-        q = q.to(tl.float32)
+    NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+    NUM_DVK: tl.constexpr = num_chunks(HEAD_DIM_V, BLOCK_DVK)
+    if BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DK] chunks
+        q = load_chunks(Q + b.to(tl.int64) * stride_q[0] + offs_i[:, None] * stride_q[1]
+                        + offs_h[:, None] * stride_q[2] + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0, NUM_DK,
+                        BLOCK_DK, HEAD_DIM, True, False)
+    else:
+        q_ptrs = (Q + b.to(tl.int64) * stride_q[0] + offs_i[:, None] * stride_q[1]
+                  + offs_h[:, None] * stride_q[2] + offs_d[None, :])
+        q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_M, BLOCK_D]
+        if IEEE_DOT:  # fp32 dots (Triton 3.6's interpreter multiplies bf16 bit patterns as integers)
+            q = q.to(tl.float32)
     if Alibi is not None:
         slope = tl.load(Alibi + b * stride_alibi + offs_h, mask=row_ok, other=0.0)[:, None]  # [BLOCK_M, 1]
     else:
@@ -116,7 +127,12 @@ def decode_split_kernel(
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
+    if BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DVK] chunks
+        acc = ()
+        for _c in tl.static_range(NUM_DVK):
+            acc = acc + (tl.zeros([BLOCK_M, BLOCK_DVK], tl.float32),)
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)  # key index in the sequence
         n_ok = offs_n < hi
@@ -131,9 +147,15 @@ def decode_split_kernel(
         else:
             k_rows = pos.to(tl.int64) * stride_k[1]
             v_rows = pos.to(tl.int64) * stride_v[1]
-        k = tl.load(k_base + k_rows[:, None] + offs_d[None, :],
-                    mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
-        if IEEE_DOT:
+        if BLOCK_DK > 0:
+            qk = dot_chunks(q, load_chunks(k_base + k_rows[:, None] + tl.arange(0, BLOCK_DK)[None, :], n_ok, 0,
+                                           NUM_DK, BLOCK_DK, HEAD_DIM, True, False), None, True, IEEE_DOT)
+        else:
+            k = tl.load(k_base + k_rows[:, None] + offs_d[None, :],
+                        mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+        if BLOCK_DK > 0:
+            pass
+        elif IEEE_DOT:
             k = k.to(tl.float32)
             qk = tl.dot(q, tl.trans(k), input_precision="ieee")  # [BLOCK_M, BLOCK_N]
         else:
@@ -147,9 +169,20 @@ def decode_split_kernel(
         alpha = tl.exp2(m_i - m_use)
         p = tl.exp2(s - m_use[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + v_rows[:, None] + offs_dv[None, :],
-                    mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
-        if IEEE_DOT:
+        if BLOCK_DK > 0:  # acc_i = acc_i * alpha + P V_i per chunk of V's columns
+            v = load_chunks(v_base + v_rows[:, None] + tl.arange(0, BLOCK_DVK)[None, :], n_ok, 0, NUM_DVK, BLOCK_DVK,
+                            HEAD_DIM_V, True, False)
+            p_lo = p if IEEE_DOT else p.to(V.dtype.element_ty)
+            scaled = ()
+            for i in tl.static_range(NUM_DVK):
+                scaled = scaled + (dot_chunks((p_lo,), (v[i],), acc[i] * alpha[:, None], False, IEEE_DOT),)
+            acc = scaled
+        else:
+            v = tl.load(v_base + v_rows[:, None] + offs_dv[None, :],
+                        mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
+        if BLOCK_DK > 0:
+            pass
+        elif IEEE_DOT:
             v = v.to(tl.float32)
             acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
         else:
@@ -158,19 +191,28 @@ def decode_split_kernel(
 
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
-    o = acc / l_safe[:, None]
+    if BLOCK_DK == 0:
+        o = acc / l_safe[:, None]
     lse = (m_i + tl.log2(l_safe)) * LN2
     row_lse = (b * nheads + offs_h) * seqlen_q + offs_i  # [BLOCK_M] index into [b, h, sq]
     if SPLIT:
         part = row_lse.to(tl.int64) * num_splits + pid_s
         tl.store(LsePart + part, tl.where(empty, float("-inf"), lse), mask=row_ok)
-        tl.store(OPart + part[:, None] * HEAD_DIM_V + offs_dv[None, :], o,
-                 mask=row_ok[:, None] & dv_ok[None, :])
+        if BLOCK_DK > 0:
+            store_chunks(OPart + part[:, None] * HEAD_DIM_V + tl.arange(0, BLOCK_DVK)[None, :], acc, 1.0 / l_safe,
+                         row_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, False)
+        else:
+            tl.store(OPart + part[:, None] * HEAD_DIM_V + offs_dv[None, :], o,
+                     mask=row_ok[:, None] & dv_ok[None, :])
     else:
         tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
-        o_ptrs = (Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1]
-                  + offs_h[:, None] * stride_o[2] + offs_dv[None, :])
-        tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
+        o_row = Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1] + offs_h[:, None] * stride_o[2]
+        if BLOCK_DK > 0:
+            store_chunks(o_row + tl.arange(0, BLOCK_DVK)[None, :], acc, 1.0 / l_safe, row_ok, 0, NUM_DVK, BLOCK_DVK,
+                         HEAD_DIM_V, False)
+        else:
+            o_ptrs = o_row + offs_dv[None, :]
+            tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
 
 
 @triton.jit

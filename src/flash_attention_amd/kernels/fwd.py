@@ -22,8 +22,20 @@ counted inside the sequence, as the backward pass and ``philox.py`` do.
 import triton
 import triton.language as tl
 
-from .common import (LN2, LOG2E, block_dim, dot_chunks, key_blocks, load_chunks, num_chunks, philox_keep, score_mod,
-                     seq_bounds, store_chunks, visible)
+from .common import (
+    LN2,
+    LOG2E,
+    block_dim,
+    dot_chunks,
+    key_blocks,
+    load_chunks,
+    num_chunks,
+    philox_keep,
+    score_mod,
+    seq_bounds,
+    store_chunks,
+    visible,
+)
 
 
 @triton.jit
@@ -260,7 +272,7 @@ def attn_fwd_kernel(
     dv0 = pid_dv * (NUM_DVK * BLOCK_DVK)  # this program's first column of V
     if BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DVK] chunks
         acc = ()
-        for _ in tl.static_range(NUM_DVK):
+        for _c in tl.static_range(NUM_DVK):
             acc = acc + (tl.zeros([BLOCK_M, BLOCK_DVK], dtype=tl.float32),)
     else:
         acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)

@@ -22,11 +22,11 @@ from .runtime import KernelSlot
 from .spec import CompileSpec
 from .tiles import (
     BWD,
+    CHUNKED_ABOVE,
     DROPOUT,
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
-    CHUNKED_ABOVE,
     BwdConfig,
     Row,
     Tile,
@@ -342,8 +342,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
             for max_d, cfg, when_causal, *_ in _rows(arch, tier):
-                # a power of two and a padded head dim; head-dim chunks: 512 and 320 (a partial chunk)
-                for headdim in (max_d, max_d * 3 // 4) if max_d <= CHUNKED_ABOVE else (max_d, max_d * 5 // 8):
+                # a power of two and a padded head dim; head-dim chunks: every multiple of 64 above 256
+                for headdim in (max_d, max_d * 3 // 4) if max_d <= CHUNKED_ABOVE else range(max_d, CHUNKED_ABOVE, -64):
                     if tier == PLAIN:
                         causals = (False, True) if when_causal is None else (when_causal,)
                     else:  # every option on: causal where the row serves it

@@ -20,6 +20,7 @@ from .tiles import (
     DECODE_SPLIT,
     INTERPRETER,
     MAX_HEADDIM,
+    MAX_HEADDIM_DECODE,
     SplitHeuristic,
     Tile,
     arch_family,
@@ -35,8 +36,13 @@ FAST_LAUNCH = True  # False: launch through Triton's own fn[grid] (benchmarks/be
 _overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep: keys of get_config's dict
 
 
-def _tile(family: str, head_dim: int, paged: bool = False) -> Tile:
+def _tile(family: str, head_dim: int, paged: bool = False) -> Tile | None:
     return pick(family_table((DECODE,), family), padded_dim(head_dim), paged=paged)
+
+
+def _chunks(tile: Tile) -> dict:
+    """BLOCK_DK / BLOCK_DVK of a decode tile (head-dim chunks above 256; 0: off)."""
+    return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
 
 
 def supports(problem: Problem) -> str | None:
@@ -44,10 +50,16 @@ def supports(problem: Problem) -> str | None:
         return f"the decode kernel serves kvcache calls, not {problem.kind!r}"
     if problem.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return f"dtype {problem.dtype} is not float16, bfloat16 or float32"
-    if problem.headdim > MAX_HEADDIM or problem.headdim_v > MAX_HEADDIM:
-        return f"head dims {problem.headdim}/{problem.headdim_v} exceed {MAX_HEADDIM}"
+    if problem.headdim > MAX_HEADDIM_DECODE or problem.headdim_v > MAX_HEADDIM:
+        return (f"head dims {problem.headdim}/{problem.headdim_v} exceed the decode kernel's "
+                f"{MAX_HEADDIM_DECODE} (q/k) / {MAX_HEADDIM} (v)")
     if problem.dropout_p > 0 or problem.needs_grad:
         return "decoding is forward-only without dropout"
+    if problem.device_type == "cuda":
+        family = arch_family(problem.arch)
+        if _tile(family, max(problem.headdim, problem.headdim_v)) is None:
+            return (f"no spill-free decode tile on {problem.arch} for head dims {problem.headdim}/{problem.headdim_v} "
+                    f"(family {family!r}; see launch/tiles.py DECODE)")
     return None
 
 
@@ -103,9 +115,10 @@ def sm_count(device: torch.device) -> int:
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def block_m(rows: int) -> int:
-    """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64."""
-    return min(max(16, next_pow2(rows)), 64)
+def block_m(rows: int, cap: int = 0) -> int:
+    """Packed rows per tile (seqlen_q * group): a power of two from 16 to 64 (to ``cap``, a tile's
+    block_m, when nonzero)."""
+    return min(max(16, next_pow2(rows)), cap or 64)
 
 
 def auto_splits(batch: int, nheads_k: int, m_blocks: int, capacity: int, device: torch.device,
@@ -156,7 +169,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     if b == 0 or sq == 0:
         return out, lse
     tile, heuristic = _launch_config(device, max(d, dv), paged)
-    bm = block_m(sq * group)
+    bm = block_m(sq * group, tile.block_m)
     m_blocks = cdiv(sq * group, bm)
     splits = (int(num_splits) if num_splits and num_splits > 0
               else _splits(b * hk * m_blocks, capacity, device, tile.block_n, heuristic))
@@ -182,7 +195,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
          sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits),
         dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
              PAGE_SIZE=k_cache.shape[1] if paged else 1, IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-             HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee),
+             HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee, **_chunks(tile)),
         tile.launch_options(False),
     )
     if split:
@@ -219,30 +232,40 @@ def _split_signature(ptr: str) -> dict[str, object]:
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
-    with and without splitting, plus the combine kernel per dv."""
+    with and without splitting, plus the combine kernel per dv; where the arch has a row for them,
+    MLA's head dims 576/512 (and 512/512) with 1 and 64 query heads per KV head (16 and 64 packed
+    rows), head-dim chunks."""
     specs = []
+    family = arch_family(arch)
     for dtype in (torch.float16, torch.bfloat16):
-        for d in (64, 128, 256):
+        dims = [(64, 64), (128, 128), (256, 256)]
+        if _tile(family, MAX_HEADDIM_DECODE) is not None:
+            dims += [(512, 512), (MAX_HEADDIM_DECODE, MAX_HEADDIM)]
+        for d, dv in dims:
             for paged in (False, True):
-                tile = _tile(arch_family(arch), d, paged)
+                tile = _tile(family, max(d, dv), paged)
                 opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
-                for group in (1, 8):
+                for group in (1, 8) if d <= 256 else (1, 64):
                     for split in (False, True):
                         sig = _split_signature(_TYPES[dtype])
                         if paged:
                             sig["BlockTable"] = "*i32"
                         const = dict(
-                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(group), BLOCK_N=tile.block_n,
+                            GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=block_m(group, tile.block_m),
+                            BLOCK_N=tile.block_n,
                             PAGE_SIZE=16 if paged else 1, IS_CAUSAL=False, HAS_WINDOW=False, HAS_SOFTCAP=False,
-                            SPLIT=split, IEEE_DOT=False)
+                            SPLIT=split, IEEE_DOT=False, **_chunks(tile))
                         const.update({n: None for n, t in sig.items() if t == "constexpr"})
-                        label = (f"decode {str(dtype).replace('torch.', '')} d={d} group={group} "
-                                 f"{'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
-                                 f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}")
+                        chunks = f" dk{const['BLOCK_DK']}/dv{const['BLOCK_DVK']}" if tile.block_dk else ""
+                        label = (f"decode {str(dtype).replace('torch.', '')} d={d}{'' if dv == d else f'/{dv}'} "
+                                 f"group={group} {'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
+                                 f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}{chunks}")
                         specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))
             sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
             sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
+            if dv != d:
+                continue  # one combine per dv
             specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig,
-                                     dict(HEAD_DIM_V=d, BLOCK_S=16), dict(num_warps=4),
-                                     f"combine {str(dtype).replace('torch.', '')} dv={d}"))
+                                     dict(HEAD_DIM_V=dv, BLOCK_S=16), dict(num_warps=4),
+                                     f"combine {str(dtype).replace('torch.', '')} dv={dv}"))
     return specs

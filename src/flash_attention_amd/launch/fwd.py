@@ -25,10 +25,10 @@ from ..philox import dropout_threshold
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec
 from .tiles import (
+    CHUNKED_ABOVE,
     DROPOUT,
     FWD,
     INTERPRETER,
-    CHUNKED_ABOVE,
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,

@@ -41,8 +41,9 @@ class Tile:
     """One launch configuration of one kernel. AMD-only fields are ignored on NVIDIA.
 
     ``num_stages`` 0 leaves Triton's default. ``block_m`` 0 (decode): chosen per call from the
-    number of packed query rows. ``heavy_first`` / ``use_tma``: forward only (program order;
-    K/V through TMA descriptors on sm90+ when the tensors allow).
+    number of packed query rows (a decode row's nonzero ``block_m`` caps it). ``heavy_first`` /
+    ``use_tma``: forward only (program order; K/V through TMA descriptors on sm90+ when the
+    tensors allow).
 
     Head dims above 256 (``block_dk`` > 0): the kernels hold q/k-like tiles as chunks of
     ``block_dk`` columns and v-like tiles (the forward's accumulator, V) as chunks of
@@ -409,6 +410,18 @@ _SPILLS_OPTS_128 = ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; sp
 _SPILLS_OPTS_256 = ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
                     "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
 
+# Head dims 257..512: head-dim chunks of 64 (kernels/bwd.py), dK/dV in one loop. A dK/dV program
+# holds K, V and the fp32 dK, dV of its KV rows over the whole head dim (at d = dv = 512, 16 KV rows:
+# 64 KB), so these tiles are small; NVIDIA builds use mma.sync (below 64 rows per warpgroup no
+# wgmma). Spill-free in every check-amd variant (MHA / GQA, every option, dropout), not timed.
+_D512_BWD_CDNA3 = _bwd((16, 32, 4, 1), (32, 32, 4, 1), split=False, amd=True, chunks=(64, 64),
+                       reason=_STATIC + "; dK/dV 452-478 VGPRs, dQ 300-375 (d=512, gfx942 / gfx950)")
+_D512_BWD_CDNA2 = _bwd((16, 32, 4, 1), (32, 16, 4, 1), split=False, amd=True, chunks=(64, 64),
+                       reason=_STATIC + "; dK/dV 460-478 VGPRs, dQ 304-308 (d=512; dQ 32x32 spilled 1 with options)")
+_D512_BWD_NV = _bwd((32, 16, 8, 2), (32, 32, 8, 2), split=False, chunks=(64, 64),
+                    reason=_STATIC + "; dK/dV 135-181 registers, dQ 128-214 (d=512, sm90 / sm80; dK/dV 16x32 "
+                                     "w8 spilled 2-7 with options)")
+
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((64, 64, 4, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=False),
@@ -419,21 +432,25 @@ BWD_PLAIN: dict[str, list[Row]] = {
             causal=True),
         # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled)
         Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_256)),
+        Row(512, _D512_BWD_NV),
     ],
     "sm80": [  # spill-free per ptxas, not timed (no A100 here)
         Row(64, _bwd((32, 64, 4, 2), (128, 64, 8, 2))),
         Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
         Row(256, _bwd((32, 64, 8, 1), (64, 32, 8, 1))),
+        Row(512, _D512_BWD_NV),
     ],
     "gfx942": [
         Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
         Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
         Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA3),
     ],
     "gfx90a": [
         Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
         Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
         Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA2),
     ],
     # RDNA3 (wave32, 256 VGPRs a lane): WMMA operands are replicated across the two half-waves,
     # so a dK/dV program holding K, V, dK, dV for even 16 KV rows needs more than 256 VGPRs
@@ -442,7 +459,8 @@ BWD_PLAIN: dict[str, list[Row]] = {
         Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
     ],
     INTERPRETER: [
-        Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1), reason="interpreter: small unequal tiles so tests cross block edges")),
+        Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
+                      reason="interpreter: small unequal tiles so tests cross block edges")),
         Row(512, _bwd((16, 32, 4, 1), (32, 16, 4, 1), chunks=(64, 128),
                       reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
     ],
@@ -454,6 +472,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
                       spills_ok=_SPILLS_OPTS_128)),
         Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_OPTS_256)),
+        Row(512, _D512_BWD_NV),
     ],
     # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
     "gfx1100": [
@@ -463,6 +482,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
         Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
         Row(256, _bwd((16, 32, 8, 1), (64, 32, 8, 1), split=False)),
+        Row(512, _D512_BWD_NV),
     ],
 }
 BWD_DROPOUT: dict[str, list[Row]] = {
@@ -471,6 +491,7 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True)),
         Row(128, _bwd((16, 64, 4, 1), (64, 32, 4, 1), split=False, amd=True)),
         Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA2),
     ],
 }
 BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT)
@@ -492,22 +513,37 @@ def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
 # of benchmarks/bench_decode.py). Split heuristic per family: DECODE_SPLIT.
 
 _DEC = "not timed: compiles spill-free in check-amd"
+# Head dims above 256 (up to MLA's 576/512; the rows are keyed by the padded 1024): head-dim chunks of
+# 64. Checked at 512/512 and 576/512 with 1 and 64 query heads per KV head (16 / 64 packed rows).
+_DEC_MLA = _DEC + " at 512/512 and 576/512 (MLA)"
+_MLA_CDNA = _T(0, 32, 4, 1, block_dk=64, block_dvk=64, reason=_DEC_MLA + "; 212-438 VGPRs, 1 wave per SIMD at 64 rows")
 DECODE: dict[str, list[Row]] = {
     "sm90": [
         Row(256, _T(0, 32, 4, 4, reason="measured on an H100, decode_h100.md"), paged=True),
         Row(256, _T(0, 32, 4, 2, reason="measured on an H100, decode_h100.md")),
+        Row(1024, _T(0, 32, 8, 2, block_dk=64, block_dvk=64,
+                     reason=_DEC_MLA + "; 99-244 registers (4 warps spilled 200+ at 64 rows)")),
     ],
-    "sm80": [Row(256, _T(0, 64, 4, 3, reason=_DEC))],
-    "gfx942": [Row(256, _T(0, 64, 4, 1, reason=_DEC))],
-    "gfx90a": [Row(256, _T(0, 64, 4, 1, reason=_DEC))],
+    # block_m > 0 caps the packed rows of a program: 64 rows spilled 162-190 registers at 576/512
+    "sm80": [Row(256, _T(0, 64, 4, 3, reason=_DEC)),
+             Row(1024, _T(32, 32, 8, 2, block_dk=64, block_dvk=64, reason=_DEC_MLA + "; at most 32 packed rows, "
+                                                                                     "100-170 registers"))],
+    "gfx942": [Row(256, _T(0, 64, 4, 1, reason=_DEC)), Row(1024, _MLA_CDNA)],
+    "gfx90a": [Row(256, _T(0, 64, 4, 1, reason=_DEC)), Row(1024, _MLA_CDNA)],
     # RDNA3 above d=128: BLOCK_N 32 spills (80 VGPRs with 8 warps, check-amd with aligned
-    # strides); BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6)
+    # strides); BLOCK_N 16 with 8 warps: 206 VGPRs, no spills, 7 waves per SIMD (4 warps: 230, 6).
+    # Above 256 none (declined): 576/512 in chunks spilled 169+ VGPRs even with 16 rows and BLOCK_N 16.
     "gfx1100": [
         Row(128, _T(0, 32, 4, 1, reason=_DEC)),
         Row(256, _T(0, 16, 8, 1, reason=_DEC + "; 206 VGPRs, 7 waves per SIMD")),
     ],
-    "generic": [Row(256, _T(0, 64, 4, 2, reason="conservative guess for unknown GPUs"))],
-    INTERPRETER: [Row(256, _T(0, 16, 4, 1, reason="interpreter: short sequences span several tiles"))],
+    "generic": [Row(256, _T(0, 64, 4, 2, reason="conservative guess for unknown GPUs")),
+                Row(1024, _T(32, 32, 4, 1, block_dk=64, block_dvk=64, reason="conservative guess for unknown GPUs"))],
+    INTERPRETER: [
+        Row(256, _T(0, 16, 4, 1, reason="interpreter: short sequences span several tiles")),
+        Row(1024, _T(0, 16, 4, 1, block_dk=64, block_dvk=128,
+                     reason="interpreter: head-dim chunks (576 = 9 x 64), a partial last V chunk at 320")),
+    ],
 }
 
 
