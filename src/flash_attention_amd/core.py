@@ -29,6 +29,8 @@ from .validation import (
     check_attn_bias,
     check_cu_seqlens,
     check_cu_seqlens_values,
+    check_descale_values,
+    check_descales,
     check_float,
     check_headdim,
     check_heads,
@@ -95,7 +97,7 @@ def _meta(t):
 
 def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
          return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
-         needs_grad, kernel_only, offsets=(0, 0, 0)):
+         descales, needs_grad, kernel_only, offsets=(0, 0, 0)):
     """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
     if type(q) is not _Tensor or type(k) is not _Tensor or type(v) is not _Tensor:
         raise TypeError
@@ -112,7 +114,8 @@ def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
             None if cu_seqlens_q is None else _meta(cu_seqlens_q),
             None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, offsets,
             None if attn_bias is None else (_meta(attn_bias), attn_bias.requires_grad),
-            None if sinks is None else _meta(sinks), dispatch.forced(), config.debug())
+            None if sinks is None else _meta(sinks), None if descales is None else tuple(map(_meta, descales)),
+            dispatch.forced(), config.debug())
 
 
 def _values_readable(device: torch.device) -> bool:
@@ -127,7 +130,7 @@ def _values_readable(device: torch.device) -> bool:
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
               return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
-              needs_grad, offsets=(0, 0, 0)):
+              descales, needs_grad, offsets=(0, 0, 0)):
     """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k))."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     rank = 3 if varlen else 4
@@ -174,6 +177,10 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         bias_shape = tuple(check_attn_bias(attn_bias, batch, nheads, seqlen_q, seqlen_k, q.dtype, q.device).shape)
     if sinks is not None:
         check_sinks(sinks, nheads, q.device)
+    named = dict(zip(("q_descale", "k_descale", "v_descale"), descales or (None, None, None)))
+    fp8 = check_descales(q, named, batch, nheads_k, needs_grad, dropout_p)
+    if fp8 and _values_readable(q.device):  # also before each call (_call_params)
+        check_descale_values(named)
     causal = causal or (left < 0 and right == 0)
     if causal:
         right = 0
@@ -192,7 +199,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
         offsets=any(offsets), bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
         bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
-        has_sinks=sinks is not None,
+        has_sinks=sinks is not None, fp8=fp8,
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
 
@@ -204,7 +211,7 @@ def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False
     template (no tensors, no seed). For wrappers such as ring attention that plan their own calls."""
     params, _, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                              deterministic, True, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, False,
-                             None, None, needs_grad)
+                             None, None, None, needs_grad)
     return params
 
 
@@ -230,7 +237,7 @@ def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Pl
 
 
 def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed=None, attn_bias=None,
-                 sinks=None) -> AttnParams:
+                 sinks=None, descales=None) -> AttnParams:
     """The plan's params with this call's tensors and dropout seed; value checks first."""
     params = plan.params
     if cu_seqlens_q is not None:
@@ -249,6 +256,10 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
         params = params._replace(attn_bias=attn_bias)
     if sinks is not None:
         params = params._replace(sinks=sinks)
+    if descales is not None:
+        if plan.problem.fp8 and _values_readable(q.device):
+            check_descale_values(dict(zip(("q_descale", "k_descale", "v_descale"), descales)))
+        params = params._replace(q_descale=descales[0], k_descale=descales[1], v_descale=descales[2])
     if params.dropout_p > 0:
         params = params._replace(seed=new_seed() if seed is None else seed)
     return params
@@ -257,14 +268,17 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
 def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
               cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False, attn_bias=None,
-              sinks=None):
+              sinks=None, q_descale=None, k_descale=None, v_descale=None):
     """flash_attn_func / flash_attn_varlen_func semantics -> out, or (out, lse, S_dmask)."""
+    descales = None
+    if q_descale is not None or k_descale is not None or v_descale is not None:
+        descales = (q_descale, k_descale, v_descale)
     if torch.compiler.is_compiling():
         from .ops import compiled_attention
 
         return compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                   deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                  max_seqlen_k, zero_tensors, attn_bias, sinks)
+                                  max_seqlen_k, zero_tensors, attn_bias, sinks, descales)
     if type(q) is _Tensor and q.dim() and q.stride(-1) != 1:
         q = q.contiguous()  # flash_attn's rule: the last dim must be contiguous, else copy
     if type(k) is _Tensor and k.dim() and k.stride(-1) != 1:
@@ -275,9 +289,9 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
         getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False) or getattr(v, "requires_grad", False)
         or getattr(attn_bias, "requires_grad", False) or getattr(sinks, "requires_grad", False))
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales)
     plan = _plan(q, k, v, args, needs_grad)
-    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None, attn_bias, sinks)
+    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None, attn_bias, sinks, descales)
     if plan.kernel:
         if needs_grad:
             out, lse = _AttentionFn.apply(q, k, v, params.attn_bias, sinks, plan, params)
@@ -301,12 +315,15 @@ def attn_probs(q, k, params: AttnParams):
 
 def explain(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
             alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
-            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, attn_bias=None, sinks=None) -> str:
+            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, attn_bias=None, sinks=None, q_descale=None,
+            k_descale=None, v_descale=None) -> str:
     needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False)
                                                  for t in (q, k, v, attn_bias, sinks))
+    descales = None if q_descale is None and k_descale is None and v_descale is None else (
+        q_descale, k_descale, v_descale)
     _, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                               deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                              max_seqlen_k, False, attn_bias, sinks, needs_grad)
+                              max_seqlen_k, False, attn_bias, sinks, descales, needs_grad)
     return dispatch.decide(problem).describe()
 
 
@@ -320,7 +337,7 @@ def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, soft
 
     diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None, None)
     q, k, v = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
     plan = _plan(q, k, v, args, False, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
@@ -336,7 +353,7 @@ def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, 
     """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state);
     dlse: gradient reaching the LSE (or None)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
-            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None)
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None, None)
     dout, q, k, v, out = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t
                           for t in (dout, q, k, v, out))
     plan = _plan(q, k, v, args, True, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))

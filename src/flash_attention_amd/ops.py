@@ -21,12 +21,13 @@ _EMPTY_PROBS = (0,)
 
 def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors,
-            attn_bias, sinks) -> AttnParams:
+            attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None) -> AttnParams:
     return AttnParams(
         softmax_scale=softmax_scale, causal=causal, window_left=window_left, window_right=window_right,
         softcap=softcap, dropout_p=dropout_p, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, seed=seed,
         deterministic=deterministic, return_lse=True, zero_tensors=zero_tensors, attn_bias=attn_bias, sinks=sinks,
+        q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
     )
 
 
@@ -36,14 +37,15 @@ def _fwd(
     window_left: int, window_right: int, softcap: float, dropout_p: float,
     alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None, cu_seqlens_k: Tensor | None,
     max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool, return_probs: bool,
-    attn_bias: Tensor | None, sinks: Tensor | None,
+    attn_bias: Tensor | None, sinks: Tensor | None, q_descale: Tensor | None = None,
+    k_descale: Tensor | None = None, v_descale: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """-> (out, lse, rng_state int64 [1] on the CPU (the dropout seed, 0 without dropout), S_dmask
-    or an empty tensor)."""
+    or an empty tensor). FP8 q/k/v come with their descale factors (out bf16, forward only)."""
     seed = new_seed() if dropout_p > 0 else 0
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
                      cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors,
-                     attn_bias, sinks)
+                     attn_bias, sinks, q_descale, k_descale, v_descale)
     if cu_seqlens_q is not None and q.device.type == "cpu":
         from .validation import check_cu_seqlens_values
 
@@ -67,8 +69,8 @@ def _round128(n: int) -> int:
 @_fwd.register_fake
 def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p,
               alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
-              return_probs, attn_bias, sinks):
-    out = q.new_empty((*q.shape[:-1], v.shape[-1]))
+              return_probs, attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None):
+    out = q.new_empty((*q.shape[:-1], v.shape[-1]), dtype=torch.bfloat16 if q_descale is not None else q.dtype)
     lse_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32  # fp64 only on the torch path
     if cu_seqlens_q is None:
         lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=lse_dtype)
@@ -109,7 +111,7 @@ def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
 
 def _setup_context(ctx, inputs, output):
     (q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, _, bias,
-     sinks) = inputs
+     sinks, *_descales) = inputs
     out, lse, rng_state, _ = output
     ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
     ctx.args = (backend, scale, causal, wl, wr, softcap, p)
@@ -125,7 +127,7 @@ def _backward(ctx, dout, dlse, drng, dprobs):
     dq, dk, dv, dbias, dsinks = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k,
                                      *ctx.varlen_args, bias, sinks)
     return ((dq, dk, dv) + (None,) * 15 + (dbias if ctx.bias_grad else None,)
-            + (dsinks if ctx.sinks_grad else None,))
+            + (dsinks if ctx.sinks_grad else None,) + (None,) * 3)
 
 
 _fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -133,7 +135,7 @@ _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                        deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                       zero_tensors, attn_bias=None, sinks=None):
+                       zero_tensors, attn_bias=None, sinks=None, descales=None):
     """core.attention while torch.compile traces: validation and dispatch (metadata only) at
     trace time, then one custom op (or the sdpa / flash_attn backend's own traceable ops)."""
     from .core import _validate
@@ -144,19 +146,20 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
                                                  for t in (q, k, v, attn_bias, sinks))
     params, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                    deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                   max_seqlen_k, zero_tensors, attn_bias, sinks, needs_grad)
+                                   max_seqlen_k, zero_tensors, attn_bias, sinks, descales, needs_grad)
     if attn_bias is not None and attn_bias.dim() < 4:
         attn_bias = attn_bias.reshape((1,) * (4 - attn_bias.dim()) + tuple(attn_bias.shape))
     backend = select(problem)
     if not hasattr(backend, "forward"):  # sdpa / flash_attn: their own ops, traced as they are
         params = params._replace(alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                                 attn_bias=attn_bias, sinks=sinks)
+                                 attn_bias=attn_bias, sinks=sinks)  # never FP8: only triton / torch serve it
         out, lse = backend.run(q, k, v, params)
         return (out, lse, None) if return_attn_probs else out
     out, lse, _, probs = _fwd(
         q, k, v, backend.name, params.softmax_scale, params.causal, params.window_left, params.window_right,
         params.softcap, params.dropout_p, alibi_slopes, cu_seqlens_q, cu_seqlens_k, params.max_seqlen_q,
         params.max_seqlen_k, params.deterministic, params.zero_tensors, bool(return_attn_probs), attn_bias, sinks,
+        *(descales or (None, None, None)),
     )
     if not return_attn_probs:
         return out

@@ -50,6 +50,11 @@ class AttnParams(NamedTuple):
     # denominator.
     attn_bias: torch.Tensor | None = None
     sinks: torch.Tensor | None = None
+    # FP8 (e4m3) q, k, v: per-(batch, KV head) fp32 descale factors [b, hk] (FA3's names); the
+    # scores use q * q_descale and k * k_descale, the output v * v_descale (CONTRACT.md "Beyond").
+    q_descale: torch.Tensor | None = None
+    k_descale: torch.Tensor | None = None
+    v_descale: torch.Tensor | None = None
 
     @property
     def has_offsets(self) -> bool:
@@ -96,6 +101,7 @@ class Problem:
     bias_shape: tuple = ()  # the bias's 4-D shape (size-1 dims broadcast)
     bias_grad: bool = False  # the float bias requires a gradient
     has_sinks: bool = False
+    fp8: bool = False  # q, k, v in FP8 (e4m3) with descale factors; output bf16, forward only
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
 
@@ -124,6 +130,7 @@ class Problem:
             ("offsets", self.offsets),
             (f"{self.bias}-bias{list(self.bias_shape)}{'+grad' if self.bias_grad else ''}", bool(self.bias)),
             ("sinks", self.has_sinks),
+            ("fp8-descale", self.fp8),
         ):
             if on:
                 opts.append(flag)

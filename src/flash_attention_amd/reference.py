@@ -46,15 +46,34 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
     return s.masked_fill(~visible, -math.inf)
 
 
+def dequantise(q, k, v, q_descale, k_descale, v_descale, batch_index=0):
+    """FP8 inputs as the numbers they stand for: x * descale[b, kv head] (float64 for FP8 tensors; the
+    descales are [b_total, hk] with this slice's sequences from ``batch_index``)."""
+    b, h, hk = q.shape[0], q.shape[2], k.shape[2]
+    out = []
+    for t, ds in ((q, q_descale), (k, k_descale), (v, v_descale)):
+        x = t.to(torch.float64) if t.element_size() == 1 else t
+        d = ds[batch_index:batch_index + b].to(x.dtype)  # [b, hk]
+        if t.shape[2] != hk:  # q: the heads of a GQA group share their KV head's factor
+            d = d.repeat_interleave(h // hk, dim=1)
+        out.append(x * d[:, None, :, None])
+    return out
+
+
 def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                  alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0, diag_offset=0, dropout_offsets=(0, 0)):
+                  alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0, diag_offset=0, dropout_offsets=(0, 0),
+                  q_descale=None, k_descale=None, v_descale=None):
     """out [b, sq, h, dv] and lse [b, h, sq] (fp32-or-wider, natural log, +inf on empty rows).
 
     Computes in the inputs' dtype: pass float64 tensors for the oracle, or the kernel's
     dtype to measure "the same math done in the input dtype". Dropout uses the Philox
     mask of ``philox.py`` (element (b, h, i, j) with b counted from ``batch_index``, i and j
-    counted from ``dropout_offsets`` = (first query row, first key) of a chunk).
+    counted from ``dropout_offsets`` = (first query row, first key) of a chunk). FP8 inputs with
+    ``q_descale`` / ``k_descale`` / ``v_descale`` [b, hk]: the attention of the dequantised inputs
+    (``dequantise``), in float64.
     """
+    if q_descale is not None:
+        q, k, v = dequantise(q, k, v, q_descale, k_descale, v_descale, batch_index)
     b, sq, h, _ = q.shape
     s = scores_ref(q, k, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
                    softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index, diag_offset=diag_offset)

@@ -14,6 +14,9 @@ import math
 import torch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# FP8 e4m3 inputs (with q_descale / k_descale / v_descale): OCP e4m3fn (NVIDIA, MI350) and the
+# fnuz variant MI300's fp8 matrix instructions take (Triton's fp8e4b8).
+FP8_DTYPES = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz") if hasattr(torch, n))
 MAX_HEADDIM = 512
 
 
@@ -29,8 +32,9 @@ def check_tensor(name: str, t, rank: int | None = None) -> None:
 
 
 def check_float(name: str, t: torch.Tensor, dtype: torch.dtype | None = None) -> None:
-    if t.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} has dtype {t.dtype}; allowed: float16, bfloat16 (float32/float64 on the PyTorch path)")
+    if t.dtype not in FLOAT_DTYPES + FP8_DTYPES:
+        raise TypeError(f"{name} has dtype {t.dtype}; allowed: float16, bfloat16 (float32/float64 on the PyTorch path; "
+                        f"float8_e4m3fn / float8_e4m3fnuz with q_descale, k_descale, v_descale)")
     if dtype is not None and t.dtype != dtype:
         raise TypeError(f"{name} has dtype {t.dtype} but q has {dtype}; all of q, k, v must share one dtype")
 
@@ -192,6 +196,48 @@ def check_attn_bias(bias, batch: int, nheads: int, seqlen_q: int, seqlen_k: int,
                         f"{' / '.join(str(t).replace('torch.', '') for t in floats)}")
     same_device({"attn_bias": bias}, device)
     return view
+
+
+def check_descales(q: torch.Tensor, descales: dict, batch: int, nheads_k: int, needs_grad: bool,
+                   dropout_p: float) -> bool:
+    """FP8 inputs and their descale factors (FA3's q_descale, k_descale, v_descale: fp32 (batch,
+    nheads_k), on q's device) go together. -> whether the call is an FP8 one."""
+    fp8 = q.dtype in FP8_DTYPES
+    given = [n for n, t in descales.items() if t is not None]
+    if not fp8:
+        if given:
+            raise ValueError(f"{', '.join(given)} given but q has dtype {q.dtype}; descale factors apply to FP8 "
+                             f"(float8_e4m3fn / float8_e4m3fnuz) q, k, v only")
+        return False
+    missing = [n for n, t in descales.items() if t is None]
+    if missing:
+        raise ValueError(f"q, k, v have dtype {q.dtype} but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                         f"None; FP8 inputs need q_descale, k_descale and v_descale: float32 ({batch}, {nheads_k}) "
+                         f"(batch, nheads_k), the factors that turn the FP8 values back into real ones")
+    for name, t in descales.items():
+        check_tensor(name, t)
+        if t.dtype != torch.float32:
+            raise TypeError(f"{name} has dtype {t.dtype}; allowed: float32")
+        if tuple(t.shape) != (batch, nheads_k):
+            raise ValueError(f"{name} has shape {tuple(t.shape)}; allowed: ({batch}, {nheads_k}) (batch, nheads_k)")
+        same_device({name: t}, q.device)
+    if needs_grad:
+        raise ValueError("FP8 attention is forward-only: q, k or v requires grad; allowed: FP8 inputs without "
+                         "requires_grad (or run in bf16 / fp16 for training)")
+    if dropout_p > 0:
+        raise ValueError(f"dropout_p is {dropout_p} with FP8 inputs; allowed: 0 (FP8 attention is forward-only "
+                         "inference)")
+    return True
+
+
+def check_descale_values(descales: dict) -> None:
+    """Descale factors must be finite and > 0 (the kernels take a row's max before scaling).
+    Reads the values: CPU tensors always, GPU tensors in debug mode."""
+    for name, t in descales.items():
+        bad = ~(torch.isfinite(t) & (t > 0))
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name}[{', '.join(map(str, idx))}] is {float(t[idx])}; allowed: finite values > 0")
 
 
 def check_sinks(sinks, nheads: int, device: torch.device) -> None:

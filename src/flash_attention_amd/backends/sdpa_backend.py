@@ -61,6 +61,7 @@ class SdpaBackend(Backend):
             (p.offsets, "diag / dropout offsets are not expressible in SDPA"),
             (bool(p.bias), "attn_bias through SDPA's attn_mask gives NaN on a fully masked row (contract: 0)"),
             (p.has_sinks, "SDPA has no attention sinks"),
+            (p.fp8, "FP8 inputs with descale factors: SDPA has no descales (triton / torch serve them)"),
             (p.has_window, "sliding window is not expressible without a materialised mask"),
             (p.has_alibi, "ALiBi is not expressible without a materialised bias"),
             (p.softcap > 0, "softcap is not supported by SDPA"),

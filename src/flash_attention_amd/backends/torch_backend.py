@@ -2,7 +2,8 @@
 
 Every option of CONTRACT.md (causal, window, softcap, ALiBi, dropout, GQA, varlen, any
 head dim 1..512 with its own ``headdim_v``) in fp16 / bf16 / fp32 / fp64, forward and
-backward, on any device. The FlashAttention algorithm: queries in blocks of ``block_m``
+backward, on any device; FP8 (e4m3) inputs with descale factors forward only, each tile
+dequantised in fp32 as it is read (the plain twin of the Triton FP8 forward), output bf16. The FlashAttention algorithm: queries in blocks of ``block_m``
 rows, keys in blocks of ``block_n`` columns, an online softmax with a running max and
 sum, so the [seqlen_q, seqlen_k] score matrix never exists: memory is O(seqlen) plus one
 [block_m, block_n] tile per (batch, head). fp16/bf16 compute in fp32, fp64 stays fp64.
@@ -27,6 +28,7 @@ import torch
 
 from ..params import AttnParams, Problem
 from ..philox import dropout_keep_mask
+from ..validation import FP8_DTYPES
 from .base import KernelBackend
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -42,6 +44,11 @@ MIN_BLOCK_M = 32
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _out_dtype(dtype: torch.dtype) -> torch.dtype:
+    """q's dtype, bf16 for FP8 inputs (CONTRACT.md)."""
+    return torch.bfloat16 if dtype in FP8_DTYPES else dtype
 
 
 def _lse_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -83,6 +90,12 @@ class _Tiles:
             s = params.alibi_slopes.to(device=self.device, dtype=self.cdt)
             s = s.view(1, h) if s.dim() == 1 else s[batch_offset:batch_offset + b]
             self.neg_slopes = -s.reshape(-1, hk, self.g, 1, 1)  # [b|1, hk, g, 1, 1]
+        self.q_scale = self.k_scale = self.v_scale = None
+        if params.q_descale is not None:  # FP8: tiles are dequantised as they are read (x * descale[b, kv head])
+            rows = slice(batch_offset, batch_offset + b)
+            self.q_scale = params.q_descale[rows].to(self.cdt).view(b, hk, 1, 1, 1)
+            self.k_scale = params.k_descale[rows].to(self.cdt).view(b, hk, 1, 1)
+            self.v_scale = params.v_descale[rows].to(self.cdt).view(b, hk, 1, 1)
         self.bh = None
         if params.dropout_p > 0:
             bi = torch.arange(b, device=self.device) + batch_offset
@@ -117,6 +130,8 @@ class _Tiles:
         a raw tile product is already s (resp. the tanh argument).
         """
         qt = self.q5[:, :, :, m0:m1].to(self.cdt) * self.q_fold
+        if self.q_scale is not None:
+            qt = qt * self.q_scale
         return qt.reshape(self.b, self.hk, self.g * (m1 - m0), self.d)
 
     @property
@@ -124,7 +139,10 @@ class _Tiles:
         return self.scale / self.softcap if self.softcap > 0 else self.scale
 
     def kv_tile(self, t4, n0, n1):
-        return t4[:, :, n0:n1].to(self.cdt)  # [b, hk, bn, d|dv]
+        t = t4[:, :, n0:n1].to(self.cdt)  # [b, hk, bn, d|dv]
+        if self.k_scale is not None:  # FP8
+            t = t * (self.k_scale if t4 is self.k4 else self.v_scale)
+        return t
 
     def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False):
         """Scores [b, hk, g, bm, bn] (-inf where hidden) and, with softcap and keep_tanh,
@@ -266,7 +284,10 @@ class TorchBackend(KernelBackend):
     def supports(self, problem: Problem) -> str | None:
         if problem.bias or problem.has_sinks:
             return "attn_bias / sinks are not implemented on the torch path yet"
-        if problem.dtype not in _DTYPES:
+        if problem.fp8:
+            if problem.needs_grad:
+                return "FP8 attention is forward-only (no backward)"
+        elif problem.dtype not in _DTYPES:
             return f"dtype {problem.dtype} is not one of fp16, bf16, fp32, fp64"
         for name, d in (("headdim", problem.headdim), ("headdim_v", problem.headdim_v)):
             if not 1 <= d <= MAX_HEADDIM:
@@ -279,12 +300,12 @@ class TorchBackend(KernelBackend):
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
             b, sq = q.shape[0], q.shape[1]
-            out = torch.empty((b, sq, h, dv), dtype=q.dtype, device=q.device)
+            out = torch.empty((b, sq, h, dv), dtype=_out_dtype(q.dtype), device=q.device)
             lse = torch.empty((b, h, sq), dtype=_lse_dtype(q.dtype), device=q.device)
             _forward_dense(q, k, v, out, lse, params, 0, self.block_m, self.block_n)
             return out, lse
         total_q = q.shape[0]
-        out = torch.zeros((total_q, h, dv), dtype=q.dtype, device=q.device)
+        out = torch.zeros((total_q, h, dv), dtype=_out_dtype(q.dtype), device=q.device)
         lse = torch.full((h, total_q), math.inf, dtype=_lse_dtype(q.dtype), device=q.device)
         for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
             if q1 == q0:

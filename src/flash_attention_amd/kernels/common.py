@@ -225,3 +225,22 @@ def dot_chunks(a, b, acc, TRANS_B: tl.constexpr, IEEE_DOT: tl.constexpr):
         else:
             acc = tl.dot(a[i], bi, acc)
     return acc
+
+
+@triton.jit
+def round_e4m3(x):
+    """fp32 x (|x| <= 448) rounded to the nearest e4m3fn value (ties to even), returned in fp32.
+
+    What ``x.to(fp8e4nv)`` computes on a GPU; Triton 3.6's interpreter gets that conversion wrong
+    where rounding carries into the exponent (0.499 -> 0.25, not 0.5), so the FP8 forward rounds
+    P with this in the interpreter (IEEE_DOT) to keep its fp8 math testable on the CPU.
+    """
+    bits = x.to(tl.int32, bitcast=True)
+    lsb = (bits >> 20) & 1  # the last of the 3 mantissa bits kept: ties to even
+    normal = ((bits + 0x7FFFF + lsb) & -0x100000).to(tl.float32, bitcast=True)
+    y = tl.abs(x) * 512.0  # below 2**-6 (e4m3fn subnormals): multiples of 2**-9
+    f = tl.floor(y)
+    r = y - f
+    up = (r > 0.5) | ((r == 0.5) & ((f.to(tl.int32) & 1) == 1))
+    sub = tl.where(up, f + 1.0, f) * (1.0 / 512.0)
+    return tl.where(tl.abs(x) < 0.015625, tl.where(x < 0, -sub, sub), normal)

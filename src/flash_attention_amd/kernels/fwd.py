@@ -7,6 +7,10 @@ the powers of two they are padded to).
 - Dense: Q [b, sq, h, d], K/V [b, sk, hk, d|dv] -> Out [b, sq, h, dv], Lse [b, h, sq].
 - Varlen (IS_VARLEN): Q [total_q, h, d], K/V [total_k, hk, d|dv], sequence ``b`` spans rows
   ``cu_seqlens[b]:cu_seqlens[b + 1]`` -> Out [total_q, h, dv], Lse [h, total_q].
+- FP8 (Descales given): Q/K/V in e4m3 (fp8e4nv, or fp8e4b8 on MI300) with fp32 descale factors
+  [b, hk] each; the scores use sm_scale * q_descale * k_descale, P is rounded to V's fp8 type for
+  the PV product (both products on the fp8 matrix instructions, fp32 accumulation) and the
+  output, bf16, is scaled by v_descale.
 
 The key loop of a query block is split in three ranges (``common.key_blocks``): keys that
 some but not all rows see (masked, on the left edge of a sliding window), keys that every
@@ -31,6 +35,7 @@ from .common import (
     load_chunks,
     num_chunks,
     philox_keep,
+    round_e4m3,
     score_mod,
     seq_bounds,
     store_chunks,
@@ -164,7 +169,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         if BLOCK_DK > 0:
             pass
         elif IEEE_DOT:
-            acc = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+            if v.dtype == tl.float8e4nv:  # FP8 in the interpreter: its fp8 conversion is wrong (round_e4m3)
+                acc = tl.dot(round_e4m3(p), v.to(tl.float32), acc, input_precision="ieee")
+            else:
+                acc = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
@@ -177,7 +185,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
 @triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "seed_lo", "seed_hi", "drop_threshold",
                                "drop_offset_q", "drop_offset_k"])
 def attn_fwd_kernel(
-    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK,
+    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, Descales,
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
     nheads, group, seqlen_q, seqlen_k, num_m_blocks,
     sm_scale, softcap, window_left, window_right, diag_offset,
@@ -193,7 +201,8 @@ def attn_fwd_kernel(
     otherwise the query blocks of one head are neighbours (they share K/V in L2).
 
     K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
-    batch stride stride_alibi) and CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) may be None.
+    batch stride stride_alibi), CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) and Descales (FP8:
+    (q_descale, k_descale, v_descale), each fp32 [b, hk] contiguous) may be None.
     seed_lo / seed_hi / drop_threshold are uint32 words passed as int32 bit patterns (one
     signature for every seed). CHUNK: the call is a chunk of a longer sequence: diag_offset moves
     the diagonal (diag = seqlen_k - seqlen_q + diag_offset) and drop_offset_q / _k the Philox
@@ -262,6 +271,9 @@ def attn_fwd_kernel(
     slope = 0.0
     if Alibi is not None:
         slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
+    if Descales is not None:  # FP8: this (batch, KV head)'s factors scale the scores and the output
+        ds_off = off_b * (nheads // group) + off_hk
+        sm_scale = sm_scale * (tl.load(Descales[0] + ds_off) * tl.load(Descales[1] + ds_off))  # scalar fp32
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
     drop_rows = offs_m
@@ -304,6 +316,8 @@ def attn_fwd_kernel(
     inv_l = tl.where(has_key, 1.0 / tl.where(has_key, l_i, 1.0), 0.0)
     if HAS_DROPOUT:
         inv_l = inv_l * drop_scale
+    if Descales is not None:
+        inv_l = inv_l * tl.load(Descales[2] + ds_off)
     lse = tl.where(has_key, (m_i + tl.log2(tl.where(has_key, l_i, 1.0))) * LN2, float("inf"))
 
     row_ok = offs_m < seqlen_q

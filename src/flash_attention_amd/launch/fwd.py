@@ -22,12 +22,14 @@ import torch
 from .. import config
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from ..validation import FP8_DTYPES
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec
 from .tiles import (
     CHUNKED_ABOVE,
     DROPOUT,
     FWD,
+    FWD_FP8,
     INTERPRETER,
     MAX_HEADDIM,
     OPTIONS,
@@ -43,6 +45,12 @@ from .tiles import (
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 FwdConfig = Tile  # the forward's config type (benchmarks build them by hand)
+# FP8 forward: the e4m3 flavour each family's fp8 matrix instructions take (check-amd: Triton 3.6
+# lowers fp8e4nv to wgmma e4m3 on sm90 and to v_mfma_*_f8f6f4 on gfx950, fp8e4b8 to
+# v_mfma_*_fp8_fp8 on gfx942; the other flavour is upcast to fp16 there, so it is declined), and
+# the interpreter's (e4m3fn only: it cannot represent fp8e4b8).
+FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "float8_e4m3fnuz",
+                 INTERPRETER: "float8_e4m3fn"}
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
@@ -52,6 +60,8 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (feature tiers).
     """
     family = arch_family(arch)
+    if dtype.itemsize == 1:  # FP8: its own table (launch/tiles.py FWD_FP8), one tier
+        return pick(FWD_FP8.get(family), max(padded_dim(headdim), padded_dim(headdim_v)), causal, seqlen_k)
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
@@ -68,7 +78,11 @@ def supports(problem: Problem) -> str | None:
     """None if the forward kernel computes this call exactly, else why not."""
     if problem.kind != "attn":
         return f"the Triton forward kernel serves plain attention, not {problem.kind!r}"
-    if problem.dtype not in _DTYPES:
+    if problem.fp8:
+        reason = _fp8_reason(problem)
+        if reason:
+            return reason
+    elif problem.dtype not in _DTYPES:
         return f"dtype {problem.dtype} is not supported (fp16, bf16, fp32)"
     if not 1 <= problem.headdim <= MAX_HEADDIM:
         return f"headdim={problem.headdim} is outside 1..{MAX_HEADDIM}"
@@ -89,6 +103,23 @@ def supports(problem: Problem) -> str | None:
             problem.seqlen_k, problem.dropout_p > 0, options) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
+    return None
+
+
+def _fp8_reason(problem: Problem) -> str | None:
+    """Why the Triton forward cannot serve this FP8 call (None: it can)."""
+    if problem.needs_grad:
+        return "FP8 attention is forward-only: the Triton backward takes fp16 / bf16"
+    family = INTERPRETER if problem.device_type == "cpu" else arch_family(problem.arch)
+    want = FP8_OF_FAMILY.get(family)
+    if want is None:
+        return (f"no FP8 forward on {problem.arch or problem.device_type} (fp8 matrix instructions checked on sm90, "
+                f"gfx942 and gfx950 only)")
+    if str(problem.dtype) != f"torch.{want}":
+        return (f"{problem.dtype} is not the FP8 type of {problem.arch or 'the interpreter'}: its fp8 matrix "
+                f"instructions take {want} (Triton upcasts the other e4m3 flavour to fp16)")
+    if max(problem.headdim, problem.headdim_v) > 256:
+        return f"the FP8 forward serves head dims up to 256, got {problem.headdim}/{problem.headdim_v}"
     return None
 
 
@@ -137,7 +168,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         q_str, k_str, v_str = q.stride()[:3], k.stride()[:3], v.stride()[:3]
         o_str, l_str = (seqlen_q * nheads * dv, nheads * dv, dv), (nheads * seqlen_q, seqlen_q)
     plan.out_stride = o_str
-    plan.dtype, plan.device, plan.varlen = q.dtype, q.device, varlen
+    fp8 = params.q_descale is not None
+    plan.dtype, plan.device, plan.varlen = torch.bfloat16 if fp8 else q.dtype, q.device, varlen
     plan.zero_tensors = params.zero_tensors
     plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
@@ -146,7 +178,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
         if cfg is None:
-            raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
+            raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
     dropout = params.dropout_p > 0
     plan.dropout = dropout
@@ -168,8 +200,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
         IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
         HAS_DROPOUT=dropout,
-        # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
-        IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
+        # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
+        # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
+        IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
         CHUNK=params.has_offsets, BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
         DV_SPLIT=dv_split, RELOAD_Q=chunked and cfg.reload_q,
@@ -182,7 +215,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     from ..kernels.fwd import attn_fwd_kernel
 
     # per call only the tensors (positions 0-7) and the seed words change
-    dynamic = (*range(8), 8 + len(plan.scalars), 9 + len(plan.scalars))
+    dynamic = (*range(9), 9 + len(plan.scalars), 10 + len(plan.scalars))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
@@ -219,7 +252,11 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
         kernel = plan.kernel_tma
     seed = params.seed if plan.dropout else 0
-    args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, *scalars,
+    descales = None
+    if params.q_descale is not None:  # FP8: contiguous fp32 [b, hk] each
+        descales = tuple(t if t.is_contiguous() else t.contiguous()
+                         for t in (params.q_descale, params.k_descale, params.v_descale))
+    args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, descales, *scalars,
             _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
     if given:  # other strides than the plan's: the general launch path
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
@@ -253,7 +290,7 @@ def _tma_ok(q, k, v, varlen: bool, arch: str | None) -> bool:
     16-byte aligned strides (base alignment: checked per call)."""
     if varlen or (arch is not None and arch_family(arch) != "sm90"):
         return False
-    if q.dtype == torch.float32:
+    if q.dtype == torch.float32 or q.element_size() == 1:
         return False
     for t in (k, v):
         if any(st % 8 for st in t.stride()[:-1]) or t.shape[-1] % 8:
@@ -287,11 +324,15 @@ _S3 = ("i32", "i32", "i32")
 
 def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, object]:
     """Argument types of attn_fwd_kernel ("constexpr" for the None pointers); tma_blocks =
-    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA."""
-    sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}",
+    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA; an fp8 dtype ("fp8e4nv", "fp8e4b8") writes bf16 and
+    takes the three descale pointers."""
+    fp8 = dtype.startswith("fp8")
+    sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}",
+                              "Out": "*bf16" if fp8 else f"*{dtype}",
                               "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                               "CuSeqlensQ": "*i32" if varlen else "constexpr",
-                              "CuSeqlensK": "*i32" if varlen else "constexpr"}
+                              "CuSeqlensK": "*i32" if varlen else "constexpr",
+                              "Descales": ("*fp32", "*fp32", "*fp32") if fp8 else "constexpr"}
     if tma_blocks is not None:
         bn, hd, hdv = tma_blocks
         sig["K"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
@@ -335,6 +376,17 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 for d in dims:
                     for label, fl in forms:
                         specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, label, fl, amd))
+    # FP8 (its own table, in the e4m3 flavour of the arch): plain, causal and every option (no dropout)
+    fp8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}.get(FP8_OF_FAMILY.get(family, ""))
+    prev_d = 0
+    for row in FWD_FP8.get(family, []) if fp8 else []:
+        for d in [row.max_d] + ([row.max_d * 5 // 8] if row.max_d * 5 // 8 > prev_d else []):
+            for vname, flags, _ in _VARIANTS[:3]:
+                if row.causal is not None and vname != "opts" and row.causal != flags.get("IS_CAUSAL", False):
+                    continue
+                specs.append(_spec(attn_fwd_kernel, row.config, fp8, d, vname,
+                                   dict(flags, IS_CAUSAL=row.causal is not False) if vname == "opts" else flags, amd))
+        prev_d = row.max_d
     return specs
 
 

@@ -379,6 +379,30 @@ FWD_DROPOUT: dict[str, list[Row]] = {
 }
 FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT)
 
+# FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
+# the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
+# K / V tiles take half the bytes of bf16 ones. On sm90 V goes through registers into shared
+# memory in the transposed (K-major) layout fp8 wgmma needs (Triton's choice: no copy of V in
+# memory, no cp.async for V), K is K-major as it lies.
+_FP8_SM90 = "spill-free by static check only (check-amd: wgmma e4m3 in both products), not timed"
+_FP8_CDNA = _STATIC + " (mfma fp8 in both products)"
+_FP8_CDNA_ROWS = [
+    Row(64, _cdna(128, 64, 4, 2, _FP8_CDNA + "; 130-230 VGPRs")),
+    Row(128, _cdna(128, 32, 4, 2, _FP8_CDNA + "; 204-239 VGPRs (128x64 spilled 4-46 with every option)")),
+    Row(256, _cdna(64, 32, 4, 1, _FP8_CDNA + "; 140-216 VGPRs (128x32 spilled 5-77)")),
+]
+FWD_FP8: dict[str, list[Row]] = {
+    # the bf16 tiles at d<=128 / 256 (their K and V bytes halve); d<=64 with twice the keys per block
+    "sm90": [
+        Row(64, _T(128, 128, 8, 3, reason=_FP8_SM90 + "; 232 registers")),
+        Row(128, _T(128, 64, 8, 3, reason=_FP8_SM90 + "; 178-241 registers (128x128 w8 s2: 255, no spill)")),
+        Row(256, _T(128, 64, 8, 2, reason=_FP8_SM90 + "; 247-252 registers (64x64 w4 spilled 7)")),
+    ],
+    "gfx942": _FP8_CDNA_ROWS,  # fp8e4b8 (torch.float8_e4m3fnuz)
+    "gfx950": _FP8_CDNA_ROWS,  # fp8e4nv (torch.float8_e4m3fn)
+    INTERPRETER: [Row(256, _T(32, 16, 1, 1, reason="interpreter: small blocks so tests cross block edges"))],
+}
+
 
 # ---------------------------------------------------------------------------------------------
 # Backward (kernels/bwd.py). sm90 rows: measured on an H100 / H200 (bwd_h100.md, tiles_h200.md):
@@ -418,9 +442,9 @@ _D512_BWD_CDNA3 = _bwd((16, 32, 4, 1), (32, 32, 4, 1), split=False, amd=True, ch
                        reason=_STATIC + "; dK/dV 452-478 VGPRs, dQ 300-375 (d=512, gfx942 / gfx950)")
 _D512_BWD_CDNA2 = _bwd((16, 32, 4, 1), (32, 16, 4, 1), split=False, amd=True, chunks=(64, 64),
                        reason=_STATIC + "; dK/dV 460-478 VGPRs, dQ 304-308 (d=512; dQ 32x32 spilled 1 with options)")
-_D512_BWD_NV = _bwd((32, 16, 8, 2), (32, 32, 8, 2), split=False, chunks=(64, 64),
-                    reason=_STATIC + "; dK/dV 135-181 registers, dQ 128-214 (d=512, sm90 / sm80; dK/dV 16x32 "
-                                     "w8 spilled 2-7 with options)")
+_D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64),
+                    reason=_STATIC + "; d=320..512 (sm90 / sm80): dK/dV 220-246 registers; with 2 stages ptxas "
+                                     "capped it at 128 and spilled 1-8 at d=320..448")
 
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
