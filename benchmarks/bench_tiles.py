@@ -6,16 +6,23 @@ driver reports for each compiled kernel (a cross-check of the offline numbers).
 
 Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/s = 4 * b * h *
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
-Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1.
+Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1;
+fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only).
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 64 --causal 1 --feat opts,drop \\
         --seqlens 4096 16384 --fwd 128x64x4x3t,128x64x8x3t
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass bwd --d 256 --causal 0 1 --feat plain \\
         --bwd 32x64x8x2:64x64x8x2,32x64x4x2:64x64x4x2
 
-Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA); bwd ``dkdv:dq`` each ``MxNxWxS``
-(dkdv + ``u``: one masked loop instead of three);
-``default`` = the table's row for the call.
+Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`` ``/dvV``
+(head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q); bwd
+``dkdv:dq`` each ``MxNxWxS`` (dkdv + ``u``: one masked loop instead of three), then optional
+``/dkK/dvV`` for both; ``default`` = the table's row for the call.
+
+    PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
+        --seqlens 16384 --fwd default,128x128x8x2,128x64x8x4
+    PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 512 --causal 0 1 --feat plain \
+        --seqlens 4096 --fwd default,64x32x4x2/dk64/dv128/x2
 """
 from __future__ import annotations
 
@@ -37,24 +44,44 @@ from flash_attention_amd.params import AttnParams  # noqa: E402
 TOKENS, HIDDEN = 16384, 2048
 
 
+def _chunk_opts(parts: list[str]) -> dict:
+    opts = {}
+    for p in parts:
+        if p.startswith("dk"):
+            opts["block_dk"] = int(p[2:])
+        elif p.startswith("dv"):
+            opts["block_dvk"] = int(p[2:])
+        elif p.startswith("x"):
+            opts["dv_split"] = int(p[1:])
+        elif p == "rq":
+            opts["reload_q"] = True
+        else:
+            raise ValueError(f"unknown config part {p!r}")
+    return opts
+
+
 def parse_fwd(s: str):
     if s == "default":
         return None
-    tma = s.endswith("t")
-    m, n, w, st = map(int, s.rstrip("t").split("x"))
-    return F.FwdConfig(m, n, w, st, use_tma=tma)
+    base, *parts = s.split("/")
+    tma = base.endswith("t")
+    m, n, w, st = map(int, base.rstrip("t").split("x"))
+    return F.FwdConfig(m, n, w, st, use_tma=tma, **_chunk_opts(parts))
 
 
 def parse_bwd(s: str):
     if s == "default":
         return None
+    s, *parts = s.split("/")
     a, b = s.split(":")
     one_loop = a.endswith("u")
-    return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop)
+    opts = _chunk_opts(parts)
+    return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
+                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)))
 
 
-def params_for(d, causal, feat, h):
-    kw = dict(softmax_scale=d ** -0.5, causal=bool(causal), window_right=0 if causal else -1)
+def params_for(d, causal, feat, h, descales=None):
+    kw = dict(softmax_scale=d ** -0.5, causal=bool(causal), window_right=0 if causal else -1, **(descales or {}))
     if feat == "opts":
         kw.update(softcap=30.0, alibi_slopes=torch.rand(h, device="cuda") * 0.1)
     elif feat == "drop":
@@ -110,7 +137,13 @@ def main(argv=None):
                     hk = h // args.group
                     q, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
                     k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-                    p = params_for(d, causal, feat, h)
+                    descales = None
+                    if feat == "fp8":  # e4m3 per (batch, KV head), forward only
+                        from flash_attention_amd.fp8 import quantize
+
+                        (q, qd), (k, kd), (v, vd) = quantize(q, hk), quantize(k), quantize(v)
+                        descales = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+                    p = params_for(d, causal, feat, h, descales)
                     flops = 4 * b * h * s * s * d / (2 if causal else 1) * (2.5 if args.pass_ == "bwd" else 1)
                     pre = cache_keys(fns)
                     out, lse = F._forward(q, k, v, p)

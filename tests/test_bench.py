@@ -34,7 +34,7 @@ def _ok(path) -> set:
     (["--suite", "nope"], "invalid choice"),
     (["--plot", "out.txt"], "--plot takes a .png path"),
     (["--json", "/no/such/folder/x.json"], "does not exist"),
-    (["--headdims", "512"], "at most 256"),
+    (["--headdims", "1024"], "at most 512"),
 ])
 def test_bad_arguments_are_one_line_errors(args, words, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -229,3 +229,13 @@ def test_plot_writes_a_png_per_suite(tmp_path, capsys):
     png = tmp_path / "b.png"
     rc, out, _ = _bench(["--suite", "kernels", "--plot", str(png)], capsys)
     assert rc == 0 and png.exists() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_kernels_tiny_fp8(tmp_path, capsys):
+    """--fp8: our FP8 forward next to the bf16 one with their ratio; the backward says it declines."""
+    js = tmp_path / "k.json"
+    rc, out, _ = _bench(["--suite", "kernels", "--fp8", "--peers", "flash", "--json", str(js)], capsys)
+    assert rc == 0 and "ours fp8 (torch)" in out and "fp8/bf16" in out and "FP8 attention is forward-only" in out
+    recs = json.loads(js.read_text())["records"]
+    assert any(r["backend"] == "ours:fp8" and r["status"] == "ok" and r["table"] == "fwd" for r in recs)
+    assert any(r["metric"] == "ratio_fp8_vs_bf16" for r in recs)

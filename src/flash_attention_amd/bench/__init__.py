@@ -116,6 +116,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headdims", type=_positive("--headdims"), nargs="+", metavar="D",
                    help="head dims of the seeds head-dim table and the kernels grid")
     p.add_argument("--causal", action="store_true", help="seeds suite: causal attention (default: not causal)")
+    p.add_argument("--fp8", action="store_true",
+                   help="kernels suite: also time our FP8 (e4m3, per-(batch, head) descales) forward next to the "
+                        "bf16 one, with their ratio")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
                    help="default: bf16 on a GPU, fp32 on the CPU")
     p.add_argument("--threads", type=_positive("--threads"), default=None,
@@ -131,8 +134,8 @@ def check(ns, parser) -> None:
             import matplotlib  # noqa: F401
         except ImportError:
             parser.error("--plot needs matplotlib, which is not installed: pip install 'flash-attention-amd[bench]'")
-    if ns.headdims and any(d > 256 for d in ns.headdims):
-        parser.error(f"--headdims: at most 256, got {max(ns.headdims)}")
+    if ns.headdims and any(d > 512 for d in ns.headdims):
+        parser.error(f"--headdims: at most 512, got {max(ns.headdims)}")
 
 
 def _cpu_threads() -> int:
@@ -165,7 +168,7 @@ def main(ns, parser) -> int:
     reps = ns.reps or (2 if ns.tiny else 3 if ns.quick else 5)
     ctx = Ctx(device=device, dtype=dtype, quick=ns.quick, tiny=ns.tiny, reps=reps, backends=backends,
               asked_backends=bool(ns.backends), skipped=skipped, peers=ns.peers, seqlens=ns.seqlens,
-              headdims=ns.headdims, causal=ns.causal, progress=not ns.no_progress,
+              headdims=ns.headdims, causal=ns.causal, fp8=ns.fp8, progress=not ns.no_progress,
               timer=Timer(device, reps, cpu_sample_s=0.005 if ns.tiny else 0.02))
     busy = ""
     threads_before = torch.get_num_threads()

@@ -8,6 +8,9 @@ a block mask when causal), ``flash_attn`` (Dao-AILab's build, or ROCm's CK build
 (``flash_attn.cute``) when importable; ours is ``flash_attn_func`` with ``use_backend("triton")``.
 Backward: the forward once, then ``out.backward(dout, retain_graph=True)`` timed alone with the
 input grads reset. Fresh ``torch.randn`` inputs per size; median of ``triton.testing.do_bench``.
+``--fp8``: also our FP8 forward (``ours fp8``): the same inputs quantised to e4m3 per (batch, head)
+(``flash_attention_amd.fp8.quantize``, outside the timing) with their descales; its ratio to our
+bf16 forward (``fp8/bf16``); the backward table says it declines (FP8 is forward-only).
 """
 from __future__ import annotations
 
@@ -67,6 +70,9 @@ def describe(ctx):
            + ", ".join(label for label, _ in PEERS.values()) + " (each where importable and able to run here).")
     yield ("- Backward: forward once, then out.backward(dout, retain_graph=True) timed alone, input grads reset; "
            "Flex: compiled once per shape for training, its forward timed with grad-requiring inputs.")
+    if ctx.fp8:
+        yield (f"- ours fp8: the same call on FP8 (e4m3) q, k, v with per-(batch, head) descales, through "
+               f"use_backend({ours[0]!r}); fp8/bf16 = its throughput over ours ({ours[0]}) in bf16.")
     if not ctx.gpu:
         yield "- On a CPU: our torch backend and SDPA's CPU flash kernel only; the grid is scaled down."
 
@@ -173,8 +179,12 @@ def run(ctx):
         for be in ours:
             t.column(f"ours:{be}", f"ours ({be})")
         first = f"ours:{ours[0]}"
+        if ctx.fp8:
+            t.column("ours:fp8", f"ours fp8 ({ours[0]})")
         for key in calls:
             t.ratio(f"ours/{PEERS[key][0]}", f"ratio_vs_{key}", first, key)
+        if ctx.fp8:
+            t.ratio("fp8/bf16", "ratio_fp8_vs_bf16", "ours:fp8", first)
         rows = [(d, causal, n) for d in s["headdims"] for causal in (False, True) for n in s["seqlens"]]
         with ctx.bar(f"kernels {name}", len(rows) * (len(calls) + len(ours))) as bar:
             for d, causal, n in rows:
@@ -190,23 +200,31 @@ def run(ctx):
                     bar.doing(f"{name} d={d} s={n} ours {be}")
                     t.put(p, f"ours:{be}", _time(ctx, p, None, "bshd", bwd, unit, backend=be))
                     bar.advance()
+                if ctx.fp8:
+                    t.put(p, "ours:fp8", Cell(None, "declined", "FP8 attention is forward-only") if bwd else
+                          _time(ctx, p, None, "bshd", False, unit, backend=ours[0], fp8=True))
                 ctx.cleanup()
         yield t
 
 
-def _time(ctx, p, call, layout, bwd, unit, backend=None, grad_fwd=False) -> Cell:
+def _time(ctx, p, call, layout, bwd, unit, backend=None, grad_fwd=False, fp8=False) -> Cell:
     b, n, h, d, causal = p["batch"], p["seqlen"], p["nheads"], p["headdim"], p["causal"]
     shape = (b, n, h, d) if layout == "bshd" else (b, h, n, d)
     grad = bwd or grad_fwd
     q, k, v = (torch.randn(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(3))
+    extra = {}
+    if fp8:  # e4m3 per (batch, head), quantised outside the timing
+        from ..fp8 import quantize
+
+        (q, extra["q_descale"]), (k, extra["k_descale"]), (v, extra["v_descale"]) = map(quantize, (q, k, v))
     try:
         if backend is not None:
-            why = declines(backend, q, k, v, causal=causal)
+            why = declines(backend, q, k, v, causal=causal, **extra)
             if why is not None:
                 return Cell(None, "declined", why)
 
             def fn():
-                return flash_attn_func(q, k, v, causal=causal)
+                return flash_attn_func(q, k, v, causal=causal, **extra)
         else:
 
             def fn():

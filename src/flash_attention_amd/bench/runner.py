@@ -30,6 +30,7 @@ class Ctx:
     seqlens: list[int] | None = None
     headdims: list[int] | None = None
     causal: bool = False
+    fp8: bool = False  # kernels suite: also our FP8 forward
     progress: bool = True
     timer: Timer = None
 
