@@ -294,3 +294,18 @@ def test_gpu_fp8_uses_the_fp8_dtype_of_the_device():
     out, lse = _fwd_kernel(q8, k8, v8, ds, causal=True)
     ro, rl = _ref(q8, k8, v8, ds, causal=True)
     assert rel_err(lse, rl) < 1e-5 and rel_err(out, ro) < 0.05
+
+
+def test_compile_fullgraph():
+    """torch.compile traces an FP8 call into the forward custom op (bf16 out), same result as eager."""
+    torch._dynamo.reset()
+    q8, k8, v8, ds = _inputs(1, 16, 16, 2, 2, 32, dtype=E4M3)
+
+    def f(q, k, v, qd, kd, vd):
+        with use_backend("torch"):
+            return flash_attn_func(q, k, v, causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+
+    args = (q8, k8, v8, ds["q_descale"], ds["k_descale"], ds["v_descale"])
+    out_c = torch.compile(f, fullgraph=True, backend="aot_eager")(*args)
+    assert out_c.dtype == torch.bfloat16
+    torch.testing.assert_close(out_c, f(*args))
