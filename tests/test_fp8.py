@@ -20,11 +20,11 @@ import math
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON, rel_err
 
 from flash_attention_amd import flash_attn_func, flash_attn_qkvpacked_func, flash_attn_varlen_func, use_backend
 from flash_attention_amd.fp8 import fp8_dtype, quantize
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
+from helpers import DEVICE, HAS_TRITON, rel_err
 
 E4M3 = torch.float8_e4m3fn
 TRITON = HAS_TRITON and (DEVICE == "cuda" or __import__("flash_attention_amd").config.triton_interpret())
@@ -55,16 +55,16 @@ def _emulate(q8, k8, v8, ds, block_n, **kw):
     s = scores_ref(q, k, **kw)  # [b, h, sq, sk], -inf where hidden
     v = v.repeat_interleave(q.shape[2] // v.shape[2], dim=2)
     m = torch.full((*s.shape[:3], 1), -1e30, dtype=s.dtype, device=s.device)
-    l, acc = torch.zeros_like(m), torch.zeros(*s.shape[:3], v.shape[-1], dtype=s.dtype, device=s.device)
+    row_sum, acc = torch.zeros_like(m), torch.zeros(*s.shape[:3], v.shape[-1], dtype=s.dtype, device=s.device)
     for n0 in range(0, s.shape[-1], block_n):
         blk = s[..., n0:n0 + block_n]
         m_new = torch.maximum(m, blk.amax(-1, keepdim=True))
         p, alpha = torch.exp(blk - m_new), torch.exp(m - m_new)
-        l = l * alpha + p.sum(-1, keepdim=True)
+        row_sum = row_sum * alpha + p.sum(-1, keepdim=True)
         p8 = p.float().to(E4M3).to(s.dtype)
         acc = acc * alpha + torch.einsum("bhij,bjhd->bhid", p8, v[:, n0:n0 + block_n])
         m = m_new
-    return (acc / torch.where(l > 0, l, 1)).transpose(1, 2)
+    return (acc / torch.where(row_sum > 0, row_sum, 1)).transpose(1, 2)
 
 
 @pytest.mark.parametrize("opts", [dict(), dict(causal=True), dict(window_size=(9, 2), softcap=4.0),
@@ -123,9 +123,9 @@ def _fwd_kernel(q8, k8, v8, ds, **opts):
     b, sq, h, _ = q8.shape
     out = torch.full((b, sq, h, v8.shape[-1]), math.nan, dtype=torch.bfloat16, device=q8.device)
     lse = torch.full((b, h, sq), math.nan, device=q8.device)
-    o, l = fwd._forward(q8, k8, v8, p, out=out, lse=lse)
-    assert not o.isnan().any() and not l.isnan().any()
-    return o, l
+    o, lse_out = fwd._forward(q8, k8, v8, p, out=out, lse=lse)
+    assert not o.isnan().any() and not lse_out.isnan().any()
+    return o, lse_out
 
 
 @needs_triton

@@ -15,10 +15,10 @@ import math
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
@@ -82,9 +82,9 @@ def _forward(q, k, v, p, cfg=None):
     else:
         out = torch.full((*q.shape[:2], dv), math.nan, dtype=q.dtype, device=q.device)
         lse = torch.full((q.shape[1], q.shape[0]), math.nan, device=q.device)
-    o, l = fwd._forward(q, k, v, p, out=out, lse=lse, cfg=cfg)
-    assert not o.isnan().any() and not l.isnan().any(), "unwritten (NaN) output elements"
-    return o, l
+    o, lse_out = fwd._forward(q, k, v, p, out=out, lse=lse, cfg=cfg)
+    assert not o.isnan().any() and not lse_out.isnan().any(), "unwritten (NaN) output elements"
+    return o, lse_out
 
 
 def _check_fwd(q, k, v, p, cfg=None):
@@ -241,10 +241,10 @@ def _mla_expected(q, kv, table, seqlens, causal):
         else:
             page = kv.shape[1]
             keys = torch.stack([kv[table[bi, p // page], p % page] for p in range(n)])
-        o, l = attention_ref(q[bi:bi + 1].double(), keys[None].double(), keys[None, ..., :512].double(),
-                             causal=causal)
+        o, lse = attention_ref(q[bi:bi + 1].double(), keys[None].double(), keys[None, ..., :512].double(),
+                               causal=causal)
         outs.append(o)
-        lses.append(l)
+        lses.append(lse)
     return torch.cat(outs), torch.cat(lses)
 
 

@@ -64,7 +64,9 @@ def flash_attn_qkvpacked_func(qkv: Tensor, dropout_p: float = 0.0, softmax_scale
                               causal: bool = False, window_size: Window = (-1, -1), softcap: float = 0.0,
                               alibi_slopes: Tensor | None = None, deterministic: bool = False,
                               return_attn_probs: bool = False, *, attn_bias: Tensor | None = None,
-                              sinks: Tensor | None = None, q_descale: Tensor | None = None, k_descale: Tensor | None = None, v_descale: Tensor | None = None):
+                              sinks: Tensor | None = None,
+                              q_descale: Tensor | None = None, k_descale: Tensor | None = None,
+                              v_descale: Tensor | None = None):
     """qkv [b, s, 3, h, d] -> out [b, s, h, d]. Same options as flash_attn_func (descales [b, h])."""
     check_tensor("qkv", qkv, 5)
     if qkv.shape[2] != 3:
@@ -79,7 +81,9 @@ def flash_attn_kvpacked_func(q: Tensor, kv: Tensor, dropout_p: float = 0.0, soft
                              causal: bool = False, window_size: Window = (-1, -1), softcap: float = 0.0,
                              alibi_slopes: Tensor | None = None, deterministic: bool = False,
                              return_attn_probs: bool = False, *, attn_bias: Tensor | None = None,
-                             sinks: Tensor | None = None, q_descale: Tensor | None = None, k_descale: Tensor | None = None, v_descale: Tensor | None = None):
+                             sinks: Tensor | None = None,
+                             q_descale: Tensor | None = None, k_descale: Tensor | None = None,
+                             v_descale: Tensor | None = None):
     """q [b, sq, h, d], kv [b, sk, 2, hk, d] -> out [b, sq, h, d]. Same options as flash_attn_func."""
     check_tensor("kv", kv, 5)
     if kv.shape[2] != 2:
@@ -95,7 +99,9 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
                            softmax_scale: float | None = None, causal: bool = False, window_size: Window = (-1, -1),
                            softcap: float = 0.0, alibi_slopes: Tensor | None = None, deterministic: bool = False,
                            return_attn_probs: bool = False, block_table: Tensor | None = None, *,
-                           sinks: Tensor | None = None, q_descale: Tensor | None = None, k_descale: Tensor | None = None, v_descale: Tensor | None = None):
+                           sinks: Tensor | None = None,
+                           q_descale: Tensor | None = None, k_descale: Tensor | None = None,
+                           v_descale: Tensor | None = None):
     """Packed sequences: q [total_q, h, d], k/v [total_k, hk, d], cu_seqlens_* (b + 1,) int32.
 
     Returns out [total_q, h, dv] (and softmax_lse [h, total_q] with return_attn_probs).
@@ -123,7 +129,9 @@ def flash_attn_varlen_qkvpacked_func(qkv: Tensor, cu_seqlens: Tensor, max_seqlen
                                      softmax_scale: float | None = None, causal: bool = False,
                                      window_size: Window = (-1, -1), softcap: float = 0.0,
                                      alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                                     return_attn_probs: bool = False, *, q_descale: Tensor | None = None, k_descale: Tensor | None = None, v_descale: Tensor | None = None):
+                                     return_attn_probs: bool = False, *,
+                                     q_descale: Tensor | None = None, k_descale: Tensor | None = None,
+                                     v_descale: Tensor | None = None):
     """qkv [total, 3, h, d] with cu_seqlens (b + 1,) int32 -> out [total, h, d]. FP8 descales: [b, h]."""
     check_tensor("qkv", qkv, 4)
     if qkv.shape[1] != 3:
@@ -139,7 +147,9 @@ def flash_attn_varlen_kvpacked_func(q: Tensor, kv: Tensor, cu_seqlens_q: Tensor,
                                     softmax_scale: float | None = None, causal: bool = False,
                                     window_size: Window = (-1, -1), softcap: float = 0.0,
                                     alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                                    return_attn_probs: bool = False, *, q_descale: Tensor | None = None, k_descale: Tensor | None = None, v_descale: Tensor | None = None):
+                                    return_attn_probs: bool = False, *,
+                                    q_descale: Tensor | None = None, k_descale: Tensor | None = None,
+                                    v_descale: Tensor | None = None):
     """q [total_q, h, d], kv [total_k, 2, hk, d] -> out [total_q, h, d]. FP8 descales: [b, hk]."""
     check_tensor("kv", kv, 4)
     if kv.shape[1] != 2:

@@ -211,7 +211,8 @@ def check_descales(q: torch.Tensor, descales: dict, batch: int, nheads_k: int, n
         return False
     missing = [n for n, t in descales.items() if t is None]
     if missing:
-        raise ValueError(f"q, k, v have dtype {q.dtype} but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+        verb = "is" if len(missing) == 1 else "are"
+        raise ValueError(f"q, k, v have dtype {q.dtype} but {', '.join(missing)} {verb} "
                          f"None; FP8 inputs need q_descale, k_descale and v_descale: float32 ({batch}, {nheads_k}) "
                          f"(batch, nheads_k), the factors that turn the FP8 values back into real ones")
     for name, t in descales.items():

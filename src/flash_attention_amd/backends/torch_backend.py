@@ -3,7 +3,8 @@
 Every option of CONTRACT.md (causal, window, softcap, ALiBi, dropout, GQA, varlen, any
 head dim 1..512 with its own ``headdim_v``) in fp16 / bf16 / fp32 / fp64, forward and
 backward, on any device; FP8 (e4m3) inputs with descale factors forward only, each tile
-dequantised in fp32 as it is read (the plain twin of the Triton FP8 forward), output bf16. The FlashAttention algorithm: queries in blocks of ``block_m``
+dequantised in fp32 as it is read (the plain twin of the Triton FP8 forward), output bf16.
+The FlashAttention algorithm: queries in blocks of ``block_m``
 rows, keys in blocks of ``block_n`` columns, an online softmax with a running max and
 sum, so the [seqlen_q, seqlen_k] score matrix never exists: memory is O(seqlen) plus one
 [block_m, block_n] tile per (batch, head). fp16/bf16 compute in fp32, fp64 stays fp64.
