@@ -323,8 +323,9 @@ def test_supports():
     assert supports(_problem(arch="gfx942", is_rocm=True, headdim=256, headdim_v=256, dropout_p=0.1)) is None
     assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256))
     assert "dtype" in supports(_problem(dtype=torch.float64))
-    assert "headdim=320" in supports(_problem(headdim=320, headdim_v=320))
-    assert "headdim_v" in supports(_problem(headdim_v=512))
+    assert supports(_problem(headdim=320, headdim_v=320)) is None  # head-dim chunks (test_large_headdims.py)
+    assert "headdim=513" in supports(_problem(headdim=513, headdim_v=513))
+    assert "headdim_v" in supports(_problem(headdim_v=640))
     assert "nheads" in supports(_problem(nheads=6, nheads_k=4))
     assert "kvcache" in supports(_problem(kind="kvcache"))
     assert "attn_bias" in supports(_problem(extra=(("attn_bias", True),)))
