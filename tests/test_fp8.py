@@ -190,6 +190,19 @@ def test_triton_fp8_descales_are_per_batch_and_kv_head():
 
 
 @needs_triton
+def test_triton_fp8_varlen():
+    """Varlen: the descale row of a sequence is its index (an empty sequence in the middle)."""
+    cu = torch.tensor([0, 9, 9, 40], dtype=torch.int32, device=DEVICE)
+    q, k, v = (torch.randn(40, h, 64, device=DEVICE) for h in (4, 2, 2))
+    (q8, qd), (k8, kd), (v8, vd) = quantize(q, 2, FP8, cu), quantize(k, None, FP8, cu), quantize(v, None, FP8, cu)
+    ds = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+    with use_backend("triton"):
+        out, lse, _ = flash_attn_varlen_func(q8, k8, v8, cu, cu, 31, 31, causal=True, return_attn_probs=True, **ds)
+    ro, rl = attention_ref_varlen(q8, k8, v8, cu, cu, causal=True, **ds)
+    assert rel_err(lse, rl) < 1e-6 and rel_err(out, ro) < TRITON_OUT_TOL
+
+
+@needs_triton
 def test_api_dispatch_and_explain():
     import flash_attention_amd as fa
 
@@ -223,9 +236,19 @@ def test_errors():
         flash_attn_func(q8, k8, v8, dropout_p=0.1, **ds)
     with pytest.raises(TypeError, match="k has dtype"):
         flash_attn_func(q8, k8.to(torch.bfloat16), v8, **ds)
+
+
+def test_descale_values_are_checked(monkeypatch):
+    """Negative / non-finite descales: an error on CPU tensors always, on GPU tensors in debug mode."""
+    if DEVICE == "cuda":
+        monkeypatch.setenv("FLASH_ATTENTION_DEBUG", "1")
+    q8, k8, v8, ds = _inputs(2, 8, 8, 4, 2, 32, dtype=E4M3)
     bad = ds["k_descale"].clone()
     bad[1, 0] = -1.0
     with pytest.raises(ValueError, match=r"k_descale\[1, 0\] is -1.0; allowed: finite values > 0"):
+        flash_attn_func(q8, k8, v8, **dict(ds, k_descale=bad))
+    bad[1, 0] = math.inf
+    with pytest.raises(ValueError, match=r"k_descale\[1, 0\] is inf"):
         flash_attn_func(q8, k8, v8, **dict(ds, k_descale=bad))
 
 
