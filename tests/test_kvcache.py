@@ -31,7 +31,6 @@ def _poison(monkeypatch):
     if "triton" not in BACKENDS:
         return
     from flash_attention_amd.launch import decode as launch_decode
-    from flash_attention_amd.launch import runtime
 
     monkeypatch.setattr(launch_decode, "_empty",
                         lambda shape, dtype, device: torch.full(shape, math.nan, dtype=dtype, device=device))

@@ -7,11 +7,11 @@ import threading
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON
 
 import flash_attention_amd as fa
 from flash_attention_amd import config, dispatch
 from flash_attention_amd.reference import attention_ref
+from helpers import DEVICE, HAS_TRITON
 
 BACKENDS = ["sdpa", "torch"] + (["triton"] if HAS_TRITON and (DEVICE == "cuda" or config.triton_interpret()) else [])
 

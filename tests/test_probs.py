@@ -14,7 +14,6 @@ import math
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON
 
 import flash_attention_amd as fa
 from flash_attention_amd import config
@@ -23,6 +22,7 @@ from flash_attention_amd.flash_attn_interface import _get_block_size_n
 from flash_attention_amd.params import AttnParams
 from flash_attention_amd.probs import dropout_attn_probs
 from flash_attention_amd.reference import attention_ref, scores_ref
+from helpers import DEVICE, HAS_TRITON
 
 TRITON_OK = HAS_TRITON and (DEVICE == "cuda" or config.triton_interpret())
 BACKENDS = ["torch"] + (["triton"] if TRITON_OK else [])
