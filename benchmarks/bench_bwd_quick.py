@@ -168,7 +168,8 @@ def main():
             r["flex"] = f / time_flex(q, k, v, dout, bool(causal)) / 1e9 if args.flex else float("nan")
             r["cudnn"] = f / time_sdpa(q, k, v, dout, bool(causal), "cudnn") / 1e9 if args.cudnn else float("nan")
             rows.append(r)
-            print(f"{d:>4} {causal:>6} {s:>6} | {r['ours']:6.0f} {r['ours_det']:8.0f} {'atomic' if cfg.dq_atomic else 'kernel':>8} {r['fa2']:6.0f}"
+            print(f"{d:>4} {causal:>6} {s:>6} | {r['ours']:6.0f} {r['ours_det']:8.0f}"
+                  f" {'atomic' if cfg.dq_atomic else 'kernel':>8} {r['fa2']:6.0f}"
                   f"{r['flex']:6.0f}{r['cudnn']:6.0f} | {r['ours'] / r['fa2']:9.2f} {r['ours'] / r['flex']:9.2f}",
                   flush=True)
             del q, k, v, dout, out, lse

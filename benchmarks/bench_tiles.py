@@ -153,10 +153,10 @@ def main(argv=None):
                         try:
                             if args.pass_ == "fwd":
                                 cfg = parse_fwd(c)
-                                fn = lambda: F._forward(q, k, v, p, cfg=cfg)  # noqa: E731
+                                fn = lambda q=q, k=k, v=v, p=p, cfg=cfg: F._forward(q, k, v, p, cfg=cfg)  # noqa: E731
                             else:
                                 cfg = parse_bwd(c)
-                                fn = lambda: B.attention_backward(do, q, k, v, out, lse, p, config=cfg)  # noqa: E731
+                                fn = lambda a=(do, q, k, v, out, lse, p), cfg=cfg: B.attention_backward(*a, config=cfg)  # noqa: E731
                             res = fn()
                             torch.cuda.synchronize()
                             first = res[0].float()
@@ -171,12 +171,12 @@ def main(argv=None):
                             tf, err = math.nan, math.nan
                             print(f"  {c}: {type(exc).__name__}: {str(exc)[:120]}")
                         ks = new_kernels(fns, before)
-                        row = dict(d=d, causal=causal, feat=feat, seqlen=s, group=args.group, cfg=c, tflops=round(tf, 1),
-                                   max_err_vs_first=err, kernels=ks)
+                        row = dict(d=d, causal=causal, feat=feat, seqlen=s, group=args.group, cfg=c,
+                                   tflops=round(tf, 1), max_err_vs_first=err, kernels=ks)
                         rows.append(row)
                         kdesc = " ".join(f"{n.replace('bwd_', '')}:{r}/{sp}" for n, r, sp in ks)
-                        print(f"d={d} g={args.group} causal={causal} {feat:5s} s={s} {c:24s} {tf:7.1f}  err={err:.2e}  {kdesc}",
-                              flush=True)
+                        print(f"d={d} g={args.group} causal={causal} {feat:5s} s={s} {c:24s} {tf:7.1f}"
+                              f"  err={err:.2e}  {kdesc}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -56,13 +56,16 @@ def compile_specs(arch: str):
             cfg = F.FwdConfig(bm, bn, w, s, use_tma=(arch == "sm90" and d != 128))
             specs.append(F._spec(attn_fwd_kernel, cfg, dtype, d, v, _FWD_VARIANTS[v], amd))
         return specs
-    plan = {"": _BWD_PLAN, "1": _BWD_ONE_LOOP, "small": _BWD_SMALL, "flat": _BWD_FLAT, "flat2": _BWD_FLAT2, "rdna": _BWD_RDNA, "cdna": _BWD_CDNA}[os.environ.get("SWEEP_ONE_LOOP", "")].get(arch, {})
+    plans = {"": _BWD_PLAN, "1": _BWD_ONE_LOOP, "small": _BWD_SMALL, "flat": _BWD_FLAT, "flat2": _BWD_FLAT2,
+             "rdna": _BWD_RDNA, "cdna": _BWD_CDNA}
+    plan = plans[os.environ.get("SWEEP_ONE_LOOP", "")].get(arch, {})
     for d in dims:
         for kernel, tiles in plan.get(d, {}).items():
             for tile, v in itertools.product(tiles, variants):
                 bm, bn, w, s = tile[:4]
                 cfg = bwd_config((bm, bn, w, s), (bm, bn, w, s), split=len(tile) < 5)
-                specs += [sp for sp in B.config_specs(arch, cfg, dtype, d, v != "plain", "plain" if v == "causal" else v)
+                variant = "plain" if v == "causal" else v
+                specs += [sp for sp in B.config_specs(arch, cfg, dtype, d, v != "plain", variant)
                           if sp.kernel == kernel]
     return specs
 
@@ -151,7 +154,8 @@ _BWD_FLAT2 = {  # second round on sm90: options / dropout rows, dq rows
 
 _BWD_RDNA = {  # RDNA3 with every option: the smallest tiles, one loop, fewer warps
     "gfx1100": {
-        d: {"bwd_dkdv": [(16, 16, 4, 1, _U), (16, 16, 2, 1, _U), (16, 16, 2, 1), (16, 32, 4, 1, _U), (32, 16, 4, 1, _U)],
+        d: {"bwd_dkdv": [(16, 16, 4, 1, _U), (16, 16, 2, 1, _U), (16, 16, 2, 1), (16, 32, 4, 1, _U),
+                         (32, 16, 4, 1, _U)],
             "bwd_dq": [(16, 16, 4, 1), (16, 32, 4, 1), (32, 16, 4, 1), (32, 32, 2, 1)]}
         for d in (48, 64)
     },

@@ -121,10 +121,10 @@ def expected(case, causal, window_size, softcap, alibi):
         keys = torch.stack([kc[r, p] for r, p in rows])[None] if rows else kc[:1, :0]
         vals = torch.stack([vc[r, p] for r, p in rows])[None] if rows else vc[:1, :0]
         kw = dict(causal=causal, window_size=window_size, softcap=softcap, alibi_slopes=alibi, batch_index=bi)
-        o, l = attention_ref(q64[bi:bi + 1], keys.double(), vals.double(),
+        o, lse_ref = attention_ref(q64[bi:bi + 1], keys.double(), vals.double(),
                              **{**kw, "alibi_slopes": None if alibi is None else alibi.double()})
         outs.append(o)
-        lses.append(l)
+        lses.append(lse_ref)
         if q.dtype != torch.float32:
             lows.append(attention_ref(q64[bi:bi + 1].to(q.dtype), keys, vals, **kw)[0])
     return kc, vc, written, torch.cat(outs), torch.cat(lses), (torch.cat(lows) if lows else None)
@@ -295,8 +295,10 @@ ERRORS = [
     ("negative seqlens", lambda kw: kw.update(cache_seqlens=torch.tensor([-1, 2], dtype=torch.int32)),
      ValueError, "cache_seqlens holds -1"),
     ("int seqlens room", lambda kw: kw.update(cache_seqlens=8), ValueError, "cache_seqlens is 8"),
-    ("seqlens dtype", lambda kw: kw.update(cache_seqlens=kw["cache_seqlens"].float()), TypeError, "cache_seqlens has dtype"),
-    ("seqlens shape", lambda kw: kw.update(cache_seqlens=torch.zeros(3, dtype=torch.int32)), ValueError, "cache_seqlens has"),
+    ("seqlens dtype", lambda kw: kw.update(cache_seqlens=kw["cache_seqlens"].float()),
+     TypeError, "cache_seqlens has dtype"),
+    ("seqlens shape", lambda kw: kw.update(cache_seqlens=torch.zeros(3, dtype=torch.int32)),
+     ValueError, "cache_seqlens has"),
     ("seqlens type", lambda kw: kw.update(cache_seqlens=[1, 2]), TypeError, "cache_seqlens is list"),
     ("k without v", lambda kw: kw.update(v=None), ValueError, "pass both or neither"),
     ("k shape", lambda kw: kw.update(k=torch.randn(2, 1, 4, 16)), ValueError, "k has shape"),
@@ -309,7 +311,8 @@ ERRORS = [
      "last dim must be contiguous"),
     ("device", lambda kw: kw.update(cache_seqlens=torch.zeros(2, dtype=torch.int32, device="meta")),
      ValueError, "cache_seqlens is on meta"),
-    ("rotary without k", lambda kw: kw.update(k=None, v=None, rotary_cos=torch.rand(16, 8), rotary_sin=torch.rand(16, 8)),
+    ("rotary without k",
+     lambda kw: kw.update(k=None, v=None, rotary_cos=torch.rand(16, 8), rotary_sin=torch.rand(16, 8)),
      ValueError, "rotary_cos/rotary_sin are given but k/v are not"),
     ("rotary one", lambda kw: kw.update(rotary_cos=torch.rand(16, 8)), ValueError, "given together"),
     ("rotary dim", lambda kw: kw.update(rotary_cos=torch.rand(16, 9), rotary_sin=torch.rand(16, 9)),
@@ -318,7 +321,8 @@ ERRORS = [
      ValueError, "rotary_cos has 6 rows"),
     ("batch_idx range", lambda kw: kw.update(cache_batch_idx=torch.tensor([0, 2], dtype=torch.int32)),
      ValueError, "cache_batch_idx[1] is 2"),
-    ("batch_idx dtype", lambda kw: kw.update(cache_batch_idx=torch.tensor([0.0, 1.0])), TypeError, "cache_batch_idx has dtype"),
+    ("batch_idx dtype", lambda kw: kw.update(cache_batch_idx=torch.tensor([0.0, 1.0])),
+     TypeError, "cache_batch_idx has dtype"),
     ("leftpad > seqlens", lambda kw: kw.update(cache_leftpad=torch.tensor([4, 0], dtype=torch.int32)),
      ValueError, "cache_leftpad[0] is 4"),
     ("alibi shape", lambda kw: kw.update(alibi_slopes=torch.rand(3)), ValueError, "alibi_slopes has"),
@@ -327,9 +331,12 @@ ERRORS = [
 
 PAGED_ERRORS = [
     ("block_table range", lambda kw: kw["block_table"].__setitem__((1, 1), 5), ValueError, "block_table[1, 1] is 5"),
-    ("block_table negative", lambda kw: kw["block_table"].__setitem__((0, 0), -1), ValueError, "block_table[0, 0] is -1"),
-    ("block_table dtype", lambda kw: kw.update(block_table=kw["block_table"].float()), TypeError, "block_table has dtype"),
-    ("block_table rank", lambda kw: kw.update(block_table=kw["block_table"][0]), ValueError, "block_table must have 2 dims"),
+    ("block_table negative", lambda kw: kw["block_table"].__setitem__((0, 0), -1),
+     ValueError, "block_table[0, 0] is -1"),
+    ("block_table dtype", lambda kw: kw.update(block_table=kw["block_table"].float()),
+     TypeError, "block_table has dtype"),
+    ("block_table rank", lambda kw: kw.update(block_table=kw["block_table"][0]),
+     ValueError, "block_table must have 2 dims"),
     ("paged room", lambda kw: kw.update(cache_seqlens=torch.tensor([8, 1], dtype=torch.int32)), ValueError,
      "cache_seqlens[0] is 8"),
     ("paged + batch_idx", lambda kw: kw.update(cache_batch_idx=torch.tensor([0, 1], dtype=torch.int32)),

@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
+from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
@@ -418,14 +418,16 @@ GPU_CASES = [
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "b{}-{}x{}-h{}/{}-d{}-{}".format(*c[:6], "causal" if c[6] else "full"))
+@pytest.mark.parametrize("case", GPU_CASES,
+                         ids=lambda c: "b{}-{}x{}-h{}/{}-d{}-{}".format(*c[:6], "causal" if c[6] else "full"))
 def test_gpu_realistic(case, dtype):
     b, sq, sk, h, hk, d, causal = case
     _check(b, sq, sk, h, hk, d, dtype=dtype, causal=causal)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [dict(window=(256, 64), softcap=20.0), dict(alibi="2d", dropout_p=0.1, seed=5, causal=True)],
+@pytest.mark.parametrize("opts", [dict(window=(256, 64), softcap=20.0),
+                                  dict(alibi="2d", dropout_p=0.1, seed=5, causal=True)],
                          ids=["window-softcap", "alibi-dropout"])
 def test_gpu_options(opts):
     _check(2, 1024, 1536, 4, 2, 128, dtype=torch.bfloat16, **_resolve(2, 4, opts))

@@ -67,11 +67,11 @@ def run(q, k, v, params, cfg=None):
         tq, h, _ = q.shape
         out = torch.full((tq, h, dv), math.nan, dtype=q.dtype, device=q.device)
         lse = torch.full((h, tq), math.nan, dtype=torch.float32, device=q.device)
-    o, l = _forward(q, k, v, params, out=out, lse=lse, cfg=cfg)
-    assert o is out and l is lse
+    o, lse_out = _forward(q, k, v, params, out=out, lse=lse, cfg=cfg)
+    assert o is out and lse_out is lse
     assert not o.isnan().any(), "out has unwritten (NaN) elements"
-    assert not l.isnan().any(), "lse has unwritten (NaN) elements"
-    return o, l
+    assert not lse_out.isnan().any(), "lse has unwritten (NaN) elements"
+    return o, lse_out
 
 
 def ref(q, k, v, params, **kw):

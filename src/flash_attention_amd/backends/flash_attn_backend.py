@@ -42,7 +42,8 @@ class FlashAttnBackend(Backend):
             (p.offsets, "diag / dropout offsets are not expressible in flash_attn"),
             (bool(p.bias) or p.has_sinks, "flash_attn 2.x has no attn_bias or sinks"),
             (p.dtype not in (torch.float16, torch.bfloat16), f"flash_attn takes fp16/bf16, not {p.dtype}"),
-            (p.headdim > 256 or p.headdim_v != p.headdim, f"headdim {p.headdim}/{p.headdim_v}: flash_attn needs equal head dims up to 256"),
+            (p.headdim > 256 or p.headdim_v != p.headdim,
+             f"headdim {p.headdim}/{p.headdim_v}: flash_attn needs equal head dims up to 256"),
             (p.is_rocm and p.softcap > 0, "ROCm's CK flash_attn build ignores softcap"),
             (p.is_rocm and (p.arch or "").startswith("gfx1") and p.needs_grad, "CK has no backward on RDNA3"),
         )
