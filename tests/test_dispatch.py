@@ -1,11 +1,12 @@
 """Dispatch: registry, policy, forcing (env and context manager), explain, debug log, no silent fallback."""
 import logging
+import os
 
 import pytest
 import torch
 
 import flash_attention_amd as fa
-from flash_attention_amd import dispatch
+from flash_attention_amd import config, dispatch
 from flash_attention_amd.params import Problem
 from helpers import randn
 
@@ -104,3 +105,16 @@ def test_nothing_logged_without_debug(caplog):
     with caplog.at_level(logging.DEBUG, logger="flash_attention_amd"):
         fa.flash_attn_func(q, k, v, softcap=1.5)
     assert not caplog.records
+
+
+@pytest.mark.parametrize("value", [None, "", "1", " TRUE ", "no", "Torch", "sdpa", "ünïcode"])
+def test_env_reads_match_os_environ_between_calls(monkeypatch, value):
+    """config._env (the per-call read every attention call makes) sees each change at once."""
+    for name in ("FLASH_ATTENTION_DEBUG", "FLASH_ATTENTION_BACKEND"):
+        config._env(name)  # warm its key cache first: a change after that must still be seen
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+        assert config._env(name) == os.environ.get(name, "")
+    assert config.debug() == (value is not None and value.strip().lower() in ("1", "true"))

@@ -26,13 +26,31 @@ def canonical_backend(name: str) -> str | None:
     return name if name in BACKEND_NAMES else None
 
 
+_TRUE = ("1", "true", "yes", "on")
+_KEYS: dict[str, object] = {}
+
+
+def _env(name: str) -> str:
+    """os.environ.get(name, ""), read on every call. Every attention call reads two variables;
+    on POSIX this looks the encoded name up in os.environ's own mapping (a dict lookup, about
+    0.1 us) instead of going through the encode/decode of os.environ.get (about 1.5 us)."""
+    data = getattr(os.environ, "_data", None)
+    if os.name != "posix" or type(data) is not dict:
+        return os.environ.get(name, "")
+    key = _KEYS.get(name)
+    if key is None:
+        key = _KEYS[name] = os.environ.encodekey(name)
+    raw = data.get(key)
+    return "" if raw is None else os.environ.decodevalue(raw)
+
+
 def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+    return _env(name).strip().lower() in _TRUE
 
 
 def forced_backend() -> str | None:
     """The backend named by FLASH_ATTENTION_BACKEND, or None."""
-    value = os.environ.get("FLASH_ATTENTION_BACKEND", "").strip().lower()
+    value = _env("FLASH_ATTENTION_BACKEND").strip().lower()
     if not value or value == "auto":
         return None
     name = canonical_backend(value)
