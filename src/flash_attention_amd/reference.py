@@ -103,7 +103,7 @@ def attention_ref_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, **kwargs):
         kw = dict(kwargs)
         if alibi is not None and alibi.dim() == 2:
             kw["alibi_slopes"] = alibi  # indexed by batch_index
-        o, l = attention_ref(qs, ks, vs, batch_index=bi, **kw)
+        o, lse = attention_ref(qs, ks, vs, batch_index=bi, **kw)
         outs.append(o[0])
-        lses.append(l[0])
+        lses.append(lse[0])
     return torch.cat(outs, 0), torch.cat(lses, 1)

@@ -270,7 +270,8 @@ class TorchBackend(KernelBackend):
     """FlashAttention in PyTorch ops: every option, every dtype, any device.
 
     ``block_m`` (None: sized so one tile holds about ``TILE_ELEMS_CPU`` / ``TILE_ELEMS_GPU``
-    elements over batch and heads, at least ``MIN_BLOCK_M`` rows) and ``block_n`` set the tile shape; tests use small ones to exercise the loops.
+    elements over batch and heads, at least ``MIN_BLOCK_M`` rows) and ``block_n`` set the tile shape;
+    tests use small ones to exercise the loops.
     """
 
     name = "torch"
