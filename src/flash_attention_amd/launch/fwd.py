@@ -82,7 +82,9 @@ def supports(problem: Problem) -> str | None:
     unsupported = [k for k, v in problem.extra if v]
     if unsupported:
         return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
-    options = problem.has_window or problem.has_alibi or problem.softcap > 0
+    if problem.bias and problem.is_varlen:
+        return "attn_bias has no varlen layout"
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0 or bool(problem.bias)
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
             problem.seqlen_k, problem.dropout_p > 0, options) is None:
@@ -111,7 +113,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks", "kernel", "kernel_tma")
+                 "tma_blocks", "kernel", "kernel_tma", "bias_stride")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -140,7 +142,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.zero_tensors = params.zero_tensors
     plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
-    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
+    options = (params.has_window or params.alibi_slopes is not None or params.softcap > 0
+               or params.attn_bias is not None)
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
@@ -161,6 +164,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
+    bias = params.attn_bias
+    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 0)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
         IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
@@ -168,7 +173,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
-        CHUNK=params.has_offsets,
+        CHUNK=params.has_offsets, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
     )
     plan.tma_blocks = None
     if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
@@ -177,8 +182,10 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.options = cfg.launch_options(amd)
     from ..kernels.fwd import attn_fwd_kernel
 
-    # per call only the tensors (positions 0-7) and the seed words change
-    dynamic = (*range(8), 8 + len(plan.scalars), 9 + len(plan.scalars))
+    # per call only the tensors (positions 0-7, and the bias and sinks after the dropout words) and the
+    # seed words change
+    n = len(plan.scalars)
+    dynamic = (*range(8), 8 + n, 9 + n, 14 + n, 15 + n)
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
@@ -215,8 +222,12 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
         kernel = plan.kernel_tma
     seed = params.seed if plan.dropout else 0
+    sinks = params.sinks
+    if sinks is not None and (sinks.dtype != torch.float32 or not sinks.is_contiguous()):
+        sinks = sinks.float().contiguous()
     args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, *scalars,
-            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
+            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail,
+            None if params.attn_bias is None else bias_arg(params.attn_bias), sinks, plan.bias_stride)
     if given:  # other strides than the plan's: the general launch path
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
@@ -242,6 +253,19 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | Non
     """attention_forward with optional preallocated out / lse (tests poison them) and config."""
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     return run_forward(plan_forward(q, k, v, params, cfg), q, k, v, params, out=out, lse=lse)
+
+
+def bias_arg(bias: torch.Tensor) -> torch.Tensor:
+    """The bias tensor the kernels read: a uint8 view of a bool mask; a copy when its key stride is
+    neither 0 nor 1 (a transposed bias: coalesced tiles, int32 tile offsets). Never bigger than the bias."""
+    if bias.shape[3] != 1 and bias.stride(3) not in (0, 1):
+        bias = bias.contiguous()
+    return bias.view(torch.uint8) if bias.dtype == torch.bool else bias
+
+
+def bias_strides(bias: torch.Tensor) -> tuple[int, int, int, int]:
+    """Element strides (b, h, sq, sk) of a 4-D bias view, 0 on its size-1 (broadcast) dims."""
+    return tuple(0 if n == 1 else st for n, st in zip(bias.shape, bias.stride()))
 
 
 def _tma_ok(q, k, v, varlen: bool, arch: str | None) -> bool:
@@ -281,9 +305,11 @@ _VARIANTS = (
 _S3 = ("i32", "i32", "i32")
 
 
-def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, object]:
+def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None, bias: str = "",
+               sinks: bool = False) -> dict[str, object]:
     """Argument types of attn_fwd_kernel ("constexpr" for the None pointers); tma_blocks =
-    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA."""
+    (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA; bias: "" (none), "float" (q's dtype) or "bool"
+    (the uint8 view of a mask); sinks: fp32 sinks given."""
     sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}",
                               "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                               "CuSeqlensQ": "*i32" if varlen else "constexpr",
@@ -297,6 +323,8 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
     sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
                seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
                drop_offset_k="i32")
+    sig.update(Bias={"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
+               Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 4)
     return sig
 
 
