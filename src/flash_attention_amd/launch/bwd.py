@@ -9,6 +9,13 @@ Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ f
 separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles.py BWD.
 A ``BwdConfig`` with ``dq_atomic`` (no table row has it; tests and experiments) adds dQ with
 atomics inside ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic``).
+
+Beyond flash_attn: with ``params.attn_bias`` both kernels read the bias tiles (options tier of
+the tile tables); a float bias that requires grad gets dbias from ``bwd_dq`` (plain stores, or
+fp32 atomics where the bias broadcasts over batch, heads or query rows: not bitwise reproducible,
+so ``deterministic`` calls with such a bias are declined), returned in the bias dtype. With
+``params.sinks``, dsinks = -sum_{b,i} exp(sink_h - lse) * delta comes from torch ops on the
+saved lse and the preprocess kernel's delta (= rowsum(dout * out) - dlse), O(b * h * sq).
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from .fwd import bias_arg, bias_strides
 from .runtime import KernelSlot
 from .spec import CompileSpec
 from .tiles import (
@@ -64,7 +72,13 @@ def supports(problem: Problem) -> str | None:
     if not 1 <= problem.headdim <= MAX_HEADDIM or not 1 <= problem.headdim_v <= MAX_HEADDIM:
         return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
     dropout = problem.dropout_p > 0
-    options = problem.has_window or problem.has_alibi or problem.softcap > 0
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0 or bool(problem.bias)
+    if problem.bias and problem.is_varlen:
+        return "attn_bias has no varlen layout"
+    if problem.deterministic and problem.bias_grad and dbias_atomic(problem.bias_shape, problem.batch,
+                                                                    problem.nheads):
+        return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
+                f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
     rows = _rows(problem.arch, tier_of(dropout, options))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
@@ -74,6 +88,11 @@ def supports(problem: Problem) -> str | None:
                 f"{' with dropout' if dropout else ' with these options' if options else ''} "
                 f"(got {problem.headdim}/{problem.headdim_v})")
     return None
+
+
+def dbias_atomic(bias_shape, batch: int, nheads: int) -> bool:
+    """dbias sums over programs (fp32 atomics): a bias broadcast over batch, heads or query rows."""
+    return (bias_shape[0] == 1 and batch > 1) or (bias_shape[1] == 1 and nheads > 1) or bias_shape[2] == 1
 
 
 def _i32(x: int) -> int:
@@ -100,10 +119,11 @@ def _arch_of(device: torch.device) -> str | None:
 class _Shape:
     """The strides of a contiguous tensor of this shape (what ``_empty`` allocates)."""
 
-    def __init__(self, shape):
+    def __init__(self, shape, size=None):
         self._st = [1] * len(shape)
         for i in range(len(shape) - 2, -1, -1):
             self._st[i] = self._st[i + 1] * max(shape[i + 1], 1)
+        self.shape = size  # optional: the shape itself (bias_strides reads it)
 
     def stride(self, dim=None):
         return tuple(self._st) if dim is None else self._st[dim]
@@ -116,7 +136,7 @@ class BwdPlan:
 
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
-                 "k_str", "v_str", "lse_str", "device")
+                 "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str")
 
 
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
@@ -134,10 +154,24 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
         plan.lse_str = (nheads * seqlen_q, seqlen_q)  # lse [b, h, sq] contiguous
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
-    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
+    bias = params.attn_bias
+    options = (params.has_window or params.alibi_slopes is not None or params.softcap > 0
+               or bias is not None)
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
-    plan.use_atomic = cfg.dq_atomic and not params.deterministic
+    # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
+    plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
+    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 0)
+    bias_flags = {}
+    plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0, 0)
+    if bias is not None:
+        bias_flags["BIAS_BOOL"] = bias.dtype == torch.bool
+    if plan.dbias:
+        atomic = dbias_atomic(bias.shape, batch, nheads)
+        plan.dbias_dtype = torch.float32 if atomic else bias.dtype
+        plan.dbias_str = bias_strides(_Shape(bias.shape, bias.shape))
+        bias_flags.update(DBIAS_SUM_M=bias.shape[2] == 1, DBIAS_SUM_N=bias.shape[3] == 1, DBIAS_ATOMIC=atomic)
+    plan.use_atomic = cfg.dq_atomic and not params.deterministic and not plan.dbias
     plan.zero_tensors = params.zero_tensors
     plan.empty = seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0
     plan.q_str, plan.k_str, plan.v_str = _strides3(q, varlen), _strides3(k, varlen), _strides3(v, varlen)
@@ -157,8 +191,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk))
+             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **{k: v for k, v in bias_flags.items() if k == "BIAS_BOOL"}),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **bias_flags))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
@@ -174,24 +208,33 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
     from ..kernels import bwd as K
 
-    # per call only the tensors, dout's / out's strides and the seed words change
+    # per call only the tensors (the bias and dbias after the dropout words), dout's / out's strides and
+    # the seed words change
     plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0], tuple(range(7))),
-                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31)),
-                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27)))
+                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31, 36)),
+                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27, 32, 33)))
     return plan
 
 
 def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None):
-    """Allocate dq / dk / dv and launch the planned kernels."""
+    """Allocate dq / dk / dv and launch the planned kernels -> (dq, dk, dv), or with attn_bias or
+    sinks (dq, dk, dv, dbias or None, dsinks or None)."""
     varlen = plan.varlen
     dk = _empty(k.shape, k.dtype, k.device)
     dv = _empty(v.shape, v.dtype, v.device)
     dq = _empty(q.shape, q.dtype, q.device)
+    extra = params.attn_bias is not None or params.sinks is not None
+    bias = params.attn_bias
+    dbias = torch.zeros(bias.shape, dtype=plan.dbias_dtype, device=q.device) if plan.dbias else None
     if plan.zero_tensors:  # varlen rows outside every sequence stay 0
         for t in (dq, dk, dv):
             t.zero_()
     if plan.empty:
-        return dq.zero_(), dk.zero_(), dv.zero_()
+        grads = (dq.zero_(), dk.zero_(), dv.zero_())
+        if not extra:
+            return grads
+        return (*grads, None if dbias is None else dbias.to(bias.dtype),
+                None if params.sinks is None else torch.zeros_like(params.sinks))
     if dout is None:  # only the lse had a gradient
         dout = torch.zeros_like(out)
     elif dout.stride(-1) != 1:
@@ -221,16 +264,31 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     else:
         dq_target, dq_str = dq, plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
+    bias_t = None if bias is None else bias_arg(bias)
     k_dkdv.launch(g_dkdv, device,
                   (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
-                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop))
+                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop, bias_t,
+                   plan.bias_str))
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop))
-    return dq, dk, dv
+                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop, bias_t, dbias, plan.bias_str,
+                     plan.dbias_str))
+    if not extra:
+        return dq, dk, dv
+    if dbias is not None and dbias.dtype != bias.dtype:
+        dbias = dbias.to(bias.dtype)
+    return dq, dk, dv, dbias, None if params.sinks is None else sinks_grad(params.sinks, lse, delta, varlen)
+
+
+def sinks_grad(sinks, lse, delta, varlen: bool):
+    """dsinks [h] = -sum over batch and rows of exp(sink_h - lse) * delta (delta = rowsum(dout * out)
+    - dlse, like lse); rows with lse = +inf (outside every sequence) add nothing."""
+    sink = sinks.float().view(-1, 1) if varlen else sinks.float().view(1, -1, 1)
+    term = torch.where(torch.isfinite(lse), torch.exp(sink - lse) * delta, 0.0)
+    return (-term.sum((1,) if varlen else (0, 2))).to(sinks.dtype)
 
 
 def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
