@@ -162,20 +162,21 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
 
 @triton.jit
 def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
-                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop, Bias, stride_bias_mn,
+                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop, Bias, stride_bm,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BIAS_BOOL: tl.constexpr = False):
+                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BIAS_BOOL: tl.constexpr = False,
+                BIAS_N: tl.constexpr = 1):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
     MASK: bound checks and the visibility mask (boundary blocks only). scores = (sm_scale,
     softcap, window_left, window_right, diag_offset), drop = (seed_lo, seed_hi, drop_threshold,
     drop_scale, drop_offset_q, drop_offset_k): the kernel's arguments, as tuples. The diagonal is
     computed here from the lengths (one more value live across the loop cost sm90 builds 1-6
-    spilled registers). Bias (or None): this head's bias at row 0, key 0; stride_bias_mn its (row,
-    key) strides."""
+    spilled registers). Bias (or None): this head's bias at row 0, key 0; stride_bm its row stride,
+    BIAS_N its key stride (1, or 0 when broadcast)."""
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     diag = seqlen_k - seqlen_q
@@ -203,9 +204,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     # score_mod with rows/cols swapped: |j - diag - i| == |i + diag - j|
     sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
     if Bias is not None:  # [BLOCK_N, BLOCK_M] (transposed), rows clamped to the sequence
-        stride_bm, stride_bn = stride_bias_mn
         b_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bm  # [BLOCK_M] from row start_m
-        b_ptrs = Bias + start_m.to(tl.int64) * stride_bm + (offs_n * stride_bn)[:, None] + b_rows[None, :]
+        b_ptrs = Bias + start_m.to(tl.int64) * stride_bm + (offs_n * BIAS_N)[:, None] + b_rows[None, :]
         if MASK:
             biasT = tl.load(b_ptrs, mask=(offs_n < seqlen_k)[:, None], other=0)
         else:
@@ -256,14 +256,15 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BIAS_BOOL: tl.constexpr = False):
+                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BIAS_BOOL: tl.constexpr = False,
+                BIAS_N: tl.constexpr = 1):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
     kept far more registers live (ptxas spilled). Else (group == 1) a plain block loop.
     Q/DO/DQ point at row 0 of this sequence in the group's first head, LSE/Delta likewise,
     Alibi (or None) at that head's slope; bh0: its (batch, head) number. Bias (or None): that
-    head's bias at row 0, key 0; stride_bias: its (head, row, key) strides.
+    head's bias at row 0, key 0; stride_bias: its (head, row) strides (keys: BIAS_N).
     """
     if GQA:
         n_blocks = tl.maximum(tl.cdiv(m_hi - m_lo, BLOCK_M), 0)
@@ -283,9 +284,9 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 bias_g, (stride_bias[1], stride_bias[2]), HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 bias_g, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BIAS_BOOL)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BIAS_BOOL, BIAS_N)
     else:
         slope = 0.0
         if Alibi is not None:
@@ -293,9 +294,9 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 Bias, (stride_bias[1], stride_bias[2]), HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 Bias, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BIAS_BOOL)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BIAS_BOOL, BIAS_N)
     return dk, dv
 
 
@@ -316,7 +317,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
              SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False,
-             BIAS_BOOL: tl.constexpr = False):
+             BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
@@ -324,7 +325,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). CHUNK: the
     call is a chunk of a longer sequence (diag_offset, drop_offset_q / _k read; see attn_fwd_kernel).
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics. Bias (dense only, or
-    None): the 4-D bias view, element strides stride_bias (b, h, sq, sk; 0 on broadcast dims).
+    None): the 4-D bias view, element strides stride_bias (b, h, sq; 0 on broadcast dims) and BIAS_N
+    (the key stride: 1, or 0 when broadcast); a uint8 view of a bool mask when BIAS_BOOL.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -386,10 +388,10 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                              group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k,
                              (sm_scale, softcap, window_left, window_right, diag_offset),
                              (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
-                             Biash, (stride_bias[1], stride_bias[2], stride_bias[3]),
+                             Biash, (stride_bias[1], stride_bias[2]),
                              HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT, CHUNK, BIAS_BOOL)
+                             GQA, IEEE_DOT, CHUNK, BIAS_BOOL, BIAS_N)
 
     dk = dk * sm_scale
     tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1] + offs_d[None, :],
@@ -406,13 +408,13 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
               HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
               CHUNK: tl.constexpr, BIAS_BOOL: tl.constexpr = False, DBIAS_SUM_M: tl.constexpr = False,
-              DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False):
+              DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head).
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
     drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters.
     Bias / DBias (or None): the bias / its gradient at this block's first row, key 0; bias_offs =
-    (bias row offsets [BLOCK_M] (rows clamped), bias key stride, dbias row offsets [BLOCK_M],
-    dbias key stride, row_ok [BLOCK_M]). dbias_row [BLOCK_M]: the row sums of dS (DBIAS_SUM_N),
+    (bias row offsets [BLOCK_M] (rows clamped), dbias row offsets [BLOCK_M], row_ok [BLOCK_M]); key
+    strides BIAS_N (bias) and 1 (dbias). dbias_row [BLOCK_M]: the row sums of dS (DBIAS_SUM_N),
     returned with dq."""
     sm_scale, softcap, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k = drop
@@ -432,8 +434,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
         qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
         if Bias is not None:
-            b_rows, stride_bn, db_rows, stride_dbn, row_ok = bias_offs
-            b_ptrs = Bias + b_rows[:, None] + (offs_n * stride_bn)[None, :]
+            b_rows, db_rows, row_ok = bias_offs
+            b_ptrs = Bias + b_rows[:, None] + (offs_n * BIAS_N)[None, :]
             if MASK:
                 bias = tl.load(b_ptrs, mask=col_ok[None, :], other=0)  # [BLOCK_M, BLOCK_N]
             else:
@@ -461,9 +463,9 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
             if DBIAS_SUM_N:
                 dbias_row += tl.sum(ds, 1)
             elif DBIAS_SUM_M:
-                tl.atomic_add(DBias + offs_n * stride_dbn, tl.sum(ds, 0), mask=col_ok, sem="relaxed")
+                tl.atomic_add(DBias + offs_n, tl.sum(ds, 0), mask=col_ok, sem="relaxed")
             else:
-                db_ptrs = DBias + db_rows[:, None] + (offs_n * stride_dbn)[None, :]
+                db_ptrs = DBias + db_rows[:, None] + offs_n[None, :]
                 db_mask = row_ok[:, None] & col_ok[None, :]
                 if DBIAS_ATOMIC:
                     tl.atomic_add(db_ptrs, ds, mask=db_mask, sem="relaxed")
@@ -486,11 +488,11 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
            HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False,
            BIAS_BOOL: tl.constexpr = False, DBIAS_SUM_M: tl.constexpr = False, DBIAS_SUM_N: tl.constexpr = False,
-           DBIAS_ATOMIC: tl.constexpr = False):
+           DBIAS_ATOMIC: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
     CHUNK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the bias gradient, shaped
-    like the bias view with strides stride_dbias (0 on broadcast dims): fp32 and zeroed with
-    DBIAS_ATOMIC / DBIAS_SUM_M (atomic adds), else zeroed in the bias dtype (plain stores)."""
+    like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast dims; keys contiguous):
+    fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias dtype (plain stores)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -533,7 +535,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     # bias / dbias at this block's first row (64-bit), row offsets from there (rows clamped for reads)
     Biasm = Bias
     DBiasm = DBias
-    bias_offs = (0, 0, 0, 0, row_ok)
+    bias_offs = (0, 0, row_ok)
     if Bias is not None:
         Biasm = Bias + off_b64 * stride_bias[0] + off_h.to(tl.int64) * stride_bias[1] \
             + start_m.to(tl.int64) * stride_bias[2]
@@ -543,7 +545,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
             DBiasm = DBias + off_b64 * stride_dbias[0] + off_h.to(tl.int64) * stride_dbias[1] \
                 + start_m.to(tl.int64) * stride_dbias[2]
             db_rows = (offs_m - start_m) * stride_dbias[2]  # [BLOCK_M]
-        bias_offs = (b_rows, stride_bias[3], db_rows, stride_dbias[3], row_ok)
+        bias_offs = (b_rows, db_rows, row_ok)
     dbias_row = tl.zeros([BLOCK_M], dtype=tl.float32)
 
     # Key columns this block can see, and the unmasked middle (rows past seqlen_q have lse = +inf).
@@ -566,7 +568,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                                   Biasm, DBiasm, bias_offs, dbias_row,
                                   HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
                                   IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
-                                  BIAS_BOOL, DBIAS_SUM_M, DBIAS_SUM_N, DBIAS_ATOMIC)
+                                  BIAS_BOOL, DBIAS_SUM_M, DBIAS_SUM_N, DBIAS_ATOMIC, BIAS_N)
     if DBias is not None:
         if DBIAS_SUM_N:  # the bias has one key: the row sums of dS
             if DBIAS_SUM_M:

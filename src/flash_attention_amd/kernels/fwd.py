@@ -39,7 +39,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
                 USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr,
-                HAS_BIAS: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False):
+                HAS_BIAS: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -54,8 +54,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
     window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
     drop_offset_k, bh_id), drop_rows the Philox row counters. bias_src (HAS_BIAS): pointer to
-    the bias element (this query block's first row, key 0) of this (batch, head); bias_offs =
-    (row offsets [BLOCK_M] int32 from that row, clamped to the sequence, key stride).
+    the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
+    offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
+    0 for a bias broadcast over keys).
     """
     qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
@@ -72,8 +73,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
         if HAS_BIAS:  # [BLOCK_M, BLOCK_N]: rows clamped to the sequence, keys past it masked
-            bias_rows, stride_bn = bias_offs
-            b_ptrs = bias_src + bias_rows[:, None] + (cols * stride_bn)[None, :]
+            b_ptrs = bias_src + bias_offs[:, None] + (cols * BIAS_N)[None, :]
             if MASKED:
                 bias = tl.load(b_ptrs, mask=cols[None, :] < seqlen_k, other=0)
             else:
@@ -157,7 +157,7 @@ def attn_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
-    CHUNK: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
+    CHUNK: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -171,8 +171,9 @@ def attn_fwd_kernel(
     counters; without it they are not read (the build of a plain call holds no register for them).
     Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
     b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
-    Bias (dense only; None: no bias): the 4-D bias view with element strides stride_bias (b, h,
-    sq, sk; 0 on broadcast dims), a uint8 view of a bool mask when BIAS_BOOL. Sinks: fp32 [h] or None.
+    Bias (dense only; None: no bias): the 4-D bias view with element strides stride_bias (b, h, sq;
+    0 on broadcast dims) and BIAS_N (key stride: 1, or 0 when broadcast), a uint8 view of a bool
+    mask when BIAS_BOOL. Sinks: fp32 [h] or None.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -255,9 +256,9 @@ def attn_fwd_kernel(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
                 (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), bias_src,
-                (bias_rows, stride_bias[3]), BLOCK_N, HEAD_DIM, HEAD_DIM_V,
+                bias_rows, BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT, USE_TMA,
-                POS_SCALE, CHUNK, Bias is not None, BIAS_BOOL)
+                POS_SCALE, CHUNK, Bias is not None, BIAS_BOOL, BIAS_N)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf (with a sink: l_i >= 1, lse = sink)
     has_key = l_i > 0.0

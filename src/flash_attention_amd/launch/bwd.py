@@ -161,15 +161,16 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
-    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 0)
+    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     bias_flags = {}
-    plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0, 0)
-    if bias is not None:
-        bias_flags["BIAS_BOOL"] = bias.dtype == torch.bool
+    plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
+    if bias is not None:  # the key stride (0 or 1, bias_arg) is a constexpr
+        bias_flags.update(BIAS_BOOL=bias.dtype == torch.bool, BIAS_N=plan.bias_str[3])
+    plan.bias_str = plan.bias_str[:3]
     if plan.dbias:
         atomic = dbias_atomic(bias.shape, batch, nheads)
         plan.dbias_dtype = torch.float32 if atomic else bias.dtype
-        plan.dbias_str = bias_strides(_Shape(bias.shape, bias.shape))
+        plan.dbias_str = bias_strides(_Shape(bias.shape, bias.shape))[:3]
         bias_flags.update(DBIAS_SUM_M=bias.shape[2] == 1, DBIAS_SUM_N=bias.shape[3] == 1, DBIAS_ATOMIC=atomic)
     plan.use_atomic = cfg.dq_atomic and not params.deterministic and not plan.dbias
     plan.zero_tensors = params.zero_tensors
@@ -191,7 +192,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **{k: v for k, v in bias_flags.items() if k == "BIAS_BOOL"}),
+             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk,
+             **{k: v for k, v in bias_flags.items() if k in ("BIAS_BOOL", "BIAS_N")}),
         dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **bias_flags))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),

@@ -165,7 +165,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
     bias = params.attn_bias
-    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 0)
+    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
         IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
@@ -174,7 +174,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"),
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
         CHUNK=params.has_offsets, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
+        BIAS_N=plan.bias_stride[3],
     )
+    plan.bias_stride = plan.bias_stride[:3]
     plan.tma_blocks = None
     if cfg.use_tma and _tma_ok(q, k, v, varlen, arch):
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
@@ -257,7 +259,8 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | Non
 
 def bias_arg(bias: torch.Tensor) -> torch.Tensor:
     """The bias tensor the kernels read: a uint8 view of a bool mask; a copy when its key stride is
-    neither 0 nor 1 (a transposed bias: coalesced tiles, int32 tile offsets). Never bigger than the bias."""
+    neither 0 nor 1 (a transposed bias: coalesced tiles, int32 tile offsets), so that the key stride
+    is a constexpr of the kernels (BIAS_N: 0 or 1)."""
     if bias.shape[3] != 1 and bias.stride(3) not in (0, 1):
         bias = bias.contiguous()
     return bias.view(torch.uint8) if bias.dtype == torch.bool else bias
@@ -324,7 +327,7 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
                seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
                drop_offset_k="i32")
     sig.update(Bias={"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
-               Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 4)
+               Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 3)
     return sig
 
 
