@@ -140,7 +140,8 @@ def explain(q: Tensor, k: Tensor, v: Tensor, **kwargs) -> str:
     Raises BackendUnavailable when a forced backend cannot serve the call.
     """
     names = ("dropout_p", "softmax_scale", "causal", "window_size", "softcap", "alibi_slopes",
-             "deterministic", "return_attn_probs", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k")
+             "deterministic", "return_attn_probs", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
+             "attn_bias", "sinks")
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
         raise TypeError(f"explain got unexpected arguments {unknown}")

@@ -29,6 +29,8 @@ from .fwd import bias_arg, bias_strides
 from .runtime import KernelSlot
 from .spec import CompileSpec
 from .tiles import (
+    BIAS_DROPOUT,
+    BIAS_OPTIONS,
     BWD,
     DROPOUT,
     MAX_HEADDIM,
@@ -53,10 +55,11 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
-                dropout: bool = False, options: bool = False) -> BwdConfig:
-    """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap)."""
+                dropout: bool = False, options: bool = False, bias: bool = False) -> BwdConfig:
+    """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
+    bias: an attn_bias)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    cfg = pick(_rows(arch, tier_of(dropout, options)), d, causal)
+    cfg = pick(_rows(arch, tier_of(dropout, options, bias)), d, causal)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -72,14 +75,14 @@ def supports(problem: Problem) -> str | None:
     if not 1 <= problem.headdim <= MAX_HEADDIM or not 1 <= problem.headdim_v <= MAX_HEADDIM:
         return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
     dropout = problem.dropout_p > 0
-    options = problem.has_window or problem.has_alibi or problem.softcap > 0 or bool(problem.bias)
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.bias and problem.is_varlen:
         return "attn_bias has no varlen layout"
     if problem.deterministic and problem.bias_grad and dbias_atomic(problem.bias_shape, problem.batch,
                                                                     problem.nheads):
         return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
                 f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
-    rows = _rows(problem.arch, tier_of(dropout, options))
+    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias)))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
     largest = max(row.max_d for row in rows)
@@ -155,9 +158,9 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
     bias = params.attn_bias
-    options = (params.has_window or params.alibi_slopes is not None or params.softcap > 0
-               or bias is not None)
-    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options)
+    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
+    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
+                                bias is not None)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
@@ -319,12 +322,16 @@ _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _S3 = ("i32", "i32", "i32")
 
 
-def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str = "") -> dict[str, object]:
+def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str = "", bias: str = "",
+               dbias: str = "") -> dict[str, object]:
     """Types of fn's non-constexpr arguments: pointers of the data dtype but the fp32 LSE / Delta /
-    Alibi (or None: "constexpr") / int32 cu_seqlens, stride tuples, i32 ints, fp32 floats."""
+    Alibi (or None: "constexpr") / int32 cu_seqlens, stride tuples, i32 ints, fp32 floats. bias: ""
+    (none), "float" or "bool" (a uint8 mask); dbias: "" (none), "store" (data dtype) or "atomic" (fp32)."""
     import inspect
 
     special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
+               "Bias": {"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
+               "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
                "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
                "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32"}
@@ -342,8 +349,17 @@ def _with_nones(sig: dict, const: dict) -> dict:
 
 
 # Kernel variants compiled per table row: the plain path and every option on (dropout included).
+# Beyond flash_attn (dense, options tier): a float bias with dbias by plain stores ("bias"), by fp32
+# atomics (a bias broadcast over batch / heads: "bias-bcast", dQ kernel only: dK/dV is the "bias"
+# build), a bool mask ("mask"); "bias-all": every option, dropout and a float bias with dbias
+# (dropout tier). Sinks change nothing in these kernels (dsinks is host-side).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
-_VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT))
+_BIAS = dict(HAS_BIAS="float", DBIAS="store")
+_VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT),
+             ("bias", _BIAS, BIAS_OPTIONS),
+             ("bias-bcast", dict(HAS_BIAS="float", DBIAS="atomic", DQ_ONLY=True), BIAS_OPTIONS),
+             ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
+             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT))
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
@@ -355,14 +371,17 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
+    bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
+    bias_kx = dict(BIAS_BOOL=bias == "bool", BIAS_N=1) if bias else {}
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim)
     what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
-    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
+    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic and not bias else (False,),
+                                         () if dq_only else (False, True)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
-                     SPLIT=cfg.split, GQA=gqa, CHUNK=False)
-        sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "")
+                     SPLIT=cfg.split, GQA=gqa, CHUNK=False, **bias_kx)
+        sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:
             sig["group"] = "constexpr"
             const["group"] = 1
@@ -371,8 +390,10 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False)
-    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi)
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **bias_kx)
+    if dbias:
+        const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
+    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
         f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))

@@ -25,6 +25,8 @@ from ..philox import dropout_threshold
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec
 from .tiles import (
+    BIAS_DROPOUT,
+    BIAS_OPTIONS,
     DROPOUT,
     FWD,
     INTERPRETER,
@@ -45,16 +47,18 @@ FwdConfig = Tile  # the forward's config type (benchmarks build them by hand)
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> Tile | None:
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
+                  bias: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (feature tiers).
+    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on; ``bias``: an
+    attn_bias is given (feature tiers).
     """
     family = arch_family(arch)
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    return pick(family_table(FWD, family, tier_of(dropout, options)), d, causal, seqlen_k)
+    return pick(family_table(FWD, family, tier_of(dropout, options, bias)), d, causal, seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -84,10 +88,10 @@ def supports(problem: Problem) -> str | None:
         return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
     if problem.bias and problem.is_varlen:
         return "attn_bias has no varlen layout"
-    options = problem.has_window or problem.has_alibi or problem.softcap > 0 or bool(problem.bias)
+    options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
-            problem.seqlen_k, problem.dropout_p > 0, options) is None:
+            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias)) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -142,11 +146,11 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.zero_tensors = params.zero_tensors
     plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
-    options = (params.has_window or params.alibi_slopes is not None or params.softcap > 0
-               or params.attn_bias is not None)
+    options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
-                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
+                            params.attn_bias is not None)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv}")
     plan.cfg = cfg
@@ -296,12 +300,22 @@ def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
 
 # Kernel variants compiled per table row: (label, flags, tier of the table they come from).
 # "opts" and "all" take the row's causal flag (causal where the row serves both).
+# Beyond flash_attn (dense): "sinks" (plain tier: one scalar more), a float bias ("bias") or a bool
+# mask ("mask") with and without sinks (options tier), and "bias-all": every option, dropout, a
+# float bias and sinks (dropout tier).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
 _VARIANTS = (
     ("plain", dict(), PLAIN),
     ("causal", dict(IS_CAUSAL=True), PLAIN),
     ("opts", _OPTS, OPTIONS),
     ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT),
+    ("sinks", dict(IS_CAUSAL=True, HAS_SINKS=True), PLAIN),
+    ("bias", dict(HAS_BIAS="float"), BIAS_OPTIONS),
+    ("bias-sinks", dict(HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
+    ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
+    ("mask-sinks", dict(HAS_BIAS="bool", HAS_SINKS=True), BIAS_OPTIONS),
+    ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
+    ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
 )
 
 
@@ -355,7 +369,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 vflags = dict(flags, IS_CAUSAL=causal is not False)
             # TMA rows: the options also dense (TMA; varlen takes plain pointers)
             forms = [(vname, vflags)] + ([(vname + "-dense", dict(vflags, IS_VARLEN=False))]
-                                         if tier != PLAIN and cfg.use_tma and not amd else [])
+                                         if tier != PLAIN and cfg.use_tma and not amd and vflags.get("IS_VARLEN")
+                                         else [])
             for dtype in ("fp16", "bf16"):
                 for d in dims:
                     for label, fl in forms:
@@ -364,18 +379,20 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool) -> CompileSpec:
-    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given)."""
+    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens /
+    Sinks given) and HAS_BIAS ("float": a bias of the data dtype, "bool": a mask)."""
     flags = dict(flags)
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
+    bias, sinks = flags.pop("HAS_BIAS", ""), flags.pop("HAS_SINKS", False)
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=d, IS_CAUSAL=False, HAS_WINDOW=False,
         HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
-        POS_SCALE=True, CHUNK=False)
+        POS_SCALE=True, CHUNK=False, BIAS_BOOL=bias == "bool", BIAS_N=1)
     constexprs.update(flags)
     tma = cfg.use_tma and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
-    sig = _signature(dtype, varlen, alibi, tma_blocks)
+    sig = _signature(dtype, varlen, alibi, tma_blocks, bias, sinks)
     constexprs.update({name: None for name, ty in sig.items() if ty == "constexpr"})
     return CompileSpec(
         kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,

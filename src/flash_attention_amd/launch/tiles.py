@@ -25,12 +25,19 @@ INTERPRETER = "interpreter"  # the family of Triton's interpreter (CPU tensors, 
 MAX_HEADDIM = 256  # largest head dim (q/k and v) any kernel here serves
 
 # Feature tiers of a call: the plain kernel; a window, ALiBi or softcap (the score math holds
-# more registers); dropout (its Philox rounds hold more still). A family without a table for a
-# tier uses the next lighter tier's table.
-PLAIN, OPTIONS, DROPOUT = 0, 1, 2
+# more registers); dropout (its Philox rounds hold more still); an attn_bias without / with
+# dropout (the bias tile on top of the options / dropout tier). A family without a table for a
+# tier uses the next lighter tier's table: BIAS_OPTIONS -> OPTIONS -> PLAIN, BIAS_DROPOUT ->
+# DROPOUT -> OPTIONS -> PLAIN (``TIER_FALLBACK``).
+PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT = 0, 1, 2, 3, 4
+TIER_FALLBACK = {PLAIN: (PLAIN,), OPTIONS: (OPTIONS, PLAIN), DROPOUT: (DROPOUT, OPTIONS, PLAIN),
+                 BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN)}
 
 
-def tier_of(dropout: bool, options: bool) -> int:
+def tier_of(dropout: bool, options: bool, bias: bool = False) -> int:
+    """The feature tier of a call; ``bias``: an attn_bias is given."""
+    if bias:
+        return BIAS_DROPOUT if dropout else BIAS_OPTIONS
     return DROPOUT if dropout else OPTIONS if options else PLAIN
 
 
@@ -168,8 +175,8 @@ def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> li
     """The rows serving ``family`` at ``tier``: its own table of the tier, else the next lighter
     tier's; a family without any table of its own goes through ``FALLBACK``. None: no table."""
     while family is not None:
-        for t in range(min(tier, len(tables) - 1), -1, -1):
-            if family in tables[t]:
+        for t in TIER_FALLBACK[tier]:
+            if t < len(tables) and family in tables[t]:
                 return tables[t][family]
         family = FALLBACK.get(family)
     return None
@@ -319,7 +326,29 @@ FWD_DROPOUT: dict[str, list[Row]] = {
         Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs; d=128 spilled at 32x16 (declined)")),
     ],
 }
-FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT)
+# An attn_bias (check-amd variants "bias", "mask", with and without sinks, and "bias-opts": every
+# option, a float bias and sinks, dense). RDNA3 d<=64: the main 64x32 row spilled 26 VGPRs in bf16
+# with every option and the bias (64x16: 185 VGPRs, 8 waves per SIMD).
+FWD_BIAS: dict[str, list[Row]] = {
+    "gfx1100": [
+        Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
+        *FWD_PLAIN["gfx1100"][1:],
+    ],
+}
+
+# Dropout with an attn_bias (check-amd variant "bias-all": every option, dropout, a float bias and
+# sinks, dense). CDNA d<=64: dropout's 128x32 row spilled 24-32 VGPRs in bf16 with the bias tile.
+FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
+    "gfx942": [
+        Row(64, _cdna(64, 32, 4, 2)),
+        *FWD_DROPOUT["gfx942"][1:],
+    ],
+    "gfx90a": [
+        Row(64, _cdna(64, 32, 4, 2)),
+        *FWD_DROPOUT["gfx90a"][1:],
+    ],
+}
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT)
 
 
 # ---------------------------------------------------------------------------------------------
