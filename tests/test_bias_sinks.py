@@ -320,16 +320,13 @@ def test_expanded_bias_grad(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_fp32_bias_with_low_precision_q(backend):
-    """A float32 bias next to bf16 q/k/v (forward only in the interpreter: its bf16 dot is exact via fp32)."""
-    if backend == "torch" or ON_GPU:
-        q, k, v = (torch.randn(1, 19, 2, 32, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
-        bias = torch.randn(19, 19, device=DEVICE)
-        with fa.use_backend(backend):
-            out = fa.flash_attn_func(q, k, v, attn_bias=bias)
-        ref, _ = attention_ref(*(t.double() for t in (q, k, v)), attn_bias=bias.double())
-        assert rel_err(out, ref) < 1e-2
-    else:
-        pytest.skip("bf16 in the interpreter: covered by the GPU run")
+    """A float32 bias next to bf16 q/k/v (forward: the interpreter takes bf16 through fp32 dots)."""
+    q, k, v = (torch.randn(1, 19, 2, 32, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
+    bias = torch.randn(19, 19, device=DEVICE)
+    with fa.use_backend(backend):
+        out = fa.flash_attn_func(q, k, v, attn_bias=bias, causal=True)
+    ref, _ = attention_ref(*(t.double() for t in (q, k, v)), attn_bias=bias.double(), causal=True)
+    assert rel_err(out, ref) < 1e-2
 
 
 # ------------------------------------------------------------------------------------- sinks
@@ -530,3 +527,35 @@ def test_gpt_oss_logits_and_grads_match_eager(padded):
     torch.testing.assert_close(out[keep], ref[keep], atol=2e-5, rtol=2e-5)
     for g, r in zip(got_g, ref_g):
         torch.testing.assert_close(g, r, atol=2e-5, rtol=2e-4)
+
+
+@pytest.mark.triton
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
+def test_plan_slots_with_bias_and_sinks(monkeypatch):
+    """Bias / sinks plans keep the direct launch path's conditions: every parameter passed (the
+    constexprs in order), and only the ``dynamic`` positions change between calls."""
+    from triton.runtime.jit import JITFunction
+
+    from flash_attention_amd.launch import bwd, fwd, runtime
+    from flash_attention_amd.params import AttnParams
+
+    seen: dict = {}
+    monkeypatch.setattr(runtime.KernelSlot, "launch",
+                        lambda self, grid, device, args: seen.setdefault(id(self), []).append((self, args)))
+    b, s, h, d = 2, 20, 4, 16
+    fslot, bslot = {}, {}
+    for _ in range(2):
+        bias = torch.randn(1, h, s, s, requires_grad=True)
+        p = AttnParams(softmax_scale=0.25, causal=True, window_right=0, attn_bias=bias, sinks=torch.randn(h))
+        q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
+        out, lse = fwd.attention_forward(q, k, v, p, fslot)
+        bwd.attention_backward(torch.randn(b, s, h, d), q, k, v, out, lse, p, slot=bslot)
+    assert len(seen) == 4
+    for calls in seen.values():
+        (slot, first), (_, second) = calls
+        fn = slot.fn if isinstance(slot.fn, JITFunction) else JITFunction(slot.fn.fn, **slot.fn.kwargs)
+        assert runtime.fn_info(fn)[1] == len(first)
+        assert list(fn.arg_names) == list(fn.arg_names[:len(first)]) + list(slot.constexprs)
+        for i, (a, c) in enumerate(zip(first, second)):
+            if i not in slot.dynamic:
+                assert type(a) is type(c) and a == c, (fn, i, a, c)

@@ -205,7 +205,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
     if Bias is not None:  # [BLOCK_N, BLOCK_M] (transposed), rows clamped to the sequence
         b_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bm  # [BLOCK_M] from row start_m
-        b_ptrs = Bias + start_m.to(tl.int64) * stride_bm + (offs_n * BIAS_N)[:, None] + b_rows[None, :]
+        row0 = tl.full([], 0, tl.int64) + start_m  # 64-bit (start_m is a plain int in the interpreter)
+        b_ptrs = Bias + row0 * stride_bm + (offs_n * BIAS_N)[:, None] + b_rows[None, :]
         if MASK:
             biasT = tl.load(b_ptrs, mask=(offs_n < seqlen_k)[:, None], other=0)
         else:

@@ -165,10 +165,10 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
     plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
-    bias_flags = {}
+    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them)
+    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, DBIAS_SUM_M=False, DBIAS_SUM_N=False,
+                      DBIAS_ATOMIC=False, BIAS_N=plan.bias_str[3])  # the key stride (0 or 1, bias_arg)
     plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
-    if bias is not None:  # the key stride (0 or 1, bias_arg) is a constexpr
-        bias_flags.update(BIAS_BOOL=bias.dtype == torch.bool, BIAS_N=plan.bias_str[3])
     plan.bias_str = plan.bias_str[:3]
     if plan.dbias:
         atomic = dbias_atomic(bias.shape, batch, nheads)
@@ -372,7 +372,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
-    bias_kx = dict(BIAS_BOOL=bias == "bool", BIAS_N=1) if bias else {}
+    bias_kx = dict(BIAS_BOOL=bias == "bool", BIAS_N=1)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim)
     what = f"{dtype} d={headdim} {'causal' if causal else 'full'}{'' if variant == 'plain' else ' ' + variant}"
     specs = []
@@ -391,8 +391,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **bias_kx)
-    if dbias:
-        const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
+    const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
     sig = _signature(K.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
