@@ -559,3 +559,13 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
         for i, (a, c) in enumerate(zip(first, second)):
             if i not in slot.dynamic:
                 assert type(a) is type(c) and a == c, (fn, i, a, c)
+
+
+def test_module_passes_bias_and_sinks():
+    q, k, v = (torch.randn(1, 9, 2, 16, device=DEVICE) for _ in range(3))
+    bias, sinks = torch.randn(9, 9, device=DEVICE), torch.randn(2, device=DEVICE)
+    with fa.use_backend("torch"):
+        out = fa.FlashAttention()(q, k, v, causal=True, attn_bias=bias, sinks=sinks)
+    ref, _ = attention_ref(*(t.double() for t in (q, k, v)), causal=True, attn_bias=bias.double(),
+                           sinks=sinks.double())
+    _close(out, ref, 1e-5, "out")

@@ -346,7 +346,7 @@ class TorchBackend(KernelBackend):
             dout = torch.zeros_like(out)
         grads = self._backward(dout, q, k, v, out, lse, params, dlse)
         if params.attn_bias is None and params.sinks is None:
-            return grads
+            return grads[:3]
         dsinks = None if params.sinks is None else sinks_grad(params.sinks, dout, out, lse, dlse, params.is_varlen)
         return (*grads[:3], grads[3], dsinks)
 

@@ -30,6 +30,7 @@ class Ctx:
     seqlens: list[int] | None = None
     headdims: list[int] | None = None
     causal: bool = False
+    features: list[str] | None = None  # kernels suite: time these beyond-flash_attn features instead of the grid
     progress: bool = True
     timer: Timer = None
 
