@@ -176,7 +176,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
         (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
-         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, sinks,
+         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, None if split else sinks,
          q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
          block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
          float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
