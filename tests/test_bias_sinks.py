@@ -569,3 +569,46 @@ def test_module_passes_bias_and_sinks():
     ref, _ = attention_ref(*(t.double() for t in (q, k, v)), causal=True, attn_bias=bias.double(),
                            sinks=sinks.double())
     _close(out, ref, 1e-5, "out")
+
+
+# ------------------------------------------------------------------------- GPU, realistic sizes
+
+@pytest.mark.gpu
+@pytest.mark.triton
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("kind,shape", [("float", (1, 8, 1024, 1024)), ("bool", (2, 1, 1024, 1024)),
+                                        ("float", (2, 8, 1, 1024))], ids=["bias", "mask", "bias-rows-bcast"])
+def test_gpu_real_sizes(d, kind, shape):
+    """bf16 at 1k tokens, GQA 8/2, causal, with sinks: every gradient within the low-precision rule
+    (the same plain math in bf16 as the baseline)."""
+    from helpers import assert_matches
+
+    b, s, h, hk = 2, 1024, 8, 2
+    dtype = torch.bfloat16
+    q = torch.randn(b, s, h, d, device=DEVICE, dtype=dtype, requires_grad=True)
+    k, v = (torch.randn(b, s, hk, d, device=DEVICE, dtype=dtype, requires_grad=True) for _ in range(2))
+    bias = _bias(shape, kind, True, hide_rows=4)
+    if kind == "float":
+        bias = bias.detach().to(dtype).requires_grad_()
+    sinks = torch.randn(h, device=DEVICE, requires_grad=True)
+    with fa.use_backend("triton"):
+        out, lse, _ = fa.flash_attn_func(q, k, v, causal=True, attn_bias=bias, sinks=sinks, return_attn_probs=True)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    ins = [q, k, v] + ([bias] if kind == "float" else []) + [sinks]
+    grads = [t.grad for t in ins]
+    refs = {}
+    for name, cast in (("64", torch.float64), ("lp", None)):
+        leaves = [t.detach().to(cast or t.dtype).requires_grad_() for t in ins]
+        b_ref = leaves[3] if kind == "float" else bias
+        o, l = attention_ref(*leaves[:3], causal=True, attn_bias=b_ref, sinks=leaves[-1])
+        o.backward(dout.to(o.dtype))
+        refs[name] = (o, l, [t.grad for t in leaves])
+    assert_matches(out, refs["64"][0], refs["lp"][0])
+    assert_matches(lse, refs["64"][1].float(), fp32_tol=1e-4, name="lse")
+    names = ["dq", "dk", "dv"] + (["dbias"] if kind == "float" else []) + ["dsinks"]
+    for name, g, r64, rlp in zip(names, grads, refs["64"][2], refs["lp"][2]):
+        if g.dtype == torch.float32:
+            assert rel_err(g, r64) < 2e-2, name
+        else:
+            assert_matches(g, r64, rlp, name=name)
