@@ -219,7 +219,7 @@ def print_ring_table(rows: list[dict]) -> None:
 def compare_plain(a) -> dict:
     """World size 1 (no process group): ring vs flash_attn_func on one device."""
     from flash_attention_amd import explain, flash_attn_func, use_backend
-    from flash_attention_amd.core import _plan
+    from flash_attention_amd.core import serving_backend
     from flash_attention_amd.ring import ring_flash_attn_func, zigzag_ring_flash_attn_func
 
     device = torch.device(a.device, 0) if a.device == "cuda" else torch.device("cpu")
@@ -229,8 +229,8 @@ def compare_plain(a) -> dict:
     q, k, v, dout = whole_inputs(a, device, 1)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
     # the backend the ring's calls get (forward_pass: kernel-style backends, with an LSE)
-    args = (0.0, None, a.causal, (-1, -1), 0.0, None, False, True, None, None, None, None, False)
-    ring_backend = _plan(q.detach(), k.detach(), v.detach(), args, False, kernel_only=True).backend.name
+    ring_backend = serving_backend(q.detach(), k.detach(), v.detach(), causal=a.causal, return_attn_probs=True,
+                                   kernel_only=True)
 
     def run(f, backend):
         def fwd():

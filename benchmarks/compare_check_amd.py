@@ -1,4 +1,5 @@
-"""Compare two ``check-amd --json`` results row by row (same kernel, arch and config label).
+"""Compare two ``flash-attention-amd check-kernels --json`` results (old name ``check-amd``) row by row
+(same kernel, arch and config label).
 
     python benchmarks/compare_check_amd.py before.json after.json [--markdown out.md]
 
@@ -12,14 +13,16 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 
-def load(path: str) -> dict:
-    rows = json.load(open(path))["rows"]
+def load(path: str) -> dict[tuple[str, str, str], dict]:
+    """The rows of a check-kernels JSON result by (kernel, arch, config label)."""
+    rows = json.loads(Path(path).read_text())["rows"]
     return {(r["kernel"], r["arch"], r["label"]): r for r in rows}
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("before")
     ap.add_argument("after")
@@ -70,7 +73,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:
-        open(args.markdown, "w").write(text)
+        Path(args.markdown).write_text(text)
     return 1 if worse else 0
 
 

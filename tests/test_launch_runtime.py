@@ -129,16 +129,18 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
         seen.setdefault(id(self), []).append((self, args))
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # launches are recorded, never run
     b, s, h, d = 2, 20, 4, 16
     params = AttnParams(softmax_scale=0.25, causal=True, window_right=0, dropout_p=0.1,
-                        alibi_slopes=torch.rand(h), diag_offset=3, dropout_offset_q=2)
+                        alibi_slopes=torch.rand(h, device=dev), diag_offset=3, dropout_offset_q=2)
     fslot, bslot = {}, {}
     for seed, transpose in ((5, False), (2**40 + 7, True)):
         p = params._replace(seed=seed)
-        q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
+        q, k, v = (torch.randn(b, s, h, d, device=dev) for _ in range(3))
         out, lse = fwd.attention_forward(q, k, v, p, fslot)
-        dout = torch.randn(b, h, s, d).transpose(1, 2) if transpose else torch.randn(b, s, h, d)
-        bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=torch.randn(b, h, s) if transpose else None)
+        dout = torch.randn(b, h, s, d, device=dev).transpose(1, 2) if transpose else torch.randn(b, s, h, d, device=dev)
+        dlse = torch.randn(b, h, s, device=dev) if transpose else None
+        bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=dlse)
     assert len(seen) == 4  # forward, preprocess, dK/dV, dQ
     for calls in seen.values():
         (slot, first), (_, second) = calls
@@ -159,9 +161,11 @@ def test_decode_launches_pass_every_parameter_in_order(monkeypatch):
     calls = []
     monkeypatch.setattr(runtime, "launch", lambda fn, grid, device, args, cx, opts: calls.append((fn, args, cx)))
     b, h, hk, d, cap = 2, 4, 2, 32, 40
-    q = torch.randn(b, 1, h, d)
-    kc, vc = torch.randn(b, cap, hk, d), torch.randn(b, cap, hk, d)
-    decode.decode(q, kc, vc, torch.tensor([5, 40], dtype=torch.int32), AttnParams(softmax_scale=0.2), num_splits=3)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    q = torch.randn(b, 1, h, d, device=dev)
+    kc, vc = torch.randn(b, cap, hk, d, device=dev), torch.randn(b, cap, hk, d, device=dev)
+    decode.decode(q, kc, vc, torch.tensor([5, 40], dtype=torch.int32, device=dev), AttnParams(softmax_scale=0.2),
+                  num_splits=3)
     assert {c[0].fn.__name__ for c in calls} == {"decode_split_kernel", "decode_combine_kernel"}
     for fn, args, cx in calls:
         jf = _jit(fn)

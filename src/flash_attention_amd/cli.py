@@ -1,4 +1,5 @@
-"""Command line: ``flash-attention-amd bench | info | check-amd`` (also ``python -m flash_attention_amd``)."""
+"""Command line: ``flash-attention-amd bench | info | check-kernels`` (also ``python -m flash_attention_amd``;
+``check-amd`` is the old name of ``check-kernels``, kept as an alias)."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,8 @@ def _info() -> int:
         print(f"\n{dev}: {name}{' (' + arch + ')' if arch else ''}")
         dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
         for label, extra in (("forward+backward, causal", dict(causal=True, needs_grad=True)),
-                             ("forward, softcap + window", dict(softcap=30.0, window_left=256, window_right=0, causal=True)),
+                             ("forward, softcap + window",
+                              dict(softcap=30.0, window_left=256, window_right=0, causal=True)),
                              ("kvcache decode", dict(kind="kvcache"))):
             problem = Problem(device_type=dev.type, is_rocm=is_rocm, arch=arch, dtype=dtype, batch=2,
                               seqlen_q=1 if extra.get("kind") else 1024, seqlen_k=1024, nheads=16,
@@ -36,7 +38,8 @@ def _info() -> int:
             for backend in registry().values():
                 reason = backend.available()
                 if reason is None:
-                    reason = backend.supports_decode(problem) if problem.kind == "kvcache" else backend.supports(problem)
+                    reason = (backend.supports_decode(problem) if problem.kind == "kvcache"
+                              else backend.supports(problem))
                 print(f"    {backend.name:7s} {'can serve' if reason is None else 'no: ' + reason}")
     return 0
 
@@ -53,13 +56,14 @@ def main(argv: list[str] | None = None) -> int:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(bench)
     sub.add_parser("info", help="devices, and which backends can serve and why not")
-    sub.add_parser("check-amd", add_help=False,
-                   help="compile every kernel config for AMD/NVIDIA targets and check resources (--help for options)")
+    sub.add_parser("check-kernels", aliases=["check-amd"], add_help=False,
+                   help="compile every kernel config for AMD and NVIDIA targets without a GPU and check their "
+                   "resources (--help for options; check-amd: its old name, an alias)")
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["check-amd"]:  # its own options, parsed by check_amd.main
-        from .check_amd import main as check_main
+    if argv[:1] in (["check-kernels"], ["check-amd"]):  # its own options, parsed by check_kernels.main
+        from .tools.check_kernels import main as check_main
 
-        return check_main(argv[1:])
+        return check_main(argv[1:], name=argv[0])
     ns = parser.parse_args(argv)
     if ns.command == "info":
         return _info()

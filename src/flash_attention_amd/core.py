@@ -299,15 +299,27 @@ def attn_probs(q, k, params: AttnParams):
     return dropout_attn_probs(q, k, params)
 
 
-def explain(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-            alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
-            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, attn_bias=None, sinks=None) -> str:
+def _decision(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+              alibi_slopes=None, deterministic=False, return_attn_probs=False, cu_seqlens_q=None,
+              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, attn_bias=None, sinks=None,
+              kernel_only=False):
     needs_grad = torch.is_grad_enabled() and any(getattr(t, "requires_grad", False)
                                                  for t in (q, k, v, attn_bias, sinks))
     _, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                               deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                               max_seqlen_k, False, attn_bias, sinks, needs_grad)
-    return dispatch.decide(problem).describe()
+    return dispatch.decide(problem, kernel_only)
+
+
+def explain(q, k, v, **kwargs) -> str:
+    """The dispatcher's decision for a flash_attn_func-style call, as text (see interface.explain)."""
+    return _decision(q, k, v, **kwargs).describe()
+
+
+def serving_backend(q, k, v, **kwargs) -> str:
+    """The name of the backend that would serve the call; ``kernel_only=True``: among those with
+    separate forward and backward passes (what forward_pass / ring attention use)."""
+    return _decision(q, k, v, **kwargs).backend
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,15 +148,34 @@ def _cuda_flash(q, k, v, p: AttnParams):
     return out.transpose(1, 2)
 
 
+def _torch_accepts(kind: str, q, k, p: AttnParams) -> bool:
+    """SDPA's own eligibility check of a fused kernel for this call (shapes, dtypes, arch, lengths:
+    e.g. cuDNN rejects seqlen_q = seqlen_k = 1 in its backward), on [b, h, s, d] views."""
+    try:
+        params = torch.backends.cuda.SDPAParams(q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2), None,
+                                                p.dropout_p, p.causal, False)
+        check = getattr(torch.backends.cuda, f"can_use_{kind}_attention")
+        return bool(check(params, False))
+    except (AttributeError, TypeError, RuntimeError):  # an older torch: the trial call decides
+        return True
+
+
 def _direct_ops(q, k, p: AttnParams):
-    """The direct ops to try for this call, fastest first (cuDNN measured fastest on an H100)."""
+    """The direct ops to try for this call, fastest first (cuDNN measured fastest on an H100), each
+    only where SDPA's own checks accept it."""
     if p.causal and q.shape[1] != k.shape[1]:
         return ()
     if q.device.type == "cpu":
         return (_cpu_flash,)
     if torch.version.hip is not None or q.shape[2] != k.shape[2]:
         return ()  # ROCm: SDPA's own choice (AOTriton / CK); GQA: enable_gqa is F.sdpa's
-    return (_cuda_cudnn, _cuda_flash)
+    ops = []
+    if q.shape[1] > 1 or k.shape[1] > 1:  # cuDNN's backward: "s_q = s_kv = 1 is not supported"
+        if _torch_accepts("cudnn", q, k, p):
+            ops.append(_cuda_cudnn)
+    if _torch_accepts("flash", q, k, p):
+        ops.append(_cuda_flash)
+    return tuple(ops)
 
 
 def _nan_rows_cpu(q, k, out, causal: bool):
