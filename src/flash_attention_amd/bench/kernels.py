@@ -373,7 +373,7 @@ def run_features(ctx):
                                                   flex_fn))
                             t.put(p, key, cell)
                         bar.advance()
-                del extra, flex_fn
+                del extra, flex_fn, timed  # the bias / mask of this row (8 GiB at 16k) before the next
                 ctx.cleanup()
         yield tables[False]
         yield tables[True]
