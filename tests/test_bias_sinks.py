@@ -15,11 +15,11 @@ import math
 
 import pytest
 import torch
-from helpers import DEVICE, HAS_TRITON, rel_err
 
 import flash_attention_amd as fa
 from flash_attention_amd.philox import new_seed
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
+from helpers import DEVICE, HAS_TRITON, rel_err
 
 ON_GPU = DEVICE == "cuda"
 # the Triton backward serves fp16/bf16 on GPUs; fp32 everywhere in the interpreter
@@ -601,9 +601,9 @@ def test_gpu_real_sizes(d, kind, shape):
     for name, cast in (("64", torch.float64), ("lp", None)):
         leaves = [t.detach().to(cast or t.dtype).requires_grad_() for t in ins]
         b_ref = leaves[3] if kind == "float" else bias
-        o, l = attention_ref(*leaves[:3], causal=True, attn_bias=b_ref, sinks=leaves[-1])
+        o, lse_r = attention_ref(*leaves[:3], causal=True, attn_bias=b_ref, sinks=leaves[-1])
         o.backward(dout.to(o.dtype))
-        refs[name] = (o, l, [t.grad for t in leaves])
+        refs[name] = (o, lse_r, [t.grad for t in leaves])
     assert_matches(out, refs["64"][0], refs["lp"][0])
     assert_matches(lse, refs["64"][1].float(), fp32_tol=1e-4, name="lse")
     names = ["dq", "dk", "dv"] + (["dbias"] if kind == "float" else []) + ["dsinks"]
