@@ -461,7 +461,44 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
     ],
 }
-BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT)
+# An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
+# the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
+# ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
+_BIAS_STATIC = "spill-free with an attn_bias by static check only (check-amd), not timed"
+BWD_BIAS: dict[str, list[Row]] = {
+    "sm90": [
+        BWD_OPTIONS["sm90"][0],
+        Row(128, _bwd((32, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC)),
+    ],
+    "sm80": [  # the options row's dQ 128x64 w8 s2 spilled 100+ registers with the bias at d<=64
+        Row(64, _bwd((16, 64, 4, 2), (64, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+        *BWD_OPTIONS["sm80"][1:],
+    ],
+}
+# An attn_bias with dropout (check-amd "bias-all": every option, dropout, bias and dbias).
+BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((32, 64, 8, 3), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 2), (32, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+    ],
+    "sm80": [
+        Row(64, _bwd((16, 64, 4, 2), (32, 64, 4, 2), split=False, reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 1), (32, 32, 8, 1), split=False, reason=_BIAS_STATIC)),
+    ],
+    # MI200 d<=64: the dropout row's 64x64 one-loop dK/dV used 20 B of scratch in the GQA build
+    "gfx90a": [
+        Row(64, _bwd((32, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+        *BWD_DROPOUT["gfx90a"][1:],
+    ],
+    # RDNA3: the options row's 16x16 w4 dK/dV spilled 5-11 VGPRs; with 8 warps: 221-245 VGPRs
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+    ],
+}
+BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT)
 
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
