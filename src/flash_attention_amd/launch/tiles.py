@@ -330,8 +330,13 @@ FWD_DROPOUT: dict[str, list[Row]] = {
 # option, a float bias and sinks, dense). RDNA3 d<=64: the main 64x32 row spilled 26 VGPRs in bf16
 # with every option and the bias (64x16: 185 VGPRs, 8 waves per SIMD).
 # A100 (ptxas): the options rows spilled with the bias at d<=64 (128x64 w4 s3: 14-29 registers, 190
-# with every option) and with a mask at d<=256 (64x64 w8 s2: 5).
+# with every option) and with a mask at d<=256 (64x64 w8 s2: 5). Hopper d<=256: the options row keeps
+# spills measured for ALiBi + softcap, not for a bias (110-179 registers with it): 64x32 w8 s2 here.
 FWD_BIAS: dict[str, list[Row]] = {
+    "sm90": [
+        *FWD_OPTIONS["sm90"][:3],
+        Row(256, _T(64, 32, 8, 2, reason=_STATIC + "; 241 registers")),
+    ],
     "gfx1100": [
         Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
         *FWD_PLAIN["gfx1100"][1:],
@@ -345,15 +350,14 @@ FWD_BIAS: dict[str, list[Row]] = {
 
 # Dropout with an attn_bias (check-amd variant "bias-all": every option, dropout, a float bias and
 # sinks, dense). CDNA d<=64: dropout's 128x32 row spilled 24-32 VGPRs in bf16 with the bias tile.
-# Hopper d<=128: the options rows (128x64 w8 s3/s4) spilled 29-41 registers with dropout and the
-# bias (128x32 w8 s2: 244, not timed); d<=256 keeps the options row and its accepted spills
-# (measured with ALiBi+softcap / dropout, not with a bias). A100: 128x64 w8 s2 spilled 52 at
-# d<=128, 32x64 w4 s1 5 at d<=256.
+# Hopper: the options rows spilled with dropout and the bias (d<=128 128x64 w8 s3/s4: 29-41
+# registers, 128x32 w8 s2: 244 and none; d<=256 64x64 w4 s2: 192, 32x64 w8 s2: none; not timed).
+# A100: 128x64 w8 s2 spilled 52 at d<=128, 32x64 w4 s1 5 at d<=256.
 FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
         FWD_OPTIONS["sm90"][0],
         Row(128, _T(128, 32, 8, 2, reason=_STATIC + "; 244 registers")),
-        FWD_OPTIONS["sm90"][-1],
+        Row(256, _T(32, 64, 8, 2, reason=_STATIC + "; 255 registers")),
     ],
     "sm80": [
         Row(64, _T(64, 64, 8, 2, reason=_STATIC)),
