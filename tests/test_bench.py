@@ -35,6 +35,10 @@ def _ok(path) -> set:
     (["--plot", "out.txt"], "--plot takes a .png path"),
     (["--json", "/no/such/folder/x.json"], "does not exist"),
     (["--headdims", "1024"], "at most 512"),
+    (["--features", "bias,foo"], "unknown feature foo"),
+    (["--features", "bias"], "--features times the kernels suite, not --suite seeds"),
+    (["--suite", "kernels", "--features", "bias", "--headdims", "512"], "--features: head dims up to 256"),
+    (["--suite", "kernels", "--features", "bias", "--fp8"], "run them separately"),
 ])
 def test_bad_arguments_are_one_line_errors(args, words, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -142,6 +146,17 @@ def test_kernels_tiny(tmp_path, capsys):
     ok = {(r["table"], r["backend"]) for r in recs if r["status"] == "ok" and r["metric"] == "throughput"}
     assert {("fwd", "flash"), ("fwd", "ours:torch"), ("bwd", "flash"), ("bwd", "ours:torch")} <= ok
     assert any(r["metric"] == "ratio_vs_flash" for r in recs)
+
+
+def test_kernels_features_tiny(tmp_path, capsys):
+    js = tmp_path / "f.json"
+    rc, out, _ = _bench(["--suite", "kernels", "--features", "bias,mask,sinks", "--json", str(js)], capsys)
+    assert rc == 0 and "attention bias: forward GFLOP/s" in out and "learnable sinks: backward GFLOP/s" in out
+    recs = json.loads(js.read_text())["records"]
+    ok = {(r["table"], r["backend"]) for r in recs if r["status"] == "ok" and r["metric"] == "throughput"}
+    assert {("bias_fwd", "ours:torch"), ("bias_fwd", "sdpa"), ("bias_bwd", "ours:torch+dbias"), ("mask_bwd", "sdpa"),
+            ("sinks_fwd", "ours:torch+sinks"), ("sinks_bwd", "ours:torch")} <= ok, recs
+    assert any(r["metric"] == "ratio_sinks_vs_plain" for r in recs)
 
 
 def test_decode_tiny(tmp_path, capsys):

@@ -168,7 +168,7 @@ def explain(q: Tensor, k: Tensor, v: Tensor, **kwargs) -> str:
     """
     names = ("dropout_p", "softmax_scale", "causal", "window_size", "softcap", "alibi_slopes",
              "deterministic", "return_attn_probs", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
-             "q_descale", "k_descale", "v_descale")
+             "q_descale", "k_descale", "v_descale", "attn_bias", "sinks")
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
         raise TypeError(f"explain got unexpected arguments {unknown}")

@@ -21,7 +21,7 @@ from . import config, dispatch
 from .core import arch_of
 from .params import AttnParams, Problem
 from .rotary import apply_rotary, rotary_positions
-from .validation import as_bool, as_int, scalar_options
+from .validation import as_bool, as_int, check_sinks, scalar_options
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _INTS = (torch.int32, torch.int64)
@@ -151,7 +151,7 @@ class _Plan:
 
 def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
              block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
-             return_softmax_lse) -> _Plan:
+             return_softmax_lse, sinks=None) -> _Plan:
     """Checks every argument (raises on the first problem) -> the call's _Plan. Reads no tensor values."""
     _tensor("q", q, 4)
     _tensor("k_cache", k_cache, 4)
@@ -255,6 +255,8 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
             raise TypeError(f"alibi_slopes has dtype {alibi_slopes.dtype}; allowed: float32")
         if tuple(alibi_slopes.shape) not in ((nheads,), (batch, nheads)):
             raise ValueError(f"alibi_slopes has {_shape(alibi_slopes)}; allowed: ({nheads},) or ({batch}, {nheads})")
+    if sinks is not None:
+        check_sinks(sinks, nheads, device)
     for name, t in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                     ("cache_seqlens", cache_seqlens if isinstance(cache_seqlens, torch.Tensor) else None),
                     ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad),
@@ -277,21 +279,21 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
         device_type=device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch, seqlen_q=seqlen_q,
         seqlen_k=capacity, nheads=nheads, nheads_k=nheads_k, headdim=headdim, headdim_v=headdim_v,
         causal=causal, window_left=left, window_right=right, softcap=float(softcap),
-        has_alibi=alibi_slopes is not None, return_lse=return_softmax_lse, kind="kvcache",
+        has_alibi=alibi_slopes is not None, return_lse=return_softmax_lse, kind="kvcache", has_sinks=sinks is not None,
         extra=(("paged", paged), ("page_block_size", row_len if paged else 0),
                ("leftpad", cache_leftpad is not None), ("batch_idx", cache_batch_idx is not None)),
     )
-    params = None if alibi_slopes is not None else _params(softmax_scale, causal, left, right, softcap, None,
-                                                           return_softmax_lse)
+    params = None if alibi_slopes is not None or sinks is not None else _params(
+        softmax_scale, causal, left, right, softcap, None, return_softmax_lse)
     backend = dispatch.select(problem)  # before anything is written: a declining forced backend raises here
     return _Plan(softmax_scale=softmax_scale, capacity=capacity, seqlen_new=seqlen_new, q_consecutive=q_consecutive,
                  left=left, right=right, problem=problem, params=params, num_splits=num_splits, backend=backend,
                  launched=False)
 
 
-def _params(softmax_scale, causal, left, right, softcap, alibi_slopes, return_lse):
+def _params(softmax_scale, causal, left, right, softcap, alibi_slopes, return_lse, sinks=None):
     return AttnParams(softmax_scale=softmax_scale, causal=causal, window_left=left, window_right=right,
-                      softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_lse)
+                      softcap=float(softcap), alibi_slopes=alibi_slopes, return_lse=return_lse, sinks=sinks)
 
 
 # Plans of validated calls, keyed by everything _prepare reads (see _plan_key); the per-call
@@ -317,7 +319,7 @@ def _scalar(x):
 
 def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
               block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
-              return_softmax_lse):
+              return_softmax_lse, sinks=None):
     """A hashable key of every input of _prepare, or None (validate this call every time)."""
     if cache_seqlens is not None and type(cache_seqlens) is not _Tensor:
         return None  # an int start: its value is checked, and changes every step
@@ -328,7 +330,7 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
                 _meta(cache_seqlens), _meta(cache_batch_idx), _meta(cache_leftpad), _meta(block_table),
                 _meta(alibi_slopes), _scalar(softmax_scale), _scalar(causal), _scalar(window_size[0]),
                 _scalar(window_size[1]), _scalar(softcap), _scalar(num_splits), _scalar(return_softmax_lse),
-                dispatch.forced(), config.debug(), torch.is_grad_enabled())
+                dispatch.forced(), config.debug(), torch.is_grad_enabled(), _meta(sinks))
     except TypeError:  # not a plain tensor, or an unhashable scalar
         return None
 
@@ -336,7 +338,8 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
+                            sinks=None):
     """Attention of q over a KV cache, appending the new k/v to the cache in place first (no backward).
 
     Arguments (b batch, sq query tokens, h query heads, hk KV heads with h % hk == 0, d/dv head dims):
@@ -361,6 +364,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         alibi_slopes: (h,) or (b, h) fp32: adds -slope * |i + seqlen_k - sq - j| to the scores.
         num_splits: key splits across programs (0 = heuristic from shapes and the GPU).
         return_softmax_lse: also return the log-sum-exp (b, h, sq) fp32 (+inf on rows that see no key).
+        sinks [optional, keyword-only; beyond flash_attn]: (h,) fp32 learnable attention sinks, one extra
+            logit per head in the softmax denominator (gpt-oss); a row with no visible key then has
+            out 0 and lse = sink.
 
     Returns out (b, sq, h, dv) in q's dtype, and softmax_lse when return_softmax_lse.
 
@@ -370,7 +376,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                       cache_seqlens=seqlens, causal=True)
     """
     args = (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
-            block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse)
+            block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse,
+            sinks)
     if torch.compiler.is_compiling():  # validate while tracing, then one custom op (no graph break)
         plan = _prepare(*args)
         out, lse = _kvcache_op(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin,
@@ -379,7 +386,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                else int(cache_seqlens),
                                cache_batch_idx, cache_leftpad, block_table, alibi_slopes, plan.softmax_scale,
                                plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
-                               bool(rotary_interleaved), plan.num_splits, plan.backend.name)
+                               bool(rotary_interleaved), plan.num_splits, plan.backend.name, sinks)
         return (out, lse) if return_softmax_lse else out
     key = _plan_key(*args)
     plan = _plans.get(key) if key is not None else None
@@ -392,13 +399,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if torch.is_grad_enabled():
         with torch.no_grad():
             return _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
-                        cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse)
+                        cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse,
+                        sinks)
     return _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
-                cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse)
+                cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse, sinks)
 
 
 def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
-         block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse):
+         block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse, sinks=None):
     """The work of a validated call (grad mode off)."""
     batch, seqlen_q = q.shape[0], q.shape[1]
     device = q.device
@@ -421,7 +429,7 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
     params = plan.params
     if params is None:
         params = _params(plan.softmax_scale, plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
-                         alibi_slopes, return_softmax_lse)
+                         alibi_slopes, return_softmax_lse, sinks)
     saved = None
     if k is not None and seqlen_new > 0:
         positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
@@ -455,13 +463,13 @@ def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k
                 cache_leftpad: torch.Tensor | None, block_table: torch.Tensor | None,
                 alibi_slopes: torch.Tensor | None, softmax_scale: float, causal: bool, window_left: int,
                 window_right: int, softcap: float, rotary_interleaved: bool, num_splits: int,
-                backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+                backend: str, sinks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     seqlens = cache_seqlens if cache_seqlens is not None else (None if cache_seqlens_int < 0 else cache_seqlens_int)
     with dispatch.use_backend(backend):
         out, lse = flash_attn_with_kvcache(
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, seqlens, cache_batch_idx, cache_leftpad, block_table,
             softmax_scale, causal, (window_left, window_right), softcap, rotary_interleaved, alibi_slopes,
-            num_splits, True)
+            num_splits, True, sinks=sinks)
     return out, lse
 
 

@@ -14,8 +14,9 @@ class FlashAttention(nn.Module):
         softmax_scale: defaults to headdim ** -0.5.
         attention_dropout: dropout probability applied in training mode only.
 
-    ``forward(q, k, v, causal=False, window_size=(-1, -1))`` with q [b, sq, h, d] and
-    k, v [b, sk, hk, d] returns [b, sq, h, d].
+    ``forward(q, k, v, causal=False, window_size=(-1, -1), *, attn_bias=None, sinks=None)`` with
+    q [b, sq, h, d] and k, v [b, sk, hk, d] returns [b, sq, h, d] (attn_bias / sinks: as in
+    flash_attn_func).
 
     Example::
 
@@ -31,9 +32,11 @@ class FlashAttention(nn.Module):
         self.dropout_p = attention_dropout
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                window_size: tuple[int, int] = (-1, -1)) -> torch.Tensor:
+                window_size: tuple[int, int] = (-1, -1), *, attn_bias: torch.Tensor | None = None,
+                sinks: torch.Tensor | None = None) -> torch.Tensor:
         return flash_attn_func(q, k, v, dropout_p=self.dropout_p if self.training else 0.0,
-                               softmax_scale=self.softmax_scale, causal=causal, window_size=window_size)
+                               softmax_scale=self.softmax_scale, causal=causal, window_size=window_size,
+                               attn_bias=attn_bias, sinks=sinks)
 
     def extra_repr(self) -> str:
         return f"softmax_scale={self.softmax_scale}, attention_dropout={self.dropout_p}"

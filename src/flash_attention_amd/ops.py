@@ -88,9 +88,12 @@ def _bwd(
     rng_state: Tensor, backend: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
     softcap: float, dropout_p: float, alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None,
     cu_seqlens_k: Tensor | None, max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool,
-    attn_bias: Tensor | None, sinks: Tensor | None,
+    attn_bias: Tensor | None, sinks: Tensor | None, bias_grad: bool,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """-> (dq, dk, dv, dbias, dsinks); dbias / dsinks empty when not computed."""
+    """-> (dq, dk, dv, dbias, dsinks); dbias (computed iff bias_grad) / dsinks empty when not computed."""
+    if attn_bias is not None and attn_bias.dtype != torch.bool and attn_bias.requires_grad != bias_grad:
+        # backends compute dbias iff the bias requires grad; inside the op that flag is bias_grad
+        attn_bias = attn_bias.detach().requires_grad_(bias_grad)
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
                      cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic,
                      zero_tensors, attn_bias, sinks)
@@ -102,8 +105,8 @@ def _bwd(
 
 @_bwd.register_fake
 def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
-    attn_bias, sinks = args[-2:]
-    bias_grad = attn_bias is not None and attn_bias.dtype != torch.bool
+    attn_bias, sinks, bias_grad = args[-3:]
+    bias_grad = bias_grad and attn_bias is not None and attn_bias.dtype != torch.bool
     return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
             torch.empty_like(attn_bias) if bias_grad else q.new_empty(_EMPTY_PROBS),
             torch.empty_like(sinks) if sinks is not None else q.new_empty(_EMPTY_PROBS, dtype=torch.float32))
@@ -116,7 +119,7 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
     ctx.args = (backend, scale, causal, wl, wr, softcap, p)
     ctx.varlen_args = (mq, mk, det, zero)
-    ctx.bias_grad = bias is not None and bias.requires_grad
+    ctx.bias_grad = bias is not None and bias.dtype != torch.bool and bias.requires_grad
     ctx.sinks_grad = sinks is not None and sinks.requires_grad
 
 
@@ -125,7 +128,7 @@ def _backward(ctx, dout, dlse, drng, dprobs):
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv, dbias, dsinks = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k,
-                                     *ctx.varlen_args, bias, sinks)
+                                     *ctx.varlen_args, bias, sinks, ctx.bias_grad)
     return ((dq, dk, dv) + (None,) * 15 + (dbias if ctx.bias_grad else None,)
             + (dsinks if ctx.sinks_grad else None,) + (None,) * 3)
 

@@ -12,7 +12,8 @@ number of sequences, seqlens = max_seqlen_q / max_seqlen_k, sequence b's rows an
     exp(s_ij - m_i)      where the dropout mask keeps the element,
     -exp(s_ij - m_i)     where it drops it,
 
-with ``s`` the score of CONTRACT.md (scale, softcap, ALiBi, then the masks: a hidden key has
+with ``s`` the score of CONTRACT.md (scale, softcap, ALiBi, attn_bias, then the masks (a bool
+attn_bias among them): a hidden key has
 ``s = -inf`` and gives 0) and ``m_i`` the max of row i over all of its visible keys (0 for a row
 with no visible key). Everything past the real sizes is 0. Normalising a row by
 ``exp(m_i - lse_i)`` gives the probabilities P; ``_get_block_size_n`` (flash_attn_interface.py)
@@ -77,6 +78,13 @@ def _slice_probs(q, k, params: AttnParams, batch_offset: int, dst) -> None:
         if neg_slopes is not None:
             s = s + neg_slopes * (i - j).abs().to(cdt)
         hidden = torch.zeros(bm, sk, dtype=torch.bool, device=dev)
+        if params.attn_bias is not None:  # the 4-D view [b|1, h|1, sq|1, sk|1]; dense calls only
+            bias = params.attn_bias
+            bias = bias[:, :, m0:m1] if bias.shape[2] != 1 else bias
+            if bias.dtype == torch.bool:
+                hidden = hidden | ~bias
+            else:
+                s = s + bias.to(cdt)
         if left >= 0:
             hidden |= j < i - left
         if right >= 0:

@@ -17,11 +17,13 @@ from .philox import dropout_keep_mask
 
 
 def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-               alibi_slopes=None, batch_index=0, diag_offset=0):
+               alibi_slopes=None, batch_index=0, diag_offset=0, attn_bias=None):
     """Masked scores [b, h, sq, sk] (-inf where hidden) of q [b, sq, h, d] and k [b, sk, hk, d].
 
     ``diag_offset`` moves the bottom-right diagonal (masks and ALiBi): query i sits at key
-    position i + sk - sq + diag_offset (a chunk of a longer sequence, AttnParams.diag_offset)."""
+    position i + sk - sq + diag_offset (a chunk of a longer sequence, AttnParams.diag_offset).
+    ``attn_bias`` (broadcastable to [b, h, sq, sk]): a float bias is added after ALiBi, a bool
+    one is a mask (True = visible), applied with the other masks."""
     b, sq, h, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     scale = d ** -0.5 if softmax_scale is None else softmax_scale
@@ -35,6 +37,8 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
         slopes = alibi_slopes.to(s.dtype)
         slopes = slopes.view(1, h, 1, 1) if slopes.dim() == 1 else slopes[batch_index:batch_index + b].view(b, h, 1, 1)
         s = s - slopes * (i - j).abs().to(s.dtype)
+    if attn_bias is not None and attn_bias.dtype != torch.bool:
+        s = s + attn_bias.to(s.dtype)
     left, right = window_size
     if causal:
         right = 0
@@ -43,6 +47,8 @@ def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), 
         visible &= j >= i - left
     if right >= 0:
         visible &= j <= i + right
+    if attn_bias is not None and attn_bias.dtype == torch.bool:
+        visible = visible & attn_bias
     return s.masked_fill(~visible, -math.inf)
 
 
@@ -62,8 +68,13 @@ def dequantise(q, k, v, q_descale, k_descale, v_descale, batch_index=0):
 
 def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                   alibi_slopes=None, dropout_p=0.0, seed=0, batch_index=0, diag_offset=0, dropout_offsets=(0, 0),
-                  q_descale=None, k_descale=None, v_descale=None):
+                  q_descale=None, k_descale=None, v_descale=None, attn_bias=None, sinks=None):
     """out [b, sq, h, dv] and lse [b, h, sq] (fp32-or-wider, natural log, +inf on empty rows).
+
+    ``attn_bias``: see ``scores_ref``. ``sinks`` [h]: one extra logit per head in the softmax
+    denominator (P_ij = exp(s_ij) / (exp(sink_h) + sum_j exp(s_ij)), lse = log(exp(sink_h) +
+    sum_j exp(s_ij))); a row with no visible key then has out 0 and lse = sink_h. Differentiable
+    in q, k, v, a float attn_bias and sinks (autograd of plain ops).
 
     Computes in the inputs' dtype: pass float64 tensors for the oracle, or the kernel's
     dtype to measure "the same math done in the input dtype". Dropout uses the Philox
@@ -76,9 +87,14 @@ def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1,
         q, k, v = dequantise(q, k, v, q_descale, k_descale, v_descale, batch_index)
     b, sq, h, _ = q.shape
     s = scores_ref(q, k, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
-                   softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index, diag_offset=diag_offset)
+                   softcap=softcap, alibi_slopes=alibi_slopes, batch_index=batch_index, diag_offset=diag_offset,
+                   attn_bias=attn_bias)
     s32 = s.float() if s.dtype in (torch.float16, torch.bfloat16) else s
-    lse = torch.logsumexp(s32, dim=-1)  # -inf on empty rows
+    if sinks is not None:
+        sink = sinks.to(s32.dtype).view(1, h, 1, 1).expand(b, h, sq, 1)
+        lse = torch.logsumexp(torch.cat([s32, sink], dim=-1), dim=-1)  # = sink on empty rows
+    else:
+        lse = torch.logsumexp(s32, dim=-1)  # -inf on empty rows
     p = torch.exp(s32 - lse[..., None]).nan_to_num(0.0)  # empty rows: 0
     if dropout_p > 0:
         bh = (torch.arange(b, device=q.device)[:, None] + batch_index) * h + torch.arange(h, device=q.device)
@@ -96,6 +112,8 @@ def attention_ref_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, **kwargs):
     """Varlen twin: q [total_q, h, d], k/v [total_k, hk, d]; returns out [total_q, h, dv], lse [h, total_q]."""
     cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
     alibi = kwargs.get("alibi_slopes")
+    if kwargs.get("attn_bias") is not None:
+        raise ValueError("attn_bias has no varlen layout")
     outs, lses = [], []
     for bi in range(len(cq) - 1):
         qs, ks = q[cq[bi]:cq[bi + 1]][None], k[ck[bi]:ck[bi + 1]][None]

@@ -14,6 +14,14 @@ The backward pass recomputes P tile by tile from q, k and the saved LSE, with
 ``delta = rowsum(dO * O)``; dropout masks are regenerated from Philox (``philox.py``),
 never stored.
 
+Beyond flash_attn: ``params.attn_bias`` (a 4-D view broadcastable to [b, h, sq, sk]) is read
+tile by tile (a slice of the view, size-1 dims broadcast: nothing is materialised beyond
+the bias itself); a float bias is added after ALiBi, a bool one hides keys. Its gradient is the
+score gradient dS summed over the broadcast dims (fp32 accumulation, returned in the bias
+dtype). ``params.sinks`` [h] start each row's online softmax with the sink as one logit
+(row max = sink, row sum = 1), so a row with no visible key gets out 0 and lse = sink;
+dsinks_h = -sum_{b,i} exp(sink_h - lse_bhi) * (delta_bhi - dlse_bhi).
+
 Shape legend: b batch, sq/sk query/key length, h query heads, hk key/value heads,
 g = h // hk query heads per KV head, d q/k head dim, dv value head dim,
 bm/bn query/key block sizes.
@@ -97,6 +105,16 @@ class _Tiles:
             self.q_scale = params.q_descale[rows].to(self.cdt).view(b, hk, 1, 1, 1)
             self.k_scale = params.k_descale[rows].to(self.cdt).view(b, hk, 1, 1)
             self.v_scale = params.v_descale[rows].to(self.cdt).view(b, hk, 1, 1)
+        self.bias = None  # [b|1, hk|1, g|1, sq|1, sk|1] view of the 4-D bias view
+        if params.attn_bias is not None:
+            bias = params.attn_bias
+            if bias.shape[0] != 1:
+                bias = bias[batch_offset:batch_offset + b]
+            bias = bias.unflatten(1, (hk, self.g)) if bias.shape[1] != 1 else bias.unsqueeze(1)
+            self.bias = bias.to(self.device)
+        self.sinks = None  # [1, hk, g, 1, 1]
+        if params.sinks is not None:
+            self.sinks = params.sinks.to(device=self.device, dtype=self.cdt).view(1, hk, self.g, 1, 1)
         self.bh = None
         if params.dropout_p > 0:
             bi = torch.arange(b, device=self.device) + batch_offset
@@ -159,16 +177,29 @@ class _Tiles:
         if self.neg_slopes is not None or partial:
             i = torch.arange(m0, m1, device=self.device)[:, None] + self.diag  # [bm, 1]
             j = torch.arange(n0, n1, device=self.device)[None, :]  # [1, bn]
-            if self.neg_slopes is not None:
-                s.addcmul_(self.neg_slopes, (i - j).abs().to(self.cdt))
-            if partial:
-                hidden = torch.zeros(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
-                if self.left >= 0:
-                    hidden |= j < i - self.left
-                if self.right >= 0:
-                    hidden |= j > i + self.right
-                s.masked_fill_(hidden, -math.inf)
+        if self.neg_slopes is not None:
+            s.addcmul_(self.neg_slopes, (i - j).abs().to(self.cdt))
+        if self.bias is not None:  # after ALiBi; a bool bias is a mask
+            bias = self.bias_tile(m0, m1, n0, n1)
+            if bias.dtype == torch.bool:
+                s.masked_fill_(~bias, -math.inf)
+            else:
+                s.add_(bias.to(self.cdt))
+        if partial:
+            hidden = torch.zeros(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
+            if self.left >= 0:
+                hidden |= j < i - self.left
+            if self.right >= 0:
+                hidden |= j > i + self.right
+            s.masked_fill_(hidden, -math.inf)
         return s, t
+
+    def bias_tile(self, m0, m1, n0, n1):
+        """The bias [b|1, hk|1, g|1, bm|1, bn|1] over queries [m0, m1) and keys [n0, n1) (a view)."""
+        t = self.bias
+        rows = slice(m0, m1) if t.shape[3] != 1 else slice(None)
+        cols = slice(n0, n1) if t.shape[4] != 1 else slice(None)
+        return t[:, :, :, rows, cols]
 
     def dropout_scale(self, m0, m1, n0, n1):
         """Kept-element scale [b, hk, g, bm, bn]: 1 / (1 - p) where kept, 0 where dropped."""
@@ -188,8 +219,12 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
     for m0, m1 in T.query_blocks():
         bm = m1 - m0
         qt = T.q_tile(m0, m1)
-        row_max = torch.full((b, hk, g, bm, 1), -math.inf, dtype=T.cdt, device=T.device)
-        row_sum = torch.zeros((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
+        if T.sinks is None:
+            row_max = torch.full((b, hk, g, bm, 1), -math.inf, dtype=T.cdt, device=T.device)
+            row_sum = torch.zeros((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
+        else:  # the sink is one more logit: the softmax starts from it
+            row_max = T.sinks.expand(b, hk, g, bm, 1).clone()
+            row_sum = torch.ones((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
         acc = torch.zeros((b, hk, g, bm, T.dv), dtype=T.cdt, device=T.device)
         for n0, n1, partial in T.key_blocks(m0, m1):
             s, _ = T.scores(qt, T.kv_tile(T.k4, n0, n1), m0, m1, n0, n1, partial)
@@ -210,10 +245,13 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
         lse4[:, :, :, m0:m1] = blk_lse.squeeze(-1)
 
 
-def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n, dlse=None):
+def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n, dlse=None,
+                    dbias=None):
     """Writes dq [b, sq, h, d], dk [b, sk, hk, d], dv [b, sk, hk, dv] for one dense slice.
 
     dlse [b, h, sq] (or None): gradient of the LSE output, taken in as delta - dlse.
+    dbias (or None): a zeroed compute-dtype buffer shaped like the 4-D bias view, into which
+    the score gradient is summed (over the bias's broadcast dims).
 
     dk / dv accumulate in the compute dtype over query blocks ([b, hk, sk, *] buffers), dq
     per query block over its key blocks. With qt = q * q_fold, the score gradient
@@ -227,6 +265,9 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
     dlse4 = None if dlse is None else dlse.unflatten(1, (hk, g))  # [b, hk, g, sq]
     dq5 = dq.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
     dk_acc = torch.zeros((b, hk, T.sk, T.d), dtype=cdt, device=T.device)
+    dbias5 = None
+    if dbias is not None:  # [b|1, hk|1, g|1, sq|1, sk|1], like T.bias
+        dbias5 = dbias.unflatten(1, (hk, g)) if dbias.shape[1] != 1 else dbias.unsqueeze(1)
     dv_acc = torch.zeros((b, hk, T.sk, T.dv), dtype=cdt, device=T.device)
     for m0, m1 in T.query_blocks():
         bm = m1 - m0
@@ -256,6 +297,11 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
                 p_used = p
             dv_acc[:, :, n0:n1] += torch.matmul(p_used.view(b, hk, g * bm, bn).transpose(-1, -2), dot)
             ds = dp.sub_(delta).mul_(p)
+            if dbias5 is not None:  # dS before the softcap factor: the bias is added after softcap
+                rows = slice(m0, m1) if dbias5.shape[3] != 1 else slice(None)
+                cols = slice(n0, n1) if dbias5.shape[4] != 1 else slice(None)
+                dims = [i for i in range(5) if dbias5.shape[i] == 1 and ds.shape[i] != 1]
+                dbias5[:, :, :, rows, cols] += ds.sum(dims, keepdim=True) if dims else ds
             if t is not None:
                 ds.mul_(t.square_().neg_().add_(1.0))
             ds = ds.view(b, hk, g * bm, bn)
@@ -284,8 +330,6 @@ class TorchBackend(KernelBackend):
         return None
 
     def supports(self, problem: Problem) -> str | None:
-        if problem.bias or problem.has_sinks:
-            return "attn_bias / sinks are not implemented on the torch path yet"
         if problem.fp8:
             if problem.needs_grad:
                 return "FP8 attention is forward-only (no backward)"
@@ -318,13 +362,27 @@ class TorchBackend(KernelBackend):
 
     @torch.no_grad()
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
-        """-> (dq, dk, dv) like q, k, v; zero for rows / keys that take part in nothing."""
+        """-> (dq, dk, dv) like q, k, v; zero for rows / keys that take part in nothing. With
+        attn_bias or sinks: (dq, dk, dv, dbias, dsinks), dbias shaped like the 4-D bias view in
+        its dtype (None unless a float bias requires grad), dsinks like sinks (None without)."""
         if dout is None:
             dout = torch.zeros_like(out)
+        grads = self._backward(dout, q, k, v, out, lse, params, dlse)
+        if params.attn_bias is None and params.sinks is None:
+            return grads[:3]
+        dsinks = None if params.sinks is None else sinks_grad(params.sinks, dout, out, lse, dlse, params.is_varlen)
+        return (*grads[:3], grads[3], dsinks)
+
+    def _backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse):
         if not params.is_varlen:
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-            _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, 0, self.block_m, self.block_n, dlse)
-            return dq, dk, dv
+            bias = params.attn_bias
+            dbias = None
+            if bias is not None and bias.dtype != torch.bool and bias.requires_grad:
+                dbias = torch.zeros(bias.shape, dtype=_compute_dtype(q.dtype), device=q.device)
+            _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, 0, self.block_m, self.block_n, dlse,
+                            dbias)
+            return dq, dk, dv, None if dbias is None else dbias.to(bias.dtype)
         dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         for bi, (q0, q1, k0, k1) in enumerate(_segments(params)):
             if q1 == q0 or k1 == k0:
@@ -333,7 +391,7 @@ class TorchBackend(KernelBackend):
                             out[q0:q1][None], lse[:, q0:q1][None], dq[q0:q1][None],
                             dk[k0:k1][None], dv[k0:k1][None], params, bi, self.block_m, self.block_n,
                             None if dlse is None else dlse[:, q0:q1][None])
-        return dq, dk, dv
+        return dq, dk, dv, None
 
     def supports_decode(self, problem: Problem) -> str | None:
         return None
@@ -342,6 +400,29 @@ class TorchBackend(KernelBackend):
         from . import torch_decode
 
         return torch_decode.decode(q, k_cache, v_cache, cache_seqlens, params, **cache_args)
+
+
+def sinks_grad(sinks, dout, out, lse, dlse, varlen: bool):
+    """dsinks [h] (sinks' dtype): -sum over batch and rows of exp(sink_h - lse) * (delta - dlse),
+    delta = rowsum(dout * out); rows with lse = +inf (outside every sequence) add nothing.
+    O(b * h * sq) work and memory. Dense lse [b, h, sq], varlen lse [h, total_q]."""
+    cdt = torch.float64 if lse.dtype == torch.float64 else torch.float32
+    delta = (dout.to(cdt) * out.to(cdt)).sum(-1)  # [b, sq, h] or [total_q, h]
+    delta = delta.transpose(0, 1) if varlen else delta.transpose(1, 2)  # like lse
+    if dlse is not None:
+        delta = delta - dlse.to(cdt)
+    return sinks_grad_from_delta(sinks, lse, delta, varlen)
+
+
+def sinks_grad_from_delta(sinks, lse, delta, varlen: bool):
+    """dsinks from the LSE and delta = rowsum(dout * out) - dlse, both like lse."""
+    cdt = torch.float64 if lse.dtype == torch.float64 else torch.float32
+    sink = sinks.to(cdt).view(-1, 1) if varlen else sinks.to(cdt).view(1, -1, 1)
+    lse = lse.to(cdt)
+    weight = torch.exp(sink - lse)  # P of the sink; 0 where lse = +inf
+    term = torch.where(torch.isfinite(lse), weight * delta.to(cdt), 0.0)
+    dims = (1,) if varlen else (0, 2)
+    return (-term.sum(dims)).to(sinks.dtype)
 
 
 def _segments(params: AttnParams):

@@ -56,7 +56,8 @@ def gather_cache(cache, pos, block_table=None, cache_batch_idx=None):
 
 def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
            cache_batch_idx=None, cache_leftpad=None, num_splits=0):
-    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32 (+inf and out 0 on rows with no visible key).
+    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32 (+inf and out 0 on rows with no visible key;
+    lse = sink there with params.sinks, one extra logit per head in the softmax denominator).
 
     q [b, sq, h, d]; k_cache/v_cache [b_cache, cap, hk, d|dv] or paged [blocks, page, hk, d|dv]
     with block_table [b, max_blocks]; cache_seqlens [b] int: end of each sequence in the cache
@@ -69,6 +70,8 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     ct = torch.float64 if q.dtype == torch.float64 else torch.float32
     if b == 0 or sq == 0 or cap == 0:
         out = torch.zeros(b, sq, h, dv, dtype=q.dtype, device=q.device)
+        if params.sinks is not None:
+            return out, params.sinks.float().view(1, h, 1).expand(b, h, sq).clone()
         return out, torch.full((b, h, sq), math.inf, dtype=torch.float32, device=q.device)
     pos, seqlen_k = cache_positions(cache_seqlens, cap, cache_leftpad)
     keys = gather_cache(k_cache, pos, block_table, cache_batch_idx).to(ct)  # [b, cap, hk, d]
@@ -96,7 +99,11 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     if params.window_left >= 0:
         vis = vis & (j >= i - params.window_left)
     s = s.masked_fill(~vis[:, None], -math.inf)
-    lse = torch.logsumexp(s, dim=-1)  # [b, h, sq], -inf on empty rows
+    if params.sinks is not None:  # one more logit per head: a row with no visible key gets lse = sink
+        sink = params.sinks.to(ct).view(1, h, 1, 1).expand(b, h, sq, 1)
+        lse = torch.logsumexp(torch.cat([s, sink], dim=-1), dim=-1)
+    else:
+        lse = torch.logsumexp(s, dim=-1)  # [b, h, sq], -inf on empty rows
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     out = torch.einsum("bkgsj,bjkd->bskgd", p.reshape(b, hk, group, sq, cap), vals)
     lse = torch.where(torch.isneginf(lse), torch.full_like(lse, math.inf), lse)

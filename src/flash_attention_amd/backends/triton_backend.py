@@ -34,8 +34,6 @@ class TritonBackend(KernelBackend):
         reason = self.available() or self._device_reason(problem)
         if reason:
             return reason
-        if problem.bias or problem.has_sinks:
-            return "attn_bias / sinks are not implemented in the Triton kernels yet"
         from ..launch import fwd
 
         reason = fwd.supports(problem)

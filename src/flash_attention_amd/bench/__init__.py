@@ -19,6 +19,7 @@ from .runner import SUITES
 
 BACKEND_CHOICES = ("triton", "sdpa", "flash_attn", "ck", "torch")
 PEER_CHOICES = ("flash", "cudnn", "efficient", "flex", "flash_attn", "fa4")
+FEATURE_CHOICES = ("bias", "mask", "sinks")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +74,15 @@ def _peer(text: str) -> str:
     return name
 
 
+def _features(text: str) -> list[str]:
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in FEATURE_CHOICES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown feature {', '.join(bad) or repr(text)}; choose from "
+                                         f"{', '.join(FEATURE_CHOICES)} (comma separated)")
+    return names
+
+
 def _png(text: str) -> str:
     import os
 
@@ -110,6 +120,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "triton on a CPU only when named)")
     p.add_argument("--peers", type=_peer, nargs="+", metavar="NAME",
                    help="kernels suite: peers to time: " + ", ".join(PEER_CHOICES) + " (default: every importable one)")
+    p.add_argument("--features", type=_features, default=None, metavar="LIST",
+                   help="kernels suite: instead of the grid, time these beyond-flash_attn features, comma separated: "
+                        "bias ((b, h, s, s) bias vs FlexAttention score_mod and SDPA attn_mask), mask (bool mask vs "
+                        "Flex block_mask and SDPA), sinks (ours with sinks vs without); d=128 (CPU: the small grid)")
     p.add_argument("--reps", type=_positive("--reps"), default=None, help="repetitions per figure (default 5; quick 3)")
     p.add_argument("--seqlens", type=_positive("--seqlens"), nargs="+", metavar="N",
                    help="sequence lengths of the seeds forward table and the kernels grid")
@@ -136,6 +150,12 @@ def check(ns, parser) -> None:
             parser.error("--plot needs matplotlib, which is not installed: pip install 'flash-attention-amd[bench]'")
     if ns.headdims and any(d > 512 for d in ns.headdims):
         parser.error(f"--headdims: at most 512, got {max(ns.headdims)}")
+    if ns.features and ns.suite not in ("kernels", "all"):
+        parser.error(f"--features times the kernels suite, not --suite {ns.suite}")
+    if ns.features and ns.headdims and any(d > 256 for d in ns.headdims):
+        parser.error(f"--features: head dims up to 256 (attn_bias / sinks in our kernels), got {max(ns.headdims)}")
+    if ns.features and ns.fp8:
+        parser.error("--features replaces the kernels grid, --fp8 adds to it: run them separately")
 
 
 def _cpu_threads() -> int:
@@ -168,7 +188,7 @@ def main(ns, parser) -> int:
     reps = ns.reps or (2 if ns.tiny else 3 if ns.quick else 5)
     ctx = Ctx(device=device, dtype=dtype, quick=ns.quick, tiny=ns.tiny, reps=reps, backends=backends,
               asked_backends=bool(ns.backends), skipped=skipped, peers=ns.peers, seqlens=ns.seqlens,
-              headdims=ns.headdims, causal=ns.causal, fp8=ns.fp8, progress=not ns.no_progress,
+              headdims=ns.headdims, causal=ns.causal, fp8=ns.fp8, features=ns.features, progress=not ns.no_progress,
               timer=Timer(device, reps, cpu_sample_s=0.005 if ns.tiny else 0.02))
     busy = ""
     threads_before = torch.get_num_threads()

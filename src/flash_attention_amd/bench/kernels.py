@@ -11,6 +11,13 @@ input grads reset. Fresh ``torch.randn`` inputs per size; median of ``triton.tes
 ``--fp8``: also our FP8 forward (``ours fp8``): the same inputs quantised to e4m3 per (batch, head)
 (``flash_attention_amd.fp8.quantize``, outside the timing) with their descales; its ratio to our
 bf16 forward (``fp8/bf16``); the backward table says it declines (FP8 is forward-only).
+
+``--features bias,mask,sinks`` times, instead of the grid, what flash_attn cannot do (head dim 128
+only, unless --headdims): ``bias``: a (b, h, s, s) bias of the data dtype (no gradient) in ours
+(``attn_bias``), FlexAttention (the same tensor read by a ``score_mod``) and SDPA (``attn_mask``,
+its own kernel choice), plus ours with the bias's gradient; ``mask``: a (b, 1, s, s) bool mask (90%
+visible, the diagonal always) in ours, Flex (``mask_mod`` reading it, with its block mask) and SDPA;
+``sinks``: ours with learnable sinks (gradient included) against ours without.
 """
 from __future__ import annotations
 
@@ -62,6 +69,9 @@ def _ours(ctx) -> list[str]:
 
 
 def describe(ctx):
+    if ctx.features:
+        yield from describe_features(ctx)
+        return
     s = sizes(ctx)
     ours = _ours(ctx)
     yield (f"- {str(ctx.dtype).replace('torch.', '')}, batch x seqlen = {s['tokens']} tokens, nheads x headdim = "
@@ -166,6 +176,9 @@ def peers(ctx) -> tuple[dict, dict]:
 # ---------------------------------------------------------------------- the grid
 
 def run(ctx):
+    if ctx.features:
+        yield from run_features(ctx)
+        return
     s = sizes(ctx)
     calls, why = peers(ctx)
     ours = _ours(ctx)
@@ -244,6 +257,189 @@ def _time(ctx, p, call, layout, bwd, unit, backend=None, grad_fwd=False, fp8=Fal
             fig = measure()
         scale = 1.0 if unit == "TFLOP/s" else 1e3
         return Cell(fig.map(lambda ms: tflops(b, h, n, n, d, causal, bwd, ms) * scale))
+    except BackendUnavailable as exc:
+        return Cell(None, "declined", reason(exc))
+    except Exception as exc:
+        return failed(exc)
+
+
+# ---------------------------------------------------------------------- beyond flash_attn: bias, mask, sinks
+
+FEATURE_TITLES = {"bias": "(b, h, s, s) attention bias", "mask": "(b, 1, s, s) bool mask",
+                  "sinks": "learnable sinks"}
+
+
+def _feature_sizes(ctx) -> dict:
+    s = sizes(ctx)
+    if not ctx.headdims and ctx.gpu:
+        s["headdims"] = [128]
+    return s
+
+
+def describe_features(ctx):
+    s = _feature_sizes(ctx)
+    ours = _ours(ctx)
+    yield (f"- {str(ctx.dtype).replace('torch.', '')}, batch x seqlen = {s['tokens']} tokens, nheads x headdim = "
+           f"{s['hidden']}, not causal; TFLOP/s = 4·b·h·s²·d (x2.5 backward) / median time; features: "
+           f"{', '.join(ctx.features)}.")
+    yield (f"- bias: a (b, h, s, s) {str(ctx.dtype).replace('torch.', '')} tensor without gradient, in ours "
+           f"(flash_attn_func(attn_bias=...), use_backend({', '.join(repr(o) for o in ours)})), FlexAttention "
+           "(score_mod returning score + bias[b, h, q, kv], compiled) and SDPA (attn_mask, its own kernel choice); "
+           "'ours +dbias': ours with the bias requiring grad (dbias written too).")
+    yield ("- mask: a (b, 1, s, s) bool mask (90% visible, diagonal always visible) in ours (attn_bias), Flex "
+           "(mask_mod reading it, block mask from create_block_mask) and SDPA (attn_mask).")
+    yield "- sinks: ours with fp32 sinks [h] (requiring grad) against ours without; target: at most 3% slower."
+    if not ctx.gpu:
+        yield "- On a CPU: our torch backend and SDPA's CPU kernels; Flex only when named in --peers."
+
+
+def _flex_feature(flex, feature, tensor, n):
+    """FlexAttention (``flex``: a ``_Flex``, its compiled function) with the bias as a score_mod, or
+    the mask as a mask_mod and its block mask."""
+    if feature == "bias":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + tensor[b, h, q_idx, kv_idx]
+
+        return lambda q, k, v: flex.fn(q, k, v, score_mod=score_mod)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return tensor[b, 0, q_idx, kv_idx]
+
+    block_mask = flex.create_block_mask(mask_mod, tensor.shape[0], None, n, n, device=flex.device)
+    return lambda q, k, v: flex.fn(q, k, v, block_mask=block_mask)
+
+
+def _feature_inputs(ctx, feature, b, h, n):
+    if feature == "bias":
+        return torch.randn(b, h, n, n, device=ctx.device, dtype=ctx.dtype)
+    if feature == "mask":
+        mask = torch.rand(b, 1, n, n, device=ctx.device) < 0.9
+        mask |= torch.eye(n, dtype=torch.bool, device=ctx.device)
+        return mask
+    return torch.randn(h, device=ctx.device, dtype=torch.float32)
+
+
+def _feature_table(ctx, feature, bwd, ours, unit) -> Table:
+    name = f"{feature}_{'bwd' if bwd else 'fwd'}"
+    t = Table("kernels", name, f"{FEATURE_TITLES[feature]}: {'backward' if bwd else 'forward'} {unit}",
+              "throughput", unit, ["headdim", "seqlen", "batch", "nheads"], higher_is_better=True, digits=3)
+    first = f"ours:{ours[0]}"
+    if feature == "sinks":
+        for be in ours:
+            t.column(f"ours:{be}", f"ours ({be})")
+            t.column(f"ours:{be}+sinks", f"ours ({be}) +sinks")
+        t.ratio("+sinks / without", "ratio_sinks_vs_plain", f"{first}+sinks", first)
+        return t
+    for be in ours:
+        t.column(f"ours:{be}", f"ours ({be})")
+    t.column("flex", "Flex")
+    t.column("sdpa", "SDPA attn_mask")
+    t.ratio("ours/Flex", "ratio_vs_flex", first, "flex")
+    t.ratio("ours/SDPA", "ratio_vs_sdpa", first, "sdpa")
+    if feature == "bias" and bwd:
+        t.column(f"{first}+dbias", f"ours ({ours[0]}) +dbias")
+    return t
+
+
+def run_features(ctx):
+    """Per feature, a forward and a backward table; each row's bias / mask / sinks (and Flex's
+    compiled function for it) serve both passes."""
+    import torch.nn.functional as F
+
+    s = _feature_sizes(ctx)
+    ours = _ours(ctx)
+    unit = "TFLOP/s" if ctx.gpu else "GFLOP/s"
+    scale = 1.0 if ctx.gpu else 1e3
+    flex_ok = ctx.gpu or bool(ctx.peers and "flex" in ctx.peers)
+    flex = None
+    first = f"ours:{ours[0]}"
+    for feature in ctx.features:
+        tables = {bwd: _feature_table(ctx, feature, bwd, ours, unit) for bwd in (False, True)}
+        rows = [(d, n) for d in s["headdims"] for n in s["seqlens"]]
+        with ctx.bar(f"kernels {feature}", len(rows) * 2 * (len(ours) + 3)) as bar:
+            for d, n in rows:
+                b, h = max(1, s["tokens"] // n), max(1, s["hidden"] // d)
+                p = dict(headdim=d, seqlen=n, batch=b, nheads=h)
+                extra = _feature_inputs(ctx, feature, b, h, n)
+                timed = []  # (column, layout, backend: ours / None = SDPA / "flex", tensor, tensor needs grad)
+                for be in ours:
+                    timed.append((f"ours:{be}", "bshd", be, extra if feature != "sinks" else None, False))
+                    if feature == "sinks":
+                        timed.append((f"ours:{be}+sinks", "bshd", be, extra, False))
+                if feature != "sinks":
+                    timed.append(("sdpa", "bhsd", None, extra, False))
+                    timed.append(("flex", "bhsd", "flex", extra, False))
+                flex_fn = None
+                for bwd in (False, True):
+                    t = tables[bwd]
+                    rows_timed = timed + ([(f"{first}+dbias", "bshd", ours[0], extra, True)]
+                                          if feature == "bias" and bwd else [])
+                    for key, layout, be, tensor, tensor_grad in rows_timed:
+                        bar.doing(f"{feature} {'bwd' if bwd else 'fwd'} s={n} {key}")
+                        if be == "flex" and not flex_ok:
+                            t.put(p, "flex", Cell(None, "skipped", "FlexAttention on a CPU: compiling it takes "
+                                                  "minutes; name it in --peers to time it anyway"))
+                        else:
+                            if be == "flex" and flex_fn is None:
+                                try:
+                                    flex = flex or _Flex(ctx.device)
+                                    flex_fn = _flex_feature(flex, feature, tensor, n)
+                                except Exception as exc:  # not importable / cannot build the block mask
+                                    flex_fn = failed(exc)
+                            cell = (flex_fn if isinstance(flex_fn, Cell) and be == "flex" else
+                                    _time_feature(ctx, feature, p, layout, be, tensor, tensor_grad, bwd, scale, F,
+                                                  flex_fn))
+                            t.put(p, key, cell)
+                        bar.advance()
+                del extra, flex_fn, timed  # the bias / mask of this row (8 GiB at 16k) before the next
+                ctx.cleanup()
+        yield tables[False]
+        yield tables[True]
+
+
+def _time_feature(ctx, feature, p, layout, backend, tensor, tensor_grad, bwd, scale, F, flex_fn=None) -> Cell:
+    """One figure: ours (backend name), SDPA (None) or Flex ("flex": flex_fn) with the feature's tensor."""
+    b, n, h, d = p["batch"], p["seqlen"], p["nheads"], p["headdim"]
+    shape = (b, n, h, d) if layout == "bshd" else (b, h, n, d)
+    grad = bwd or (backend == "flex" and ctx.gpu)  # Flex: compiled for training, as in the grid
+    q, k, v = (torch.randn(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(3))
+    grads = [q, k, v]
+    try:
+        if backend == "flex":
+            call = lambda: flex_fn(q, k, v)
+        elif backend is None:  # SDPA with attn_mask
+            call = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=tensor)
+        else:
+            kw = {}
+            if feature == "sinks":
+                if tensor is not None:
+                    sinks = tensor.detach().clone().requires_grad_(bwd)
+                    kw["sinks"] = sinks
+                    grads.append(sinks)
+            else:
+                bias = tensor
+                if tensor_grad:
+                    bias = tensor.detach().clone().requires_grad_(True)
+                    grads.append(bias)
+                kw["attn_bias"] = bias
+            why = declines(backend, q, k, v, **kw)
+            if why is not None:
+                return Cell(None, "declined", why)
+            call = lambda: flash_attn_func(q, k, v, **kw)
+
+        def measure():
+            if not bwd:
+                return ctx.timer.call(call)
+            out = call()
+            dout = torch.randn_like(out)
+            return ctx.timer.call(lambda: out.backward(dout, retain_graph=True), grad_to_none=grads)
+
+        if backend not in (None, "flex"):
+            with use_backend(backend):
+                fig = measure()
+        else:
+            fig = measure()
+        return Cell(fig.map(lambda ms: tflops(b, h, n, n, d, False, bwd, ms) * scale))
     except BackendUnavailable as exc:
         return Cell(None, "declined", reason(exc))
     except Exception as exc:

@@ -31,6 +31,7 @@ class Ctx:
     headdims: list[int] | None = None
     causal: bool = False
     fp8: bool = False  # kernels suite: also our FP8 forward
+    features: list[str] | None = None  # kernels suite: time these beyond-flash_attn features instead of the grid
     progress: bool = True
     timer: Timer = None
 

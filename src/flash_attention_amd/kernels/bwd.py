@@ -27,6 +27,14 @@ Head dims above 256 (BLOCK_DK > 0): every [rows, d] tile (q, k, dq, dk) is a tup
 (``common.load_chunks``); the score products QK^T and dO V^T sum one product per chunk, the
 gradient products run per chunk of their output. Registers then hold the tiles' real widths
 (320 = 5 x 64, not 512) and no product spans the whole head dim.
+Beyond flash_attn: an attention bias (dense only; its 4-D view with stride-0 broadcast dims, a
+uint8 view when BIAS_BOOL) is read tile by tile in both kernels as in the forward (rows clamped to
+the sequence). ``bwd_dq`` also writes dBias = dS (the score gradient before the softcap factor:
+the bias is added after softcap) into DBias, shaped like the bias view: DBIAS_SUM_M / _SUM_N sum
+dS over the rows / keys first where the bias has one row / one key; DBIAS_ATOMIC adds with fp32
+atomics where several programs meet on one element (a bias broadcast over batch, heads or query
+blocks), else plain stores. Sinks need nothing here: the saved lse includes them, and dsinks is
+computed on the host from lse and delta.
 """
 import triton
 import triton.language as tl
@@ -170,20 +178,22 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
 
 @triton.jit
 def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
-                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop,
+                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop, Bias, stride_bm,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
                 IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
-                BLOCK_DVK: tl.constexpr = 0):
+                BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
     MASK: bound checks and the visibility mask (boundary blocks only). scores = (sm_scale,
     softcap, window_left, window_right, diag_offset), drop = (seed_lo, seed_hi, drop_threshold,
     drop_scale, drop_offset_q, drop_offset_k): the kernel's arguments, as tuples. The diagonal is
     computed here from the lengths (one more value live across the loop cost sm90 builds 1-6
-    spilled registers). BLOCK_DK > 0: k, v, dk, dv are chunk tuples (module docstring)."""
+    spilled registers). BLOCK_DK > 0: k, v, dk, dv are chunk tuples (module docstring). Bias (or
+    None): this head's bias at row 0, key 0; stride_bm its row stride, BIAS_N its key stride (1, or
+    0 when broadcast)."""
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     diag = seqlen_k - seqlen_q
@@ -219,6 +229,18 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
         qkT = _mma(k, qT, None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     # score_mod with rows/cols swapped: |j - diag - i| == |i + diag - j|
     sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
+    if Bias is not None:  # [BLOCK_N, BLOCK_M] (transposed), rows clamped to the sequence
+        b_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bm  # [BLOCK_M] from row start_m
+        row0 = tl.full([], 0, tl.int64) + start_m  # 64-bit (start_m is a plain int in the interpreter)
+        b_ptrs = Bias + row0 * stride_bm + (offs_n * BIAS_N)[:, None] + b_rows[None, :]
+        if MASK:
+            biasT = tl.load(b_ptrs, mask=(offs_n < seqlen_k)[:, None], other=0)
+        else:
+            biasT = tl.load(b_ptrs)
+        if BIAS_BOOL:
+            sT = tl.where(biasT != 0, sT, float("-inf"))
+        else:
+            sT = sT + biasT.to(tl.float32) * LOG2E
     if MASK:
         ok = tl.trans(visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
                               IS_CAUSAL, HAS_WINDOW, True))  # [BLOCK_N, BLOCK_M]
@@ -280,19 +302,20 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
 
 @triton.jit
 def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, group, bh0,
-                stride_q, stride_do, stride_dq, stride_lh, seqlen_q, seqlen_k, scores, drop,
+                stride_q, stride_do, stride_dq, stride_lh, seqlen_q, seqlen_k, scores, drop, Bias, stride_bias,
                 HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                 HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
                 GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
-                BLOCK_DVK: tl.constexpr = 0):
+                BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
     kept far more registers live (ptxas spilled). Else (group == 1) a plain block loop.
     Q/DO/DQ point at row 0 of this sequence in the group's first head, LSE/Delta likewise,
-    Alibi (or None) at that head's slope; bh0: its (batch, head) number.
+    Alibi (or None) at that head's slope; bh0: its (batch, head) number. Bias (or None): that
+    head's bias at row 0, key 0; stride_bias: its (head, row) strides (keys: BIAS_N).
     """
     if GQA:
         n_blocks = tl.maximum(tl.cdiv(m_hi - m_lo, BLOCK_M), 0)
@@ -305,13 +328,16 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             slope = 0.0
             if Alibi is not None:
                 slope = tl.load(Alibi + g)  # scalar fp32
+            bias_g = Bias
+            if Bias is not None:
+                bias_g = Bias + g.to(tl.int64) * stride_bias[0]
             dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_q[2], DO + g * stride_do[2],
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 bias_g, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
     else:
         slope = 0.0
         if Alibi is not None:
@@ -319,9 +345,9 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
                                  stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                 Bias, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                  MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
+                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
     return dk, dv
 
 
@@ -337,12 +363,13 @@ def _head_base(T, stride, off_b64, off_h, row0):
 def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi,
              seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag_offset,
-             seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+             seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k, Bias, stride_bias,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
              SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False,
-             BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
+             BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False,
+             BIAS_N: tl.constexpr = 1):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
@@ -350,7 +377,9 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     GQA: group may exceed 1 (False: group == 1, the loops skip the head arithmetic). CHUNK: the
     call is a chunk of a longer sequence (diag_offset, drop_offset_q / _k read; see attn_fwd_kernel).
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics. BLOCK_DK > 0: head-dim
-    chunks (module docstring).
+    chunks (module docstring). Bias (dense only, or None): the 4-D bias view, element strides
+    stride_bias (b, h, sq; 0 on broadcast dims) and BIAS_N (the key stride: 1, or 0 when
+    broadcast); a uint8 view of a bool mask when BIAS_BOOL.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -409,6 +438,9 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     Alibih = Alibi
     if Alibi is not None:
         Alibih = Alibi + off_b * stride_alibi + off_h0
+    Biash = Bias
+    if Bias is not None:
+        Biash = Bias + off_b64 * stride_bias[0] + off_h0.to(tl.int64) * stride_bias[1]
     bh0 = off_b * (nheads_k * group) + off_h0
     # SPLIT: masked head [m_lo, mask_hi), unmasked middle [full_lo, full_hi), masked tail; else
     # one masked loop over [m_lo, row_hi). One call site.
@@ -425,9 +457,10 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                              group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k,
                              (sm_scale, softcap, window_left, window_right, diag_offset),
                              (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
+                             Biash, (stride_bias[1], stride_bias[2]),
                              HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK)
+                             GQA, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
 
     if BLOCK_DK > 0:
         store_chunks(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
@@ -447,16 +480,22 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
 
 @triton.jit
 def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, stride_vn, diag, seqlen_k, slope, bh,
-              scores, drop,
+              scores, drop, Bias, DBias, bias_offs, dbias_row,
               HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
               IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
               HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-              CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
+              CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
+              BIAS_BOOL: tl.constexpr = False, DBIAS_SUM_M: tl.constexpr = False,
+              DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
     """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head).
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
     drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters.
-    BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring)."""
+    BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring).
+    Bias / DBias (or None): the bias / its gradient at this block's first row, key 0; bias_offs =
+    (bias row offsets [BLOCK_M] (rows clamped), dbias row offsets [BLOCK_M], row_ok [BLOCK_M]); key
+    strides BIAS_N (bias) and 1 (dbias). dbias_row [BLOCK_M]: the row sums of dS (DBIAS_SUM_N),
+    returned with dq."""
     sm_scale, softcap, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -481,6 +520,17 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
                        col_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_N, BLOCK_DV]
             qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
+        if Bias is not None:
+            b_rows, db_rows, row_ok = bias_offs
+            b_ptrs = Bias + b_rows[:, None] + (offs_n * BIAS_N)[None, :]
+            if MASK:
+                bias = tl.load(b_ptrs, mask=col_ok[None, :], other=0)  # [BLOCK_M, BLOCK_N]
+            else:
+                bias = tl.load(b_ptrs)  # [BLOCK_M, BLOCK_N]
+            if BIAS_BOOL:
+                s = tl.where(bias != 0, s, float("-inf"))
+            else:
+                s = s + bias.to(tl.float32) * LOG2E
         if MASK:
             ok = visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
                          IS_CAUSAL, HAS_WINDOW, True)  # [BLOCK_M, BLOCK_N]
@@ -499,6 +549,18 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
                                    offs_m[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
             dp = tl.where(keep, dp * drop_scale, 0.0)
         ds = p * (dp - delta[:, None])
+        if DBias is not None:  # dBias = dS (before the softcap factor); rows past the sequence hold 0
+            if DBIAS_SUM_N:
+                dbias_row += tl.sum(ds, 1)
+            elif DBIAS_SUM_M:
+                tl.atomic_add(DBias + offs_n, tl.sum(ds, 0), mask=col_ok, sem="relaxed")
+            else:
+                db_ptrs = DBias + db_rows[:, None] + offs_n[None, :]
+                db_mask = row_ok[:, None] & col_ok[None, :]
+                if DBIAS_ATOMIC:
+                    tl.atomic_add(db_ptrs, ds, mask=db_mask, sem="relaxed")
+                else:
+                    tl.store(db_ptrs, ds.to(DBias.dtype.element_ty), mask=db_mask)
         if HAS_SOFTCAP:
             ds = ds * (1.0 - t * t)
         if BLOCK_DK > 0:
@@ -509,7 +571,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
             dq = dq_new
         else:
             dq = _mma(ds.to(k.dtype), k, dq, IEEE_DOT)
-    return dq
+    return dq, dbias_row
 
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
@@ -518,12 +580,18 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
            seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag_offset,
            seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+           Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
            HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False,
-           BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
+           BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False,
+           DBIAS_SUM_M: tl.constexpr = False, DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False,
+           BIAS_N: tl.constexpr = 1):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
-    CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``."""
+    CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the
+    bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
+    dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
+    dtype (plain stores)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -571,6 +639,21 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     k_row0 = k_start.to(tl.int64)
     Kh = _head_base(K, stride_k, off_b64, off_hk, k_row0)
     Vh = _head_base(V, stride_v, off_b64, off_hk, k_row0)
+    # bias / dbias at this block's first row (64-bit), row offsets from there (rows clamped for reads)
+    Biasm = Bias
+    DBiasm = DBias
+    bias_offs = (0, 0, row_ok)
+    if Bias is not None:
+        Biasm = Bias + off_b64 * stride_bias[0] + off_h.to(tl.int64) * stride_bias[1] \
+            + start_m.to(tl.int64) * stride_bias[2]
+        b_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bias[2]  # [BLOCK_M]
+        db_rows = b_rows
+        if DBias is not None:
+            DBiasm = DBias + off_b64 * stride_dbias[0] + off_h.to(tl.int64) * stride_dbias[1] \
+                + start_m.to(tl.int64) * stride_dbias[2]
+            db_rows = (offs_m - start_m) * stride_dbias[2]  # [BLOCK_M]
+        bias_offs = (b_rows, db_rows, row_ok)
+    dbias_row = tl.zeros([BLOCK_M], dtype=tl.float32)
 
     # Key columns this block can see, and the unmasked middle (rows past seqlen_q have lse = +inf).
     n_lo, full_lo, full_hi, col_hi = _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
@@ -590,13 +673,23 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
             range_lo, range_hi = full_lo, full_hi
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), col_hi
-        dq = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
-                       stride_k[1], stride_v[1], diag, seqlen_k, slope, bh,
-                       (sm_scale, softcap, window_left, window_right),
-                       (seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k),
-                       HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
-                       IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
-                       BLOCK_DK, BLOCK_DVK)
+        dq, dbias_row = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
+                                  stride_k[1], stride_v[1], diag, seqlen_k, slope, bh,
+                                  (sm_scale, softcap, window_left, window_right),
+                                  (seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k),
+                                  Biasm, DBiasm, bias_offs, dbias_row,
+                                  HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
+                                  IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
+                                  BLOCK_DK, BLOCK_DVK, BIAS_BOOL, DBIAS_SUM_M, DBIAS_SUM_N, DBIAS_ATOMIC, BIAS_N)
+    if DBias is not None:
+        if DBIAS_SUM_N:  # the bias has one key: the row sums of dS
+            if DBIAS_SUM_M:
+                tl.atomic_add(DBiasm, tl.sum(dbias_row, 0), sem="relaxed")
+            elif DBIAS_ATOMIC:
+                tl.atomic_add(DBiasm + (offs_m - start_m) * stride_dbias[2], dbias_row, mask=row_ok, sem="relaxed")
+            else:
+                tl.store(DBiasm + (offs_m - start_m) * stride_dbias[2], dbias_row.to(DBias.dtype.element_ty),
+                         mask=row_ok)
     if BLOCK_DK > 0:
         store_chunks(DQ + off_b64 * stride_dq[0] + off_h * stride_dq[2] + q_row[:, None] * stride_dq[1]
                      + tl.arange(0, BLOCK_DK)[None, :], dq, tl.full([BLOCK_M], sm_scale, tl.float32), row_ok, 0,

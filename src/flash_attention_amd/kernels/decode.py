@@ -10,6 +10,11 @@ Two kernels:
 - ``decode_combine_kernel``: grid (batch * nheads * seqlen_q,). Merges the splits of one
   row weighted by exp(lse_split - lse_max).
 
+Sinks (fp32 [h], or None): one extra logit per head in the softmax denominator. Without SPLIT
+the split kernel starts each row's online softmax from it (m = sink, l = 1); with SPLIT the
+combine kernel adds it once, as one more partial result with lse = sink and output 0. A row
+with no visible key then has out 0 and lse = sink.
+
 Shape legend: b batch, sq query tokens, h query heads, hk KV heads (GROUP = h / hk),
 d / dv head dims, S splits, cap keys one sequence can hold (seqlen_cache, or
 max_pages * PAGE_SIZE when paged).
@@ -30,13 +35,13 @@ the accumulator and each V tile tuples of [rows, BLOCK_DVK] chunks (``common.loa
 import triton
 import triton.language as tl
 
-from .common import LN2, block_dim, dot_chunks, load_chunks, num_chunks, score_mod, store_chunks, visible
+from .common import LN2, LOG2E, block_dim, dot_chunks, load_chunks, num_chunks, score_mod, store_chunks, visible
 
 
 @triton.jit
 def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
-    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi,
+    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks,
     stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi,
     sm_scale, softcap, window_left, window_right,
     seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits,
@@ -127,6 +132,9 @@ def decode_split_kernel(
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
+    if Sinks is not None and not SPLIT:  # one pass: start from the sink logit (with SPLIT: the combine adds it)
+        m_i = tl.load(Sinks + offs_h, mask=row_ok, other=0.0) * LOG2E  # [BLOCK_M]
+        l_i = tl.full([BLOCK_M], 1.0, tl.float32)
     if BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DVK] chunks
         acc = ()
         for _c in tl.static_range(NUM_DVK):
@@ -218,12 +226,13 @@ def decode_split_kernel(
 @triton.jit
 def decode_combine_kernel(
     OPart, LsePart, Out, Lse,
-    stride_o, num_splits, nheads, seqlen_q,
+    stride_o, num_splits, nheads, seqlen_q, Sinks,
     HEAD_DIM_V: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     """Out[b, i, h] = sum_s w_s OPart[b, h, i, s] / sum_s w_s, w_s = exp(LsePart[b, h, i, s] - max).
 
-    Lse = max + log(sum_s w_s); a row whose splits are all empty gets Out 0 and Lse +inf.
+    Lse = max + log(sum_s w_s); a row whose splits are all empty gets Out 0 and Lse +inf. Sinks
+    (fp32 [h], or None): the sink of head h joins as one more split with lse = sink, output 0.
     """
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     row = tl.program_id(0)  # (b * nheads + h) * seqlen_q + i
@@ -241,6 +250,9 @@ def decode_combine_kernel(
                       other=float("-inf"))  # [BLOCK_S]
         m_vec = tl.maximum(m_vec, lse)
     m = tl.max(m_vec, 0)
+    if Sinks is not None:
+        sink = tl.load(Sinks + h)  # scalar fp32
+        m = tl.maximum(m, sink)
     m_use = tl.where(m == float("-inf"), 0.0, m)
 
     acc = tl.zeros([BLOCK_DV], tl.float32)
@@ -254,6 +266,8 @@ def decode_combine_kernel(
         acc += tl.sum(w[:, None] * o, 0)
         w_vec += w
     w_sum = tl.sum(w_vec, 0)
+    if Sinks is not None:
+        w_sum += tl.exp(sink - m_use)
     empty = w_sum == 0.0
     out = acc / tl.where(empty, 1.0, w_sum)
     lse_out = tl.where(empty, float("inf"), m_use + tl.log(tl.where(empty, 1.0, w_sum)))

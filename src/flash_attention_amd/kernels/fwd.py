@@ -22,6 +22,13 @@ on rows with no visible key (their output is 0).
 Dropout regenerates the Philox mask of ``kernels/common.py:philox_keep`` with counters
 (key column + drop_offset_k, query row + drop_offset_q, b * h + head), rows and columns
 counted inside the sequence, as the backward pass and ``philox.py`` do.
+
+Beyond flash_attn: an attention bias (dense only) is read tile by tile from its 4-D view
+[b|1, h|1, sq|1, sk|1] (stride 0 on broadcast dims; rows past the sequence read its last row,
+never past the tensor), added to the scores after ALiBi (``s += bias * log2(e)``) or, when
+BIAS_BOOL (a uint8 view of a bool mask), hiding the keys where it is 0. Sinks (fp32 [h]) start
+each row's online softmax with the sink as one extra logit (m = sink * log2(e), l = 1), so a
+row with no visible key gets out 0 and lse = sink.
 """
 import triton
 import triton.language as tl
@@ -45,13 +52,14 @@ from .common import (
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
-                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop, dv0,
+                stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop, dv0, bias_src, bias_offs,
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
                 IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
                 HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
                 USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr,
                 BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
-                RELOAD_Q: tl.constexpr = False):
+                RELOAD_Q: tl.constexpr = False, HAS_BIAS: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
+                BIAS_N: tl.constexpr = 1):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -65,7 +73,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
     window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
-    drop_offset_k, bh_id), drop_rows the Philox row counters.
+    drop_offset_k, bh_id), drop_rows the Philox row counters. bias_src (HAS_BIAS): pointer to
+    the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
+    offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
+    0 for a bias broadcast over keys).
 
     Head-dim chunks (BLOCK_DK > 0, head dims above 256): q is a tuple of [BLOCK_M, BLOCK_DK]
     tiles and QK^T sums one product per chunk of K; acc is a tuple of [BLOCK_M, BLOCK_DVK]
@@ -95,6 +106,12 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         v_blk = v_src + start_lo.to(tl.int64) * stride_vn
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
+        if HAS_BIAS:  # [BLOCK_M, BLOCK_N]: rows clamped to the sequence, keys past it masked
+            b_ptrs = bias_src + bias_offs[:, None] + (cols * BIAS_N)[None, :]
+            if MASKED:
+                bias = tl.load(b_ptrs, mask=cols[None, :] < seqlen_k, other=0)
+            else:
+                bias = tl.load(b_ptrs)
         if BLOCK_DK > 0:  # per chunk of the head dim: load K's columns, add their product
             if RELOAD_Q:
                 q_now = load_chunks(q[0], q[1], 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
@@ -117,11 +134,16 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             qk = tl.dot(q, tl.trans(k))
-        if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE:
+        if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE or (HAS_BIAS and not BIAS_BOOL):
             if HAS_SOFTCAP or HAS_ALIBI:
                 s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
             else:
                 s = qk * qk_scale
+            if HAS_BIAS:
+                if BIAS_BOOL:
+                    s = tl.where(bias != 0, s, float("-inf"))
+                else:
+                    s = s + bias.to(tl.float32) * LOG2E
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 s = tl.where(ok, s, float("-inf"))
@@ -129,6 +151,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
+            if HAS_BIAS:  # a bool mask
+                qk = tl.where(bias != 0, qk, float("-inf"))
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
@@ -190,11 +214,13 @@ def attn_fwd_kernel(
     nheads, group, seqlen_q, seqlen_k, num_m_blocks,
     sm_scale, softcap, window_left, window_right, diag_offset,
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+    Bias, Sinks, stride_bias,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
     CHUNK: tl.constexpr = False, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
-    DV_SPLIT: tl.constexpr = 1, RELOAD_Q: tl.constexpr = False,
+    DV_SPLIT: tl.constexpr = 1, RELOAD_Q: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
+    BIAS_N: tl.constexpr = 1,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -214,6 +240,9 @@ def attn_fwd_kernel(
     dim, the PV product per BLOCK_DVK columns of V's, and with DV_SPLIT > 1 the grid holds
     DV_SPLIT programs per query block (neighbours: they share Q and K in L2), each computing the
     scores and its share of V's columns; the first of them writes the LSE. See ``_fwd_blocks``.
+    Bias (dense only; None: no bias): the 4-D bias view with element strides stride_bias (b, h, sq;
+    0 on broadcast dims) and BIAS_N (key stride: 1, or 0 when broadcast), a uint8 view of a bool
+    mask when BIAS_BOOL. Sinks: fp32 [h] or None.
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -290,6 +319,16 @@ def attn_fwd_kernel(
         acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
+    if Sinks is not None:  # the sink is one more logit: the softmax starts from it (m = sink, l = 1)
+        sink = tl.load(Sinks + off_h) * LOG2E  # scalar fp32
+        m_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32) * tl.maximum(sink, -1.0e30)
+        l_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+    bias_src = Bias
+    bias_rows = 0
+    if Bias is not None:  # this (batch, head)'s bias at the block's first row; rows clamped to the sequence
+        bias_src = Bias + off_b64 * stride_bias[0] + off_h.to(tl.int64) * stride_bias[1] \
+            + start_m.to(tl.int64) * stride_bias[2]
+        bias_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bias[2]  # [BLOCK_M] int32
 
     lo, full_lo, full_hi, hi = key_blocks(start_m, diag, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
@@ -307,11 +346,12 @@ def attn_fwd_kernel(
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
-                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, BLOCK_N, HEAD_DIM,
-                HEAD_DIM_V, part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None, HAS_DROPOUT, IEEE_DOT,
-                USE_TMA, POS_SCALE, CHUNK, BLOCK_DK, BLOCK_DVK, DV_SPLIT, RELOAD_Q)
+                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
+                BLOCK_N, HEAD_DIM, HEAD_DIM_V, part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None,
+                HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE, CHUNK, BLOCK_DK, BLOCK_DVK, DV_SPLIT, RELOAD_Q,
+                Bias is not None, BIAS_BOOL, BIAS_N)
 
-    # rows with no visible key: l_i == 0 -> out 0, lse +inf
+    # rows with no visible key: l_i == 0 -> out 0, lse +inf (with a sink: l_i >= 1, lse = sink)
     has_key = l_i > 0.0
     inv_l = tl.where(has_key, 1.0 / tl.where(has_key, l_i, 1.0), 0.0)
     if HAS_DROPOUT:

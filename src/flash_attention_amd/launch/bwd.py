@@ -9,6 +9,13 @@ Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ f
 separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles.py BWD.
 A ``BwdConfig`` with ``dq_atomic`` (no table row has it; tests and experiments) adds dQ with
 atomics inside ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic``).
+
+Beyond flash_attn: with ``params.attn_bias`` both kernels read the bias tiles (options tier of
+the tile tables); a float bias that requires grad gets dbias from ``bwd_dq`` (plain stores, or
+fp32 atomics where the bias broadcasts over batch, heads or query rows: not bitwise reproducible,
+so ``deterministic`` calls with such a bias are declined), returned in the bias dtype. With
+``params.sinks``, dsinks = -sum_{b,i} exp(sink_h - lse) * delta comes from torch ops on the
+saved lse and the preprocess kernel's delta (= rowsum(dout * out) - dlse), O(b * h * sq).
 """
 from __future__ import annotations
 
@@ -18,9 +25,12 @@ import torch
 
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from .fwd import bias_arg, bias_strides
 from .runtime import KernelSlot
 from .spec import CompileSpec
 from .tiles import (
+    BIAS_DROPOUT,
+    BIAS_OPTIONS,
     BWD,
     CHUNKED_ABOVE,
     DROPOUT,
@@ -46,10 +56,11 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
-                dropout: bool = False, options: bool = False) -> BwdConfig:
-    """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap)."""
+                dropout: bool = False, options: bool = False, bias: bool = False) -> BwdConfig:
+    """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
+    bias: an attn_bias)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    cfg = pick(_rows(arch, tier_of(dropout, options)), d, causal)
+    cfg = pick(_rows(arch, tier_of(dropout, options, bias)), d, causal)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -66,7 +77,16 @@ def supports(problem: Problem) -> str | None:
         return f"backward supports head dims 1..{MAX_HEADDIM}, got {problem.headdim}/{problem.headdim_v}"
     dropout = problem.dropout_p > 0
     options = problem.has_window or problem.has_alibi or problem.softcap > 0
-    rows = _rows(problem.arch, tier_of(dropout, options))
+    if problem.bias and problem.is_varlen:
+        return "attn_bias has no varlen layout"
+    if (problem.bias or problem.has_sinks) and max(problem.headdim, problem.headdim_v) > CHUNKED_ABOVE:
+        return (f"the Triton backward takes attn_bias / sinks at head dims up to {CHUNKED_ABOVE}, "
+                f"not {problem.headdim}/{problem.headdim_v}")
+    if problem.deterministic and problem.bias_grad and dbias_atomic(problem.bias_shape, problem.batch,
+                                                                    problem.nheads):
+        return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
+                f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
+    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias)))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
     largest = max(row.max_d for row in rows)
@@ -80,6 +100,9 @@ def supports(problem: Problem) -> str | None:
 def _chunks(tile: Tile) -> dict:
     """BLOCK_DK / BLOCK_DVK of a tile (head-dim chunks; 0: one product over the padded head dim)."""
     return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
+def dbias_atomic(bias_shape, batch: int, nheads: int) -> bool:
+    """dbias sums over programs (fp32 atomics): a bias broadcast over batch, heads or query rows."""
+    return (bias_shape[0] == 1 and batch > 1) or (bias_shape[1] == 1 and nheads > 1) or bias_shape[2] == 1
 
 
 def _i32(x: int) -> int:
@@ -106,10 +129,11 @@ def _arch_of(device: torch.device) -> str | None:
 class _Shape:
     """The strides of a contiguous tensor of this shape (what ``_empty`` allocates)."""
 
-    def __init__(self, shape):
+    def __init__(self, shape, size=None):
         self._st = [1] * len(shape)
         for i in range(len(shape) - 2, -1, -1):
             self._st[i] = self._st[i + 1] * max(shape[i + 1], 1)
+        self.shape = size  # optional: the shape itself (bias_strides reads it)
 
     def stride(self, dim=None):
         return tuple(self._st) if dim is None else self._st[dim]
@@ -122,7 +146,7 @@ class BwdPlan:
 
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
-                 "k_str", "v_str", "lse_str", "device")
+                 "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str")
 
 
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
@@ -140,10 +164,25 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
         plan.lse_str = (nheads * seqlen_q, seqlen_q)  # lse [b, h, sq] contiguous
     headdim_v = v.shape[-1]
     group = nheads // nheads_k
+    bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
-    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options)
+    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
+                                bias is not None)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
-    plan.use_atomic = cfg.dq_atomic and not params.deterministic
+    # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
+    plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
+    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
+    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them)
+    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, DBIAS_SUM_M=False, DBIAS_SUM_N=False,
+                      DBIAS_ATOMIC=False, BIAS_N=plan.bias_str[3])  # the key stride (0 or 1, bias_arg)
+    plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
+    plan.bias_str = plan.bias_str[:3]
+    if plan.dbias:
+        atomic = dbias_atomic(bias.shape, batch, nheads)
+        plan.dbias_dtype = torch.float32 if atomic else bias.dtype
+        plan.dbias_str = bias_strides(_Shape(bias.shape, bias.shape))[:3]
+        bias_flags.update(DBIAS_SUM_M=bias.shape[2] == 1, DBIAS_SUM_N=bias.shape[3] == 1, DBIAS_ATOMIC=atomic)
+    plan.use_atomic = cfg.dq_atomic and not params.deterministic and not plan.dbias
     plan.zero_tensors = params.zero_tensors
     plan.empty = seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0
     plan.q_str, plan.k_str, plan.v_str = _strides3(q, varlen), _strides3(k, varlen), _strides3(v, varlen)
@@ -163,8 +202,10 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **_chunks(cfg.dkdv)),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **_chunks(cfg.dq)))
+             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **_chunks(cfg.dkdv),
+             **{k: v for k, v in bias_flags.items() if k in ("BIAS_BOOL", "BIAS_N")}),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **_chunks(cfg.dq),
+             **bias_flags))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
@@ -180,24 +221,33 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
     from ..kernels import bwd as K
 
-    # per call only the tensors, dout's / out's strides and the seed words change
+    # per call only the tensors (the bias and dbias after the dropout words), dout's / out's strides and
+    # the seed words change
     plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0], tuple(range(7))),
-                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31)),
-                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27)))
+                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31, 36)),
+                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27, 32, 33)))
     return plan
 
 
 def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None):
-    """Allocate dq / dk / dv and launch the planned kernels."""
+    """Allocate dq / dk / dv and launch the planned kernels -> (dq, dk, dv), or with attn_bias or
+    sinks (dq, dk, dv, dbias or None, dsinks or None)."""
     varlen = plan.varlen
     dk = _empty(k.shape, k.dtype, k.device)
     dv = _empty(v.shape, v.dtype, v.device)
     dq = _empty(q.shape, q.dtype, q.device)
+    extra = params.attn_bias is not None or params.sinks is not None
+    bias = params.attn_bias
+    dbias = torch.zeros(bias.shape, dtype=plan.dbias_dtype, device=q.device) if plan.dbias else None
     if plan.zero_tensors:  # varlen rows outside every sequence stay 0
         for t in (dq, dk, dv):
             t.zero_()
     if plan.empty:
-        return dq.zero_(), dk.zero_(), dv.zero_()
+        grads = (dq.zero_(), dk.zero_(), dv.zero_())
+        if not extra:
+            return grads
+        return (*grads, None if dbias is None else dbias.to(bias.dtype),
+                None if params.sinks is None else torch.zeros_like(params.sinks))
     if dout is None:  # only the lse had a gradient
         dout = torch.zeros_like(out)
     elif dout.stride(-1) != 1:
@@ -227,16 +277,31 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     else:
         dq_target, dq_str = dq, plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
+    bias_t = None if bias is None else bias_arg(bias)
     k_dkdv.launch(g_dkdv, device,
                   (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
-                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop))
+                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop, bias_t,
+                   plan.bias_str))
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop))
-    return dq, dk, dv
+                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop, bias_t, dbias, plan.bias_str,
+                     plan.dbias_str))
+    if not extra:
+        return dq, dk, dv
+    if dbias is not None and dbias.dtype != bias.dtype:
+        dbias = dbias.to(bias.dtype)
+    return dq, dk, dv, dbias, None if params.sinks is None else sinks_grad(params.sinks, lse, delta, varlen)
+
+
+def sinks_grad(sinks, lse, delta, varlen: bool):
+    """dsinks [h] = -sum over batch and rows of exp(sink_h - lse) * delta (delta = rowsum(dout * out)
+    - dlse, like lse); rows with lse = +inf (outside every sequence) add nothing."""
+    sink = sinks.float().view(-1, 1) if varlen else sinks.float().view(1, -1, 1)
+    term = torch.where(torch.isfinite(lse), torch.exp(sink - lse) * delta, 0.0)
+    return (-term.sum((1,) if varlen else (0, 2))).to(sinks.dtype)
 
 
 def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
@@ -265,12 +330,16 @@ _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _S3 = ("i32", "i32", "i32")
 
 
-def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str = "") -> dict[str, object]:
+def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str = "", bias: str = "",
+               dbias: str = "") -> dict[str, object]:
     """Types of fn's non-constexpr arguments: pointers of the data dtype but the fp32 LSE / Delta /
-    Alibi (or None: "constexpr") / int32 cu_seqlens, stride tuples, i32 ints, fp32 floats."""
+    Alibi (or None: "constexpr") / int32 cu_seqlens, stride tuples, i32 ints, fp32 floats. bias: ""
+    (none), "float" or "bool" (a uint8 mask); dbias: "" (none), "store" (data dtype) or "atomic" (fp32)."""
     import inspect
 
     special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
+               "Bias": {"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
+               "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
                "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
                "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32"}
@@ -288,8 +357,17 @@ def _with_nones(sig: dict, const: dict) -> dict:
 
 
 # Kernel variants compiled per table row: the plain path and every option on (dropout included).
+# Beyond flash_attn (dense, options tier): a float bias with dbias by plain stores ("bias"), by fp32
+# atomics (a bias broadcast over batch / heads: "bias-bcast", dQ kernel only: dK/dV is the "bias"
+# build), a bool mask ("mask"); "bias-all": every option, dropout and a float bias with dbias
+# (dropout tier). Sinks change nothing in these kernels (dsinks is host-side).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
-_VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT))
+_BIAS = dict(HAS_BIAS="float", DBIAS="store")
+_VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT),
+             ("bias", _BIAS, BIAS_OPTIONS),
+             ("bias-bcast", dict(HAS_BIAS="float", DBIAS="atomic", DQ_ONLY=True), BIAS_OPTIONS),
+             ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
+             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT))
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
@@ -302,15 +380,18 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
+    bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
+    bias_kx = dict(BIAS_BOOL=bias == "bool", BIAS_N=1)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
-    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,), (False, True)):
+    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic and not bias else (False,),
+                                         () if dq_only else (False, True)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
-                     SPLIT=cfg.split, GQA=gqa, CHUNK=False, **_chunks(cfg.dkdv))
-        sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "")
+                     SPLIT=cfg.split, GQA=gqa, CHUNK=False, **_chunks(cfg.dkdv), **bias_kx)
+        sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:
             sig["group"] = "constexpr"
             const["group"] = 1
@@ -319,8 +400,10 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **_chunks(cfg.dq))
-    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi)
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **_chunks(cfg.dq),
+                 **bias_kx)
+    const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
+    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
         f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
@@ -342,6 +425,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
             for max_d, cfg, when_causal, *_ in _rows(arch, tier):
+                if variant.startswith(("bias", "mask")) and max_d > CHUNKED_ABOVE:
+                    continue  # bias: head dims up to 256 (supports() declines the rest)
                 # a power of two and a padded head dim; head-dim chunks: every multiple of 64 above 256
                 for headdim in (max_d, max_d * 3 // 4) if max_d <= CHUNKED_ABOVE else range(max_d, CHUNKED_ABOVE, -64):
                     if tier == PLAIN:

@@ -55,6 +55,8 @@ def supports(problem: Problem) -> str | None:
                 f"{MAX_HEADDIM_DECODE} (q/k) / {MAX_HEADDIM} (v)")
     if problem.dropout_p > 0 or problem.needs_grad:
         return "decoding is forward-only without dropout"
+    if problem.has_sinks and max(problem.headdim, problem.headdim_v) > 256:
+        return f"the decode kernel takes sinks at head dims up to 256, not {problem.headdim}/{problem.headdim_v}"
     if problem.device_type == "cuda":
         family = arch_family(problem.arch)
         if _tile(family, max(problem.headdim, problem.headdim_v)) is None:
@@ -183,12 +185,13 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     alibi = params.alibi_slopes
     if alibi is not None:
         alibi = _f32(alibi)
+    sinks = None if params.sinks is None else _f32(params.sinks)
     ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
     launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
     launch(
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
         (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
-         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
+         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, None if split else sinks,
          q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
          block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
          float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
@@ -201,7 +204,7 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     if split:
         launch(
             kernels.decode_combine_kernel, (b * h * sq, 1, 1), device,
-            (o_part, lse_part, out, lse, out.stride()[:3], splits, h, sq),
+            (o_part, lse_part, out, lse, out.stride()[:3], splits, h, sq, sinks),
             dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)), {"num_warps": 4},
         )
     return out, lse
@@ -222,8 +225,8 @@ def _split_signature(ptr: str) -> dict[str, object]:
     sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
     sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
-               Alibi="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_table="i32",
-               stride_alibi="i32", sm_scale="fp32", softcap="fp32")
+               Alibi="constexpr", Sinks="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3,
+               stride_table="i32", stride_alibi="i32", sm_scale="fp32", softcap="fp32")
     for n in ("window_left", "window_right", "seqlen_q", "nheads", "nheads_k", "capacity",
               "num_kv_rows", "max_pages", "num_splits"):
         sig[n] = "i32"
@@ -232,9 +235,10 @@ def _split_signature(ptr: str) -> dict[str, object]:
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
-    with and without splitting, plus the combine kernel per dv; where the arch has a row for them,
-    MLA's head dims 576/512 (and 512/512) with 1 and 64 query heads per KV head (16 and 64 packed
-    rows), head-dim chunks."""
+    with and without splitting (and contiguous GQA 8 one-pass with sinks at d <= 256), plus the
+    combine kernel per dv, with and without sinks; where the arch has a row for them, MLA's head
+    dims 576/512 (and 512/512) with 1 and 64 query heads per KV head (16 and 64 packed rows),
+    head-dim chunks."""
     specs = []
     family = arch_family(arch)
     for dtype in (torch.float16, torch.bfloat16):
@@ -261,11 +265,26 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                                  f"group={group} {'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
                                  f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}{chunks}")
                         specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))
-            sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
-            sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
+            if d == dv and d <= 256:  # sinks: in the one-pass kernel (with splits the combine kernel adds them)
+                tile = _tile(family, d)
+                opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
+                sig = dict(_split_signature(_TYPES[dtype]), Sinks="*fp32")
+                const = dict(GROUP=8, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(8, tile.block_m),
+                             BLOCK_N=tile.block_n, PAGE_SIZE=1, IS_CAUSAL=False, HAS_WINDOW=False,
+                             HAS_SOFTCAP=False, SPLIT=False, IEEE_DOT=False, **_chunks(tile))
+                const.update({n: None for n, t in sig.items() if t == "constexpr"})
+                specs.append(CompileSpec(
+                    "decode", kernels.decode_split_kernel, sig, const, dict(opts),
+                    f"decode {str(dtype).replace('torch.', '')} d={d} group=8 contig nosplit sinks "
+                    f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}"))
             if dv != d:
                 continue  # one combine per dv
-            specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig,
-                                     dict(HEAD_DIM_V=dv, BLOCK_S=16), dict(num_warps=4),
-                                     f"combine {str(dtype).replace('torch.', '')} dv={dv}"))
+            for sinks in (False, True):
+                sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
+                sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
+                sig["Sinks"] = "*fp32" if sinks else "constexpr"
+                const = dict(HEAD_DIM_V=dv, BLOCK_S=16, **({} if sinks else {"Sinks": None}))
+                specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig, const, dict(num_warps=4),
+                                         f"combine {str(dtype).replace('torch.', '')} dv={dv}"
+                                         f"{' sinks' if sinks else ''}"))
     return specs

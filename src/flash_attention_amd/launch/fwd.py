@@ -26,6 +26,8 @@ from ..validation import FP8_DTYPES
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec
 from .tiles import (
+    BIAS_DROPOUT,
+    BIAS_OPTIONS,
     CHUNKED_ABOVE,
     DROPOUT,
     FWD,
@@ -54,10 +56,12 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
-                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False) -> Tile | None:
+                  causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
+                  bias: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on (feature tiers).
+    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on; ``bias``: an
+    attn_bias is given (feature tiers).
     """
     family = arch_family(arch)
     if dtype.itemsize == 1:  # FP8: its own table (launch/tiles.py FWD_FP8), one tier
@@ -65,7 +69,7 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    return pick(family_table(FWD, family, tier_of(dropout, options)), d, causal, seqlen_k)
+    return pick(family_table(FWD, family, tier_of(dropout, options, bias)), d, causal, seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -97,10 +101,15 @@ def supports(problem: Problem) -> str | None:
     unsupported = [k for k, v in problem.extra if v]
     if unsupported:
         return f"the Triton forward kernel does not implement {', '.join(map(str, unsupported))}"
+    if problem.bias and problem.is_varlen:
+        return "attn_bias has no varlen layout"
+    if (problem.bias or problem.has_sinks) and (problem.fp8 or max(problem.headdim, problem.headdim_v) > CHUNKED_ABOVE):
+        return (f"the Triton forward takes attn_bias / sinks with fp16 / bf16 / fp32 at head dims up to "
+                f"{CHUNKED_ABOVE}, not {'FP8' if problem.fp8 else f'headdim {problem.headdim}/{problem.headdim_v}'}")
     options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
-            problem.seqlen_k, problem.dropout_p > 0, options) is None:
+            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias)) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -143,7 +152,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks", "kernel", "kernel_tma")
+                 "tma_blocks", "kernel", "kernel_tma", "bias_stride")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -176,7 +185,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
-                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options)
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
+                            params.attn_bias is not None)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
@@ -196,6 +206,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
+    bias = params.attn_bias
+    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
         IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
@@ -206,7 +218,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
         CHUNK=params.has_offsets, BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
         DV_SPLIT=dv_split, RELOAD_Q=chunked and cfg.reload_q,
+        BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_N=plan.bias_stride[3],
     )
+    plan.bias_stride = plan.bias_stride[:3]
     plan.tma_blocks = None
     if cfg.use_tma and not chunked and _tma_ok(q, k, v, varlen, arch):
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
@@ -214,8 +228,10 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.options = cfg.launch_options(amd)
     from ..kernels.fwd import attn_fwd_kernel
 
-    # per call only the tensors (positions 0-7) and the seed words change
-    dynamic = (*range(9), 9 + len(plan.scalars), 10 + len(plan.scalars))
+    # per call only the tensors (positions 0-8, and the bias and sinks after the dropout words) and the
+    # seed words change
+    n = len(plan.scalars)
+    dynamic = (*range(9), 9 + n, 10 + n, 15 + n, 16 + n)
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
@@ -256,8 +272,12 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if params.q_descale is not None:  # FP8: contiguous fp32 [b, hk] each
         descales = tuple(t if t.is_contiguous() else t.contiguous()
                          for t in (params.q_descale, params.k_descale, params.v_descale))
+    sinks = params.sinks
+    if sinks is not None and (sinks.dtype != torch.float32 or not sinks.is_contiguous()):
+        sinks = sinks.float().contiguous()
     args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, descales, *scalars,
-            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail)
+            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail,
+            None if params.attn_bias is None else bias_arg(params.attn_bias), sinks, plan.bias_stride)
     if given:  # other strides than the plan's: the general launch path
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
@@ -283,6 +303,20 @@ def _forward(q, k, v, params: AttnParams, *, out=None, lse=None, cfg: Tile | Non
     """attention_forward with optional preallocated out / lse (tests poison them) and config."""
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     return run_forward(plan_forward(q, k, v, params, cfg), q, k, v, params, out=out, lse=lse)
+
+
+def bias_arg(bias: torch.Tensor) -> torch.Tensor:
+    """The bias tensor the kernels read: a uint8 view of a bool mask; a copy when its key stride is
+    neither 0 nor 1 (a transposed bias: coalesced tiles, int32 tile offsets), so that the key stride
+    is a constexpr of the kernels (BIAS_N: 0 or 1)."""
+    if bias.shape[3] != 1 and bias.stride(3) not in (0, 1):
+        bias = bias.contiguous()
+    return bias.view(torch.uint8) if bias.dtype == torch.bool else bias
+
+
+def bias_strides(bias: torch.Tensor) -> tuple[int, int, int, int]:
+    """Element strides (b, h, sq, sk) of a 4-D bias view, 0 on its size-1 (broadcast) dims."""
+    return tuple(0 if n == 1 else st for n, st in zip(bias.shape, bias.stride()))
 
 
 # Host-side TMA descriptors are encoded on every call (their base address changes): about 60 us of
@@ -320,22 +354,34 @@ def _tensor_desc(t: torch.Tensor, block_n: int, head_dim: int):
 
 # Kernel variants compiled per table row: (label, flags, tier of the table they come from).
 # "opts" and "all" take the row's causal flag (causal where the row serves both).
+# Beyond flash_attn (dense): "sinks" (plain tier: one scalar more), a float bias ("bias") or a bool
+# mask ("mask") with and without sinks (options tier), and "bias-all": every option, dropout, a
+# float bias and sinks (dropout tier).
 _OPTS = dict(HAS_WINDOW=True, HAS_ALIBI=True, HAS_SOFTCAP=True, IS_VARLEN=True)
 _VARIANTS = (
     ("plain", dict(), PLAIN),
     ("causal", dict(IS_CAUSAL=True), PLAIN),
     ("opts", _OPTS, OPTIONS),
     ("all", dict(_OPTS, HAS_DROPOUT=True), DROPOUT),
+    ("sinks", dict(IS_CAUSAL=True, HAS_SINKS=True), PLAIN),
+    ("bias", dict(HAS_BIAS="float"), BIAS_OPTIONS),
+    ("bias-sinks", dict(HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
+    ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
+    ("mask-sinks", dict(HAS_BIAS="bool", HAS_SINKS=True), BIAS_OPTIONS),
+    ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
+    ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
 )
 
 
 _S3 = ("i32", "i32", "i32")
 
 
-def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None) -> dict[str, object]:
+def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None = None, bias: str = "",
+               sinks: bool = False) -> dict[str, object]:
     """Argument types of attn_fwd_kernel ("constexpr" for the None pointers); tma_blocks =
     (BLOCK_N, BLOCK_D, BLOCK_DV) when USE_TMA; an fp8 dtype ("fp8e4nv", "fp8e4b8") writes bf16 and
-    takes the three descale pointers."""
+    takes the three descale pointers; bias: "" (none), "float" (q's dtype) or "bool" (the uint8 view
+    of a mask); sinks: fp32 sinks given."""
     fp8 = dtype.startswith("fp8")
     sig: dict[str, object] = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}",
                               "Out": "*bf16" if fp8 else f"*{dtype}",
@@ -352,6 +398,8 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
     sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
                seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
                drop_offset_k="i32")
+    sig.update(Bias={"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
+               Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 3)
     return sig
 
 
@@ -373,6 +421,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             if max_d > CHUNKED_ABOVE:  # head-dim chunks: every multiple of 64 above 256 (320 has a partial chunk)
                 dims = [dd for dd in range(max_d, CHUNKED_ABOVE, -64) if dd > prev_d]
             prev_d = max_d
+            if (flags.get("HAS_BIAS") or flags.get("HAS_SINKS")) and max_d > CHUNKED_ABOVE:
+                continue  # bias and sinks: head dims up to 256 (supports() declines the rest)
             if tier == PLAIN:
                 if causal is not None and causal != flags.get("IS_CAUSAL", False):
                     continue
@@ -381,7 +431,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 vflags = dict(flags, IS_CAUSAL=causal is not False)
             # TMA rows: the options also dense (TMA; varlen takes plain pointers)
             forms = [(vname, vflags)] + ([(vname + "-dense", dict(vflags, IS_VARLEN=False))]
-                                         if tier != PLAIN and cfg.use_tma and not amd else [])
+                                         if tier != PLAIN and cfg.use_tma and not amd and vflags.get("IS_VARLEN")
+                                         else [])
             for dtype in ("fp16", "bf16"):
                 for d in dims:
                     for label, fl in forms:
@@ -401,10 +452,12 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
-    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN (Alibi / cu_seqlens given);
-    dv: V's head dim (None: d)."""
+    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens /
+    Sinks given) and HAS_BIAS ("float": a bias of the data dtype, "bool": a mask); dv: V's head dim
+    (None: d)."""
     flags = dict(flags)
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
+    bias, sinks = flags.pop("HAS_BIAS", ""), flags.pop("HAS_SINKS", False)
     dv = d if dv is None else dv
     chunked = cfg.block_dk > 0
     constexprs = dict(
@@ -412,12 +465,12 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
         HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
         POS_SCALE=True, CHUNK=False, BLOCK_DK=cfg.block_dk,
         BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=cfg.dv_split if chunked else 1,
-        RELOAD_Q=chunked and cfg.reload_q)
+        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias == "bool", BIAS_N=1)
     constexprs.update(flags)
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
-    sig = _signature(dtype, varlen, alibi, tma_blocks)
+    sig = _signature(dtype, varlen, alibi, tma_blocks, bias, sinks)
     constexprs.update({name: None for name, ty in sig.items() if ty == "constexpr"})
     return CompileSpec(
         kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,

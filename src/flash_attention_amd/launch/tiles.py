@@ -27,12 +27,19 @@ CHUNKED_ABOVE = 256  # head dims above this run in head-dim chunks (Tile.block_d
 MAX_HEADDIM_DECODE = 576  # q/k head dim of the decode kernel (MLA: 512 latent + 64 rotary); v up to 512
 
 # Feature tiers of a call: the plain kernel; a window, ALiBi or softcap (the score math holds
-# more registers); dropout (its Philox rounds hold more still). A family without a table for a
-# tier uses the next lighter tier's table.
-PLAIN, OPTIONS, DROPOUT = 0, 1, 2
+# more registers); dropout (its Philox rounds hold more still); an attn_bias without / with
+# dropout (the bias tile on top of the options / dropout tier). A family without a table for a
+# tier uses the next lighter tier's table: BIAS_OPTIONS -> OPTIONS -> PLAIN, BIAS_DROPOUT ->
+# DROPOUT -> OPTIONS -> PLAIN (``TIER_FALLBACK``).
+PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT = 0, 1, 2, 3, 4
+TIER_FALLBACK = {PLAIN: (PLAIN,), OPTIONS: (OPTIONS, PLAIN), DROPOUT: (DROPOUT, OPTIONS, PLAIN),
+                 BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN)}
 
 
-def tier_of(dropout: bool, options: bool) -> int:
+def tier_of(dropout: bool, options: bool, bias: bool = False) -> int:
+    """The feature tier of a call; ``bias``: an attn_bias is given."""
+    if bias:
+        return BIAS_DROPOUT if dropout else BIAS_OPTIONS
     return DROPOUT if dropout else OPTIONS if options else PLAIN
 
 
@@ -185,8 +192,8 @@ def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> li
     """The rows serving ``family`` at ``tier``: its own table of the tier, else the next lighter
     tier's; a family without any table of its own goes through ``FALLBACK``. None: no table."""
     while family is not None:
-        for t in range(min(tier, len(tables) - 1), -1, -1):
-            if family in tables[t]:
+        for t in TIER_FALLBACK[tier]:
+            if t < len(tables) and family in tables[t]:
                 return tables[t][family]
         family = FALLBACK.get(family)
     return None
@@ -377,7 +384,54 @@ FWD_DROPOUT: dict[str, list[Row]] = {
         Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs; d=128 spilled at 32x16 (declined)")),
     ],
 }
-FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT)
+# An attn_bias (check-amd variants "bias", "mask", with and without sinks, and "bias-opts": every
+# option, a float bias and sinks, dense). RDNA3 d<=64: the main 64x32 row spilled 26 VGPRs in bf16
+# with every option and the bias (64x16: 185 VGPRs, 8 waves per SIMD).
+# A100 (ptxas): the options rows spilled with the bias at d<=64 (128x64 w4 s3: 14-29 registers, 190
+# with every option) and with a mask at d<=256 (64x64 w8 s2: 5). Hopper d<=256: the options row keeps
+# spills measured for ALiBi + softcap, not for a bias (110-179 registers with it): 64x32 w8 s2 here.
+FWD_BIAS: dict[str, list[Row]] = {
+    "sm90": [
+        *FWD_OPTIONS["sm90"][:3],
+        Row(256, _T(64, 32, 8, 2, reason=_STATIC + "; 241 registers")),
+    ],
+    "gfx1100": [
+        Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
+        *FWD_PLAIN["gfx1100"][1:],
+    ],
+    "sm80": [
+        Row(64, _T(128, 64, 8, 2, reason=_STATIC)),
+        Row(128, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(256, _T(64, 32, 8, 2, reason=_STATIC)),
+    ],
+}
+
+# Dropout with an attn_bias (check-amd variant "bias-all": every option, dropout, a float bias and
+# sinks, dense). CDNA d<=64: dropout's 128x32 row spilled 24-32 VGPRs in bf16 with the bias tile.
+# Hopper: the options rows spilled with dropout and the bias (d<=128 128x64 w8 s3/s4: 29-41
+# registers, 128x32 w8 s2: 244 and none; d<=256 64x64 w4 s2: 192, 32x64 w8 s2: none; not timed).
+# A100: 128x64 w8 s2 spilled 52 at d<=128, 32x64 w4 s1 5 at d<=256.
+FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
+    "sm90": [
+        FWD_OPTIONS["sm90"][0],
+        Row(128, _T(128, 32, 8, 2, reason=_STATIC + "; 244 registers")),
+        Row(256, _T(32, 64, 8, 2, reason=_STATIC + "; 255 registers")),
+    ],
+    "sm80": [
+        Row(64, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(128, _T(64, 64, 8, 2, reason=_STATIC)),
+        Row(256, _T(32, 64, 8, 1, reason=_STATIC)),
+    ],
+    "gfx942": [
+        Row(64, _cdna(64, 32, 4, 2)),
+        *FWD_DROPOUT["gfx942"][1:],
+    ],
+    "gfx90a": [
+        Row(64, _cdna(64, 32, 4, 2)),
+        *FWD_DROPOUT["gfx90a"][1:],
+    ],
+}
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT)
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
@@ -520,7 +574,44 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(512, _D512_BWD_CDNA2),
     ],
 }
-BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT)
+# An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
+# the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
+# ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
+_BIAS_STATIC = "spill-free with an attn_bias by static check only (check-amd), not timed"
+BWD_BIAS: dict[str, list[Row]] = {
+    "sm90": [
+        BWD_OPTIONS["sm90"][0],
+        Row(128, _bwd((32, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC)),
+    ],
+    "sm80": [  # the options row's dQ 128x64 w8 s2 spilled 100+ registers with the bias at d<=64
+        Row(64, _bwd((16, 64, 4, 2), (64, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+        *BWD_OPTIONS["sm80"][1:],
+    ],
+}
+# An attn_bias with dropout (check-amd "bias-all": every option, dropout, bias and dbias).
+BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((32, 64, 8, 3), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 2), (32, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+    ],
+    "sm80": [
+        Row(64, _bwd((16, 64, 4, 2), (32, 64, 4, 2), split=False, reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 1), (32, 32, 8, 1), split=False, reason=_BIAS_STATIC)),
+    ],
+    # MI200 d<=64: the dropout row's 64x64 one-loop dK/dV used 20 B of scratch in the GQA build
+    "gfx90a": [
+        Row(64, _bwd((32, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+        *BWD_DROPOUT["gfx90a"][1:],
+    ],
+    # RDNA3: the options row's 16x16 w4 dK/dV spilled 5-11 VGPRs; with 8 warps: 221-245 VGPRs
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+    ],
+}
+BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT)
 
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
