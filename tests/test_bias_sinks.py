@@ -433,6 +433,51 @@ def test_declines():
     assert "attn_bias" in reg["flash_attn"].supports(Problem(**bias))
 
 
+def test_triton_declines_bias_and_sinks_beyond_its_kernels():
+    """Bias / sinks in the Triton kernels: head dims up to 256, not FP8; larger head dims and FP8
+    are declined with the reason (the torch backend serves them), never served without them."""
+    from flash_attention_amd.backends import registry
+    from flash_attention_amd.params import Problem
+
+    reg = registry()
+    if "triton" not in reg or not HAS_TRITON:
+        pytest.skip("triton not installed")
+    base = dict(device_type="cuda", is_rocm=False, arch="sm90", dtype=torch.bfloat16, batch=2, seqlen_q=64,
+                seqlen_k=64, nheads=4, nheads_k=4, headdim=320, headdim_v=320)
+    for extra in (dict(bias="float", bias_shape=(2, 4, 64, 64)), dict(bias="bool", bias_shape=(2, 1, 64, 64)),
+                  dict(has_sinks=True)):
+        assert reg["triton"].supports(Problem(**base, **extra)) is not None
+        assert "up to 256" in reg["triton"].supports(Problem(**base, **extra, needs_grad=True))
+        assert reg["triton"].supports(Problem(**dict(base, headdim=256, headdim_v=256), **extra)) is None
+        assert reg["torch"].supports(Problem(**base, **extra, needs_grad=True)) is None
+    fp8 = dict(base, headdim=128, headdim_v=128, dtype=torch.float8_e4m3fn, fp8=True)
+    assert reg["triton"].supports(Problem(**fp8)) is None
+    assert "FP8" in reg["triton"].supports(Problem(**fp8, has_sinks=True))
+    from flash_attention_amd.launch import decode
+
+    dec = dict(base, kind="kvcache", headdim=576, headdim_v=512, seqlen_q=1)
+    assert decode.supports(Problem(**dec)) is None
+    assert "sinks at head dims up to 256" in decode.supports(Problem(**dec, has_sinks=True))
+
+
+def test_large_head_dim_sinks_served_by_torch_exactly():
+    """d=320 with sinks and a bias: automatic dispatch serves it (the torch path), exactly; forcing
+    triton raises with the reason."""
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 12, 2, 320, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, 2, 12, 12, dtype=torch.float64)
+    sinks = torch.randn(2, dtype=torch.float32)
+    out = fa.flash_attn_func(q, k, v, causal=True, attn_bias=bias, sinks=sinks)
+    ref, _ = attention_ref(q, k, v, causal=True, attn_bias=bias, sinks=sinks.double())
+    assert (out - ref).abs().max().item() < 1e-10
+    if HAS_TRITON:
+        from flash_attention_amd.dispatch import BackendUnavailable, use_backend
+
+        q2, k2, v2 = (t.detach().float() for t in (q, k, v))
+        with pytest.raises(BackendUnavailable, match="up to 256"), use_backend("triton"):
+            fa.flash_attn_func(q2, k2, v2, sinks=sinks)
+
+
 def test_explain_names_the_backend():
     q = torch.randn(1, 8, 2, 16)
     text = fa.explain(q, q, q, attn_bias=torch.zeros(8, 8), sinks=torch.zeros(2))
