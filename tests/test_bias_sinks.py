@@ -470,12 +470,13 @@ def test_large_head_dim_sinks_served_by_torch_exactly():
     out = fa.flash_attn_func(q, k, v, causal=True, attn_bias=bias, sinks=sinks)
     ref, _ = attention_ref(q, k, v, causal=True, attn_bias=bias, sinks=sinks.double())
     assert (out - ref).abs().max().item() < 1e-10
-    if HAS_TRITON:
+    if HAS_TRITON and (DEVICE == "cuda" or fa.config.triton_interpret()):
         from flash_attention_amd.dispatch import BackendUnavailable, use_backend
 
-        q2, k2, v2 = (t.detach().float() for t in (q, k, v))
+        dt = torch.bfloat16 if DEVICE == "cuda" else torch.float32  # the interpreter on a CPU
+        q2, k2, v2 = (t.detach().to(DEVICE, dt) for t in (q, k, v))
         with pytest.raises(BackendUnavailable, match="up to 256"), use_backend("triton"):
-            fa.flash_attn_func(q2, k2, v2, sinks=sinks)
+            fa.flash_attn_func(q2, k2, v2, sinks=sinks.to(DEVICE))
 
 
 def test_explain_names_the_backend():
@@ -590,11 +591,12 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
     b, s, h, d = 2, 20, 4, 16
     fslot, bslot = {}, {}
     for _ in range(2):
-        bias = torch.randn(1, h, s, s, requires_grad=True)
-        p = AttnParams(softmax_scale=0.25, causal=True, window_right=0, attn_bias=bias, sinks=torch.randn(h))
-        q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
+        bias = torch.randn(1, h, s, s, device=DEVICE, requires_grad=True)
+        p = AttnParams(softmax_scale=0.25, causal=True, window_right=0, attn_bias=bias,
+                       sinks=torch.randn(h, device=DEVICE))
+        q, k, v = (torch.randn(b, s, h, d, device=DEVICE) for _ in range(3))
         out, lse = fwd.attention_forward(q, k, v, p, fslot)
-        bwd.attention_backward(torch.randn(b, s, h, d), q, k, v, out, lse, p, slot=bslot)
+        bwd.attention_backward(torch.randn(b, s, h, d, device=DEVICE), q, k, v, out, lse, p, slot=bslot)
     assert len(seen) == 4
     for calls in seen.values():
         (slot, first), (_, second) = calls

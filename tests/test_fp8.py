@@ -32,6 +32,10 @@ FP8 = fp8_dtype(DEVICE)
 # The Triton FP8 output against the oracle on the dequantised inputs (P in e4m3: ~2% measured).
 TRITON_OUT_TOL = 0.04
 ON_GPU = DEVICE == "cuda"
+# The LSE (the scores) against the oracle: exact up to fp32 in the interpreter. On a GPU the fp8
+# matrix instructions accumulate with fewer mantissa bits than fp32 (Hopper's fp8 wgmma keeps about
+# 14): measured 1.1e-5 to 2.2e-5 relative on an H200, so 1e-4 there.
+LSE_TOL = 1e-4 if ON_GPU else 1e-6
 
 
 def _inputs(b, sq, sk, h, hk, d, dv=None, dtype=FP8, scale=1.0):
@@ -141,7 +145,7 @@ def test_triton_fp8(shape, opts):
     out, lse = _fwd_kernel(q8, k8, v8, ds, **opts)
     ro, rl = _ref(q8, k8, v8, ds, **opts)
     assert torch.equal(torch.isinf(lse), torch.isinf(rl))
-    assert rel_err(lse, rl) < 1e-6, "scores (q/k descales, masks) must be exact up to fp32"
+    assert rel_err(lse, rl) < LSE_TOL, "scores (q/k descales, masks) must be exact up to the dot's accumulation"
     assert rel_err(out, ro) < TRITON_OUT_TOL, "P in e4m3"
     if not ON_GPU:  # the interpreter's tile (BLOCK_N 16): the same P rounding, up to the bf16 output
         assert rel_err(out, _emulate(q8, k8, v8, ds, 16, **opts)) < 6e-3
@@ -184,9 +188,9 @@ def test_triton_fp8_descales_are_per_batch_and_kv_head():
     ds2 = dict(q_descale=ds["q_descale"] / e, k_descale=ds["k_descale"] * e * 4, v_descale=ds["v_descale"] / e)
     out1, lse1 = _fwd_kernel(q8, k8, v8, ds, causal=True)
     out2, lse2 = _fwd_kernel(q2, k2, v2, ds2, causal=True)
-    assert rel_err(lse2, lse1) < 1e-6 and rel_err(out2, out1) < 2e-3
+    assert rel_err(lse2, lse1) < LSE_TOL and rel_err(out2, out1) < 2e-3
     ro, rl = _ref(q8, k8, v8, ds, causal=True)
-    assert rel_err(lse1, rl) < 1e-6 and rel_err(out1, ro) < TRITON_OUT_TOL
+    assert rel_err(lse1, rl) < LSE_TOL and rel_err(out1, ro) < TRITON_OUT_TOL
 
 
 @needs_triton
@@ -199,7 +203,7 @@ def test_triton_fp8_varlen():
     with use_backend("triton"):
         out, lse, _ = flash_attn_varlen_func(q8, k8, v8, cu, cu, 31, 31, causal=True, return_attn_probs=True, **ds)
     ro, rl = attention_ref_varlen(q8, k8, v8, cu, cu, causal=True, **ds)
-    assert rel_err(lse, rl) < 1e-6 and rel_err(out, ro) < TRITON_OUT_TOL
+    assert rel_err(lse, rl) < LSE_TOL and rel_err(out, ro) < TRITON_OUT_TOL
 
 
 @needs_triton
@@ -316,7 +320,7 @@ def test_gpu_fp8_uses_the_fp8_dtype_of_the_device():
     q8, k8, v8, ds = _inputs(2, 256, 256, 8, 2, 128, dtype=dt)
     out, lse = _fwd_kernel(q8, k8, v8, ds, causal=True)
     ro, rl = _ref(q8, k8, v8, ds, causal=True)
-    assert rel_err(lse, rl) < 1e-5 and rel_err(out, ro) < 0.05
+    assert rel_err(lse, rl) < LSE_TOL and rel_err(out, ro) < 0.05
 
 
 def test_compile_fullgraph():
