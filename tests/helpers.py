@@ -42,3 +42,12 @@ def assert_matches(x, ref64, lowp_ref=None, *, name="out", fp32_tol=1e-5, lowp_t
 def randn(*shape, dtype=torch.float32, device=DEVICE, requires_grad=False):
     t = torch.randn(*shape, dtype=dtype, device=device)
     return t.requires_grad_(requires_grad)
+
+
+def alibi_slopes(kind, b, h):
+    """ALiBi slopes of a test case: None, "1d" (h,) or "2d" (b, h), uniform in [0, 0.5)."""
+    if kind == "1d":
+        return torch.rand(h, device=DEVICE) * 0.5
+    if kind == "2d":
+        return torch.rand(b, h, device=DEVICE) * 0.5
+    return None

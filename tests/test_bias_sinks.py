@@ -19,7 +19,7 @@ import torch
 import flash_attention_amd as fa
 from flash_attention_amd.philox import new_seed
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
-from helpers import DEVICE, HAS_TRITON, rel_err
+from helpers import DEVICE, HAS_TRITON, alibi_slopes, rel_err
 
 ON_GPU = DEVICE == "cuda"
 # the Triton backward serves fp16/bf16 on GPUs; fp32 everywhere in the interpreter
@@ -261,11 +261,9 @@ OPTION_CASES = [
 
 def _resolve(opts, b, h):
     opts = dict(opts)
-    if opts.get("alibi") == "1d":
-        opts["alibi_slopes"] = torch.rand(h, device=DEVICE) * 0.5
-    elif opts.get("alibi") == "2d":
-        opts["alibi_slopes"] = torch.rand(b, h, device=DEVICE) * 0.5
-    opts.pop("alibi", None)
+    kind = opts.pop("alibi", None)
+    if kind:
+        opts["alibi_slopes"] = alibi_slopes(kind, b, h)
     return opts
 
 

@@ -14,7 +14,7 @@ import torch
 
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
-from helpers import DEVICE, HAS_TRITON, assert_matches, rel_err
+from helpers import DEVICE, HAS_TRITON, alibi_slopes, assert_matches, rel_err
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 
@@ -125,10 +125,8 @@ CASES = [
 
 def _resolve(b, h, opts):
     opts = dict(opts)
-    if opts.get("alibi") == "1d":
-        opts["alibi"] = torch.rand(h, device=DEVICE) * 0.5
-    elif opts.get("alibi") == "2d":
-        opts["alibi"] = torch.rand(b, h, device=DEVICE) * 0.5
+    if opts.get("alibi") in ("1d", "2d"):
+        opts["alibi"] = alibi_slopes(opts["alibi"], b, h)
     return opts
 
 
