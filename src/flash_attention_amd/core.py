@@ -208,11 +208,12 @@ def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False
                      softcap=0.0, alibi_slopes=None, deterministic=False, cu_seqlens_q=None, cu_seqlens_k=None,
                      max_seqlen_q=None, max_seqlen_k=None, needs_grad=False) -> AttnParams:
     """Every check of an attention call (the public functions' errors) -> its normalised AttnParams
-    template (no tensors, no seed). For wrappers such as ring attention that plan their own calls."""
-    params, _, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                             deterministic, True, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, False,
-                             None, None, None, needs_grad)
-    return params
+    template (no tensors, no seed). For wrappers such as ring attention that plan their own calls:
+    a call signature seen before is a plan-cache lookup (the plan the kernel-style calls of
+    ``forward_pass`` / ``backward_pass`` use), not a second validation."""
+    args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, False, None, None, None)
+    return _plan(q, k, v, args, needs_grad, kernel_only=True).params
 
 
 def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
