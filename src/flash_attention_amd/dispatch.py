@@ -122,11 +122,14 @@ def platform(problem: Problem) -> str:
 
 # Where SDPA beats our kernels on NVIDIA (measured on an H100, benchmarks/results/fwd_h100.md
 # and bwd_h100.md; ANCHORS.md for cuDNN's backward): plain dense calls that SDPA's cuDNN
-# kernel serves (no GQA: cuDNN's GQA path was not measured; no dropout), head dims 64 and
-# 128, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid; backward cuDNN is ahead
-# of ours on every row. Everywhere else (window, ALiBi, softcap, varlen, LSE, GQA, other
-# head dims) triton goes first: >= 1.0x FA2 on every measured row.
-_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128)}
+# kernel serves (no GQA: cuDNN's GQA path was not measured; no dropout), head dims 64, 128
+# and 256, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid at 64 / 128, 0.53..0.71
+# at 256; backward cuDNN is ahead of ours on every row (d=256: ours/cuDNN 0.45..0.48, and
+# ours/FA2 0.64..0.76, so SDPA wins there even where it takes FA2; H100 table of issue 13).
+# The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
+# Everywhere else (window, ALiBi, softcap, varlen, LSE, GQA, other head dims) triton goes
+# first: >= 1.0x FA2 on every measured row.
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256)}
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
