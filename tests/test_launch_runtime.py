@@ -125,7 +125,7 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
 
     seen: dict = {}
 
-    def record(self, grid, device, args):
+    def record(self, grid, device, args, context=False):
         seen.setdefault(id(self), []).append((self, args))
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)

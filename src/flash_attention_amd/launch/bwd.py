@@ -26,7 +26,7 @@ import torch
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from .fwd import bias_arg, bias_strides
-from .runtime import KernelSlot
+from .runtime import KernelSlot, launch_context
 from .spec import CompileSpec
 from .tiles import (
     BIAS_DROPOUT,
@@ -269,8 +269,9 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     k_pre, k_dkdv, k_dq = plan.kernels
     g_pre, g_dkdv, g_dq = plan.grids
     device = plan.device
+    ctx = launch_context(device)  # read once for the three kernels
 
-    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str, *plan.pre_tail))
+    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str, *plan.pre_tail), ctx)
     if plan.use_atomic:
         dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         dq_str = _strides3(dq_target, varlen)
@@ -281,14 +282,14 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     k_dkdv.launch(g_dkdv, device,
                   (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
                    do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop, bias_t,
-                   plan.bias_str))
+                   plan.bias_str), ctx)
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
                      plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop, bias_t, dbias, plan.bias_str,
-                     plan.dbias_str))
+                     plan.dbias_str), ctx)
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:
