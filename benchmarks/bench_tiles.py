@@ -7,7 +7,8 @@ driver reports for each compiled kernel (a cross-check of the offline numbers).
 Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/s = 4 * b * h *
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
 Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1;
-fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only).
+fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); bias = a (b, h, s, s) bf16
+attn_bias; dbias = the same bias requiring grad (dbias written by the backward).
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 64 --causal 1 --feat opts,drop \\
         --seqlens 4096 16384 --fwd 128x64x4x3t,128x64x8x3t
@@ -80,12 +81,14 @@ def parse_bwd(s: str):
                       chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)))
 
 
-def params_for(d, causal, feat, h, descales=None):
+def params_for(d, causal, feat, h, descales=None, bias=None):
     kw = dict(softmax_scale=d ** -0.5, causal=bool(causal), window_right=0 if causal else -1, **(descales or {}))
     if feat == "opts":
         kw.update(softcap=30.0, alibi_slopes=torch.rand(h, device="cuda") * 0.1)
     elif feat == "drop":
         kw.update(dropout_p=0.1, seed=1234)
+    elif feat in ("bias", "dbias"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written)
+        kw.update(attn_bias=bias.requires_grad_(feat == "dbias"))
     return AttnParams(**kw)
 
 
@@ -115,7 +118,7 @@ def main(argv=None):
     ap.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--d", type=int, nargs="+", default=[64])
     ap.add_argument("--causal", type=int, nargs="+", default=[1])
-    ap.add_argument("--feat", default="plain", help="comma list of plain, opts, drop")
+    ap.add_argument("--feat", default="plain", help="comma list of plain, opts, drop, fp8, bias, dbias")
     ap.add_argument("--seqlens", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--group", type=int, default=1, help="query heads per KV head (GQA)")
     ap.add_argument("--fwd", default="default")
@@ -143,7 +146,9 @@ def main(argv=None):
 
                         (q, qd), (k, kd), (v, vd) = quantize(q, hk), quantize(k), quantize(v)
                         descales = dict(q_descale=qd, k_descale=kd, v_descale=vd)
-                    p = params_for(d, causal, feat, h, descales)
+                    bias = (torch.randn(b, h, s, s, device="cuda", dtype=torch.bfloat16)
+                            if feat in ("bias", "dbias") else None)
+                    p = params_for(d, causal, feat, h, descales, bias)
                     flops = 4 * b * h * s * s * d / (2 if causal else 1) * (2.5 if args.pass_ == "bwd" else 1)
                     pre = cache_keys(fns)
                     out, lse = F._forward(q, k, v, p)

@@ -341,6 +341,16 @@ def _feature_table(ctx, feature, bwd, ours, unit) -> Table:
     return t
 
 
+# FlexAttention's compiled kernel faults (CUDA illegal memory access) when its score_mod reads a
+# captured tensor of 2**32 elements: a (1, 16, 16384, 16384) bf16 bias on an H100, torch 2.11 (each
+# backend run alone under CUDA_LAUNCH_BLOCKING=1: ours and SDPA attn_mask pass, Flex faults in its
+# forward; benchmarks/results/h100_run2/README.md). The fault poisons the CUDA context, so such rows
+# are not attempted.
+FLEX_MAX_CAPTURED = 2**31
+FLEX_TOO_LARGE = ("not run: FlexAttention's compiled kernel faults (illegal memory access) reading a captured "
+                  "tensor of {n} >= 2**31 elements (measured at 2**32 on an H100, torch 2.11)")
+
+
 def run_features(ctx):
     """Per feature, a forward and a backward table; each row's bias / mask / sinks (and Flex's
     compiled function for it) serve both passes."""
@@ -379,6 +389,8 @@ def run_features(ctx):
                         if be == "flex" and not flex_ok:
                             t.put(p, "flex", Cell(None, "skipped", "FlexAttention on a CPU: compiling it takes "
                                                   "minutes; name it in --peers to time it anyway"))
+                        elif be == "flex" and ctx.gpu and tensor is not None and tensor.numel() >= FLEX_MAX_CAPTURED:
+                            t.put(p, "flex", Cell(None, "skipped", FLEX_TOO_LARGE.format(n=tensor.numel())))
                         else:
                             if be == "flex" and flex_fn is None:
                                 try:
