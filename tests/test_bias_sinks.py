@@ -584,8 +584,10 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
     from flash_attention_amd.params import AttnParams
 
     seen: dict = {}
-    monkeypatch.setattr(runtime.KernelSlot, "launch",
-                        lambda self, grid, device, args: seen.setdefault(id(self), []).append((self, args)))
+    def record(self, grid, device, args, context=False):
+        seen.setdefault(id(self), []).append((self, args))
+
+    monkeypatch.setattr(runtime.KernelSlot, "launch", record)
     b, s, h, d = 2, 20, 4, 16
     fslot, bslot = {}, {}
     for _ in range(2):
