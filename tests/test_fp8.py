@@ -286,6 +286,25 @@ def test_compile_specs_have_fp8_rows():
     assert not [s for s in fwd.compile_specs("gfx90a") if "fp8" in s.signature["Q"]]
 
 
+def test_fp8_v_layout_and_tables():
+    """sm90: dense FP8 calls without options read V as [b, hk, dv, sk] (V_T, the FWD_FP8 rows and
+    specs); options or varlen read V as it lies (FWD_FP8_OPTIONS); AMD never transposes V."""
+    from flash_attention_amd.launch import fwd
+    from flash_attention_amd.launch.tiles import FWD_FP8, FWD_FP8_OPTIONS
+
+    e4m3 = torch.float8_e4m3fn
+    dense = fwd.select_config("sm90", e4m3, 128, 128, False, 8192)
+    assert dense == FWD_FP8["sm90"][1].config
+    for options, varlen in ((True, False), (False, True)):
+        assert fwd.select_config("sm90", e4m3, 128, 128, False, 8192, options=options, varlen=varlen) == \
+            FWD_FP8_OPTIONS["sm90"][1].config
+    specs = [s for s in fwd.compile_specs("sm90") if s.signature["Q"] == "*fp8e4nv"]
+    assert {s.label.split()[2] for s in specs if s.constexprs["V_T"]} == {"plain", "causal"}
+    assert all(s.divisible == ("seqlen_k",) for s in specs if s.constexprs["V_T"])
+    assert not [s for s in specs if s.constexprs["V_T"] and s.constexprs.get("HAS_WINDOW")]
+    assert not [s for s in fwd.compile_specs("gfx942") if s.constexprs.get("V_T")]
+
+
 # ----------------------------------------------------------------------------- GPU
 
 @pytest.mark.gpu

@@ -59,7 +59,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr,
                 BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
                 RELOAD_Q: tl.constexpr = False, HAS_BIAS: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
-                BIAS_N: tl.constexpr = 1):
+                BIAS_N: tl.constexpr = 1, V_T: tl.constexpr = False):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
@@ -76,7 +76,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     drop_offset_k, bh_id), drop_rows the Philox row counters. bias_src (HAS_BIAS): pointer to
     the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
     offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
-    0 for a bias broadcast over keys).
+    0 for a bias broadcast over keys). V_T: V lies as [.., d, seqlen_k] (keys contiguous, head-dim
+    stride seqlen_k; FP8 on sm90, where the PV product's B operand must be K-major in shared memory).
 
     Head-dim chunks (BLOCK_DK > 0, head dims above 256): q is a tuple of [BLOCK_M, BLOCK_DK]
     tiles and QK^T sums one product per chunk of K; acc is a tuple of [BLOCK_M, BLOCK_DVK]
@@ -101,9 +102,13 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         v_offs = offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :]  # [BLOCK_N, BLOCK_DVK] int32
     elif not USE_TMA:
         k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]  # [BLOCK_N, BLOCK_D] int32
-        v_offs = offs_n[:, None] * stride_vn + offs_dv[None, :]  # [BLOCK_N, BLOCK_DV] int32
         k_blk = k_src + start_lo.to(tl.int64) * stride_kn  # scalar pointer to key row start_n
-        v_blk = v_src + start_lo.to(tl.int64) * stride_vn
+        if V_T:  # keys contiguous: [BLOCK_N, BLOCK_DV] read along the keys
+            v_offs = offs_n[:, None] + offs_dv[None, :] * seqlen_k  # [BLOCK_N, BLOCK_DV] int32
+            v_blk = v_src + start_lo.to(tl.int64)
+        else:
+            v_offs = offs_n[:, None] * stride_vn + offs_dv[None, :]  # [BLOCK_N, BLOCK_DV] int32
+            v_blk = v_src + start_lo.to(tl.int64) * stride_vn
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
         if HAS_BIAS:  # [BLOCK_M, BLOCK_N]: rows clamped to the sequence, keys past it masked
@@ -202,7 +207,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         m_i = m_new
         if BLOCK_DK > 0 or not USE_TMA:
             k_blk += BLOCK_N * stride_kn
-            v_blk += BLOCK_N * stride_vn
+            if V_T:
+                v_blk += BLOCK_N
+            else:
+                v_blk += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
@@ -220,7 +228,7 @@ def attn_fwd_kernel(
     IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
     CHUNK: tl.constexpr = False, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
     DV_SPLIT: tl.constexpr = 1, RELOAD_Q: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
-    BIAS_N: tl.constexpr = 1,
+    BIAS_N: tl.constexpr = 1, V_T: tl.constexpr = False,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -242,7 +250,8 @@ def attn_fwd_kernel(
     scores and its share of V's columns; the first of them writes the LSE. See ``_fwd_blocks``.
     Bias (dense only; None: no bias): the 4-D bias view with element strides stride_bias (b, h, sq;
     0 on broadcast dims) and BIAS_N (key stride: 1, or 0 when broadcast), a uint8 view of a bool
-    mask when BIAS_BOOL. Sinks: fp32 [h] or None.
+    mask when BIAS_BOOL. Sinks: fp32 [h] or None. V_T (dense, no head-dim chunks): V is
+    [b, hk, dv, seqlen_k] contiguous, passed with stride_v = (batch, 1, head) (see ``_fwd_blocks``).
     """
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -349,7 +358,7 @@ def attn_fwd_kernel(
                 (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
                 BLOCK_N, HEAD_DIM, HEAD_DIM_V, part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None,
                 HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE, CHUNK, BLOCK_DK, BLOCK_DVK, DV_SPLIT, RELOAD_Q,
-                Bias is not None, BIAS_BOOL, BIAS_N)
+                Bias is not None, BIAS_BOOL, BIAS_N, V_T)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf (with a sink: l_i >= 1, lse = sink)
     has_key = l_i > 0.0

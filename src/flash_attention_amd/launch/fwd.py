@@ -32,6 +32,7 @@ from .tiles import (
     DROPOUT,
     FWD,
     FWD_FP8,
+    FWD_FP8_OPTIONS,
     INTERPRETER,
     MAX_HEADDIM,
     OPTIONS,
@@ -57,15 +58,17 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
-                  bias: bool = False) -> Tile | None:
+                  bias: bool = False, varlen: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
     ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on; ``bias``: an
-    attn_bias is given (feature tiers).
+    attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8 for dense calls without
+    options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
     family = arch_family(arch)
-    if dtype.itemsize == 1:  # FP8: its own table (launch/tiles.py FWD_FP8), one tier
-        return pick(FWD_FP8.get(family), max(padded_dim(headdim), padded_dim(headdim_v)), causal, seqlen_k)
+    if dtype.itemsize == 1:
+        table = FWD_FP8_OPTIONS.get(family) if options or varlen else None
+        return pick(table or FWD_FP8.get(family), max(padded_dim(headdim), padded_dim(headdim_v)), causal, seqlen_k)
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
@@ -152,7 +155,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks", "kernel", "kernel_tma", "bias_stride")
+                 "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -186,16 +189,24 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None)
+                            params.attn_bias is not None, varlen)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
+    chunked = cfg.block_dk > 0
+    # FP8 on NVIDIA (and in the interpreter, which tests the same addressing): V copied per call to
+    # [b, hk, dv, sk] so that its tiles reach shared memory K-major, as fp8 wgmma's B operand needs,
+    # through the async copy path (the [b, sk, hk, dv] layout went through registers: a transpose
+    # per tile; H100, d=128 16k: 292 -> 765 TFLOP/s with the FWD_FP8 row). Dense calls without
+    # options only (the FWD_FP8 rows); varlen or options keep V as it is (FWD_FP8_OPTIONS rows).
+    plan.v_t = fp8 and not varlen and not options and not chunked and not amd and seqlen_k > 0
+    if plan.v_t:
+        v_str = (nheads_k * dv * seqlen_k, 1, dv * seqlen_k)
     dropout = params.dropout_p > 0
     plan.dropout = dropout
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     num_m_blocks = cdiv(max_sq, cfg.block_m)
-    chunked = cfg.block_dk > 0
     dv_split = cfg.dv_split if chunked else 1
     plan.grid = (num_m_blocks * batch * nheads * dv_split, 1, 1)
     plan.scalars = (
@@ -218,7 +229,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
         CHUNK=params.has_offsets, BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
         DV_SPLIT=dv_split, RELOAD_Q=chunked and cfg.reload_q,
-        BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_N=plan.bias_stride[3],
+        BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_N=plan.bias_stride[3], V_T=plan.v_t,
     )
     plan.bias_stride = plan.bias_stride[:3]
     plan.tma_blocks = None
@@ -267,6 +278,8 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
         alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
     kernel = plan.kernel
+    if plan.v_t:  # [b, sk, hk, dv] -> [b, hk, dv, sk] contiguous (plan.scalars holds its strides)
+        v = v.permute(0, 2, 3, 1).contiguous()
     if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
         bn, bd, bdv = plan.tma_blocks
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
@@ -443,15 +456,21 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, label, fl, amd))
     # FP8 (its own table, in the e4m3 flavour of the arch): plain, causal and every option (no dropout)
     fp8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}.get(FP8_OF_FAMILY.get(family, ""))
-    prev_d = 0
-    for row in FWD_FP8.get(family, []) if fp8 else []:
-        for d in [row.max_d] + ([row.max_d * 5 // 8] if row.max_d * 5 // 8 > prev_d else []):
-            for vname, flags, _ in _VARIANTS[:3]:
-                if row.causal is not None and vname != "opts" and row.causal != flags.get("IS_CAUSAL", False):
-                    continue
-                specs.append(_spec(attn_fwd_kernel, row.config, fp8, d, vname,
-                                   dict(flags, IS_CAUSAL=row.causal is not False) if vname == "opts" else flags, amd))
-        prev_d = row.max_d
+    # NVIDIA: the plain and causal builds read V in the [b, hk, dv, sk] layout (plan_forward's v_t);
+    # "opts" (every option, varlen) reads V as it lies, from FWD_FP8_OPTIONS where the family has it
+    tables = ((FWD_FP8, _VARIANTS[:2]), (FWD_FP8_OPTIONS, _VARIANTS[2:3])) if family in FWD_FP8_OPTIONS else (
+        (FWD_FP8, _VARIANTS[:3]),)
+    for table, variants in tables if fp8 else ():
+        prev_d = 0
+        for row in table.get(family, []):
+            for d in [row.max_d] + ([row.max_d * 5 // 8] if row.max_d * 5 // 8 > prev_d else []):
+                for vname, flags, _ in variants:
+                    if row.causal is not None and vname != "opts" and row.causal != flags.get("IS_CAUSAL", False):
+                        continue
+                    vflags = dict(flags, IS_CAUSAL=row.causal is not False) if vname == "opts" else flags
+                    specs.append(_spec(attn_fwd_kernel, row.config, fp8, d, vname,
+                                       dict(vflags, V_T=not amd and vname != "opts"), amd))
+            prev_d = row.max_d
     return specs
 
 
@@ -469,7 +488,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
         HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
         POS_SCALE=True, CHUNK=False, BLOCK_DK=cfg.block_dk,
         BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=cfg.dv_split if chunked else 1,
-        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias == "bool", BIAS_N=1)
+        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias == "bool", BIAS_N=1, V_T=False)
     constexprs.update(flags)
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     constexprs["USE_TMA"] = tma
@@ -479,4 +498,6 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     return CompileSpec(
         kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,
         constexprs=constexprs, options=cfg.launch_options(amd),
-        label=f"{dtype} d={d}{'' if dv == d else f'/{dv}'} {vname} {replace(cfg, use_tma=tma).label()}")
+        label=f"{dtype} d={d}{'' if dv == d else f'/{dv}'} {vname} {replace(cfg, use_tma=tma).label()}"
+              f"{' v_t' if constexprs.get('V_T') else ''}",
+        divisible=("seqlen_k",) if constexprs.get("V_T") else ())  # V's head-dim stride (a multiple of 16)

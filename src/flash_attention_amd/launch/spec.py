@@ -26,3 +26,6 @@ class CompileSpec:
     # still the fastest, e.g. "fastest on an H100, benchmarks/results/bwd_h100.md"). check-amd
     # then reports its spills as a warning. AMD spills are never accepted.
     accepted_spills: str = ""
+    # integer arguments (not named stride*) that a launch passes divisible by 16 when the call's
+    # tensors are (e.g. seqlen_k as V's head-dim stride in the FP8 forward's [b, hk, dv, sk] layout)
+    divisible: tuple[str, ...] = ()

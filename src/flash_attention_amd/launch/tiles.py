@@ -435,10 +435,12 @@ FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT)
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
-# K / V tiles take half the bytes of bf16 ones. On sm90 V goes through registers into shared
-# memory in the transposed (K-major) layout fp8 wgmma needs (Triton's choice: no copy of V in
-# memory, no cp.async for V), K is K-major as it lies.
+# K / V tiles take half the bytes of bf16 ones. On sm90 fp8 wgmma needs V K-major in shared
+# memory: dense calls copy V to [b, hk, dv, sk] first (launch/fwd.py plan_forward v_t; the async
+# copies then land it K-major), varlen calls read V as it lies, through registers (slower).
 _FP8_SM90 = "spill-free by static check only (check-amd: wgmma e4m3 in both products), not timed"
+_FP8_H100 = ("H100 sweep, dense e4m3, V in the [b, hk, dv, sk] layout, b=1 s=16384 h*d=2048 "
+             "(benchmarks/results/h100_run2/fp8_sweep.txt); varlen (V as it lies) not timed")
 _FP8_CDNA = _STATIC + " (mfma fp8 in both products)"
 _FP8_CDNA_ROWS = [
     Row(64, _cdna(128, 64, 4, 2, _FP8_CDNA + "; 130-230 VGPRs")),
@@ -446,17 +448,33 @@ _FP8_CDNA_ROWS = [
     Row(256, _cdna(64, 32, 4, 1, _FP8_CDNA + "; 140-216 VGPRs (128x32 spilled 5-77)")),
 ]
 FWD_FP8: dict[str, list[Row]] = {
-    # the bf16 tiles at d<=128 / 256 (their K and V bytes halve); d<=64 with twice the keys per block
+    # dense calls without options (V in the [b, hk, dv, sk] layout); FWD_FP8_OPTIONS serves the rest
     "sm90": [
-        Row(64, _T(128, 128, 8, 3, reason=_FP8_SM90 + "; 232 registers")),
-        Row(128, _T(128, 64, 8, 3, reason=_FP8_SM90 + "; 178-241 registers (128x128 w8 s2: 255, no spill)")),
-        Row(256, _T(128, 64, 8, 2, reason=_FP8_SM90 + "; 247-252 registers (64x64 w4 spilled 7)")),
+        Row(64, _T(128, 128, 8, 3, reason=_FP8_H100 + ": 478 TFLOP/s full, 297 causal (bf16 427 / 411)")),
+        Row(128, _T(128, 64, 4, 3, reason=_FP8_H100 + ": 765 TFLOP/s (bf16 505; 128x64 w8 s3 637, 128x128 w8 s3 "
+                                     "747, 5 others 495-762)"), causal=False),
+        Row(128, _T(128, 64, 8, 3, reason=_FP8_H100 + ": causal 370 TFLOP/s (bf16 476; 128x64 w4 s3 133, 6 others "
+                                     "149-329)", spills_ok=_FP8_H100 + ": causal 370 TFLOP/s, the fastest of 8")),
+        Row(256, _T(128, 128, 8, 3, reason=_FP8_H100 + ": 934 TFLOP/s (bf16 375; 128x64 w8 s2 647, 6 others "
+                                     "177-830)", spills_ok=_FP8_H100 + ": 934 TFLOP/s at d=256"), causal=False),
+        Row(256, _T(128, 32, 8, 3, reason=_FP8_H100 + ": causal 326 TFLOP/s (bf16 427; 128x64 w8 s2 128, 6 others "
+                                     "48-128)", spills_ok=_FP8_H100 + ": causal 326 TFLOP/s against 128 for the "
+                                     "spill-free 128x64 w8 s2"), causal=True),
     ],
     "gfx942": _FP8_CDNA_ROWS,  # fp8e4b8 (torch.float8_e4m3fnuz)
     # fp8e4nv (torch.float8_e4m3fn); d<=256 with one stage lowered half the dots to FMA (check-amd)
     "gfx950": _FP8_CDNA_ROWS[:2] + [Row(256, _cdna(64, 32, 4, 2, _FP8_CDNA + "; 178-238 VGPRs (1 stage: 2 of 4 "
                                                                              "dots without MFMA)"))],
     INTERPRETER: [Row(256, _T(32, 16, 1, 1, reason="interpreter: small blocks so tests cross block edges"))],
+}
+# FP8 with a window, ALiBi or softcap, or varlen: V read as it lies (through registers on sm90);
+# families without a table here use FWD_FP8.
+FWD_FP8_OPTIONS: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _T(128, 128, 8, 3, reason=_FP8_SM90 + "; 232 registers")),
+        Row(128, _T(128, 64, 8, 3, reason=_FP8_SM90 + "; 178-241 registers (128x128 w8 s2: 255, no spill)")),
+        Row(256, _T(128, 64, 8, 2, reason=_FP8_SM90 + "; 247-252 registers (64x64 w4 spilled 7)")),
+    ],
 }
 
 

@@ -56,11 +56,13 @@ def worker_init(sys_path: list[str], cache_dir: str | None) -> None:
         triton.knobs.cache.dir = cache_dir
 
 
-def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides: bool = True) -> dict:
+def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides: bool = True,
+              divisible: tuple[str, ...] = ()) -> dict:
     """The specialisation Triton's JIT gives a launch with torch tensors: pointers 16-byte
     aligned (and, on AMD with buffer ops, within 2 GiB); with ``aligned_strides`` the integer
-    arguments named ``stride*`` divisible by 16 (contiguous tensors whose head dim is a
-    multiple of 16). Other integers (lengths, seeds, window bounds) get no hint."""
+    arguments named ``stride*`` (and those the spec names in ``divisible``) divisible by 16
+    (contiguous tensors whose head dim is a multiple of 16). Other integers (lengths, seeds,
+    window bounds) get no hint."""
     import triton
 
     attrs = {}
@@ -71,7 +73,7 @@ def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides:
         for path, elem in ([((index, j), t) for j, t in enumerate(ty)] if isinstance(ty, tuple) else [((index,), ty)]):
             if elem.startswith("*"):
                 attrs[path] = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
-            elif aligned_strides and elem in ("i32", "i64") and name.startswith("stride"):
+            elif aligned_strides and elem in ("i32", "i64") and (name.startswith("stride") or name in divisible):
                 attrs[path] = [["tt.divisibility", 16]]
     return attrs
 
@@ -88,7 +90,7 @@ def compile_one(spec: Any, info: ArchInfo, aligned_strides: bool = True) -> Row:
     target = GPUTarget(info.backend, info.target_arch, info.warp_size)
     src = triton.compiler.ASTSource(
         fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
-        attrs=attrs_for(spec.fn, spec.signature, info.backend, aligned_strides),
+        attrs=attrs_for(spec.fn, spec.signature, info.backend, aligned_strides, getattr(spec, "divisible", ())),
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
