@@ -99,7 +99,11 @@ def new_kernels(fns, before):
         for dev_cache in fn.device_caches.values():
             for key, k in dev_cache[0].items():
                 if (id(fn), key) not in before:
-                    k._init_handles()
+                    try:
+                        k._init_handles()
+                    except Exception as exc:  # e.g. OutOfResources: the config was reported failed already
+                        out.append((fn.__name__, type(exc).__name__, "-"))
+                        continue
                     out.append((fn.__name__, k.n_regs, k.n_spills))
     return out
 
