@@ -47,8 +47,8 @@ def _tensor(rng: random.Random, elem_type: str):
 
 
 def _value(rng: random.Random, ty, name: str):
-    if isinstance(ty, tuple):
-        return tuple(rng.choice(_INTS[:10]) for _ in ty)
+    if isinstance(ty, tuple):  # strides, sizes, score scalars (ints and floats), descale pointers
+        return tuple(rng.choice(_INTS[:10]) if t == "i32" else _value(rng, t, name) for t in ty)
     if ty == "constexpr":
         return None if name[0].isupper() else rng.choice((1, 2, 8))  # None pointers; group
     if ty.startswith("*"):
