@@ -585,7 +585,8 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
 
     seen: dict = {}
     monkeypatch.setattr(runtime.KernelSlot, "launch",
-                        lambda self, grid, device, args: seen.setdefault(id(self), []).append((self, args)))
+                        lambda self, grid, device, args, context=False:
+                        seen.setdefault(id(self), []).append((self, args)))
     b, s, h, d = 2, 20, 4, 16
     fslot, bslot = {}, {}
     for _ in range(2):

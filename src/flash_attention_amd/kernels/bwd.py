@@ -574,12 +574,10 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
     return dq, dbias_row
 
 
-@triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
-                               "drop_offset_k"])
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
-           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag_offset,
-           seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+           sizes, scores, seed_lo, seed_hi, drop,
            Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
@@ -591,7 +589,14 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the
     bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
     dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
-    dtype (plain stores)."""
+    dtype (plain stores). sizes, scores, drop: the call's scalars as tuples, unpacked below
+    (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed)."""
+    # int32: max (varlen) or the query / key length, query heads, query heads per KV head
+    seqlen_q, seqlen_k, nheads, group = sizes
+    # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
+    sm_scale, softcap, window_left, window_right, diag_offset = scores
+    # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
+    drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)

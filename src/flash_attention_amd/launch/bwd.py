@@ -27,7 +27,7 @@ from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from .fwd import bias_arg, bias_strides
 from .runtime import KernelSlot, launch_context
-from .spec import CompileSpec
+from .spec import CompileSpec, arg_positions
 from .tiles import (
     BIAS_DROPOUT,
     BIAS_OPTIONS,
@@ -149,6 +149,11 @@ class BwdPlan:
                  "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str")
 
 
+# the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
+_DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", "DV", "DQ", "Alibi", "CuSeqlensQ",
+                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "seed_lo", "seed_hi"))
+
+
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
     plan = BwdPlan()
     varlen = params.is_varlen
@@ -215,17 +220,17 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
              int(params.diag_offset))
     plan.head = stride_alibi  # after the tensor strides
     plan.tail_dkdv = (seqlen_q, seqlen_k, nheads_k, group, *masks)
-    plan.tail_dq = (seqlen_q, seqlen_k, nheads, group, *masks)
+    plan.tail_dq = ((seqlen_q, seqlen_k, nheads, group), masks)  # bwd_dq's sizes, scores
     plan.drop = (_i32(dropout_threshold(params.dropout_p)) if dropout else 0,
                  1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
     from ..kernels import bwd as K
 
-    # per call only the tensors (the bias and dbias after the dropout words), dout's / out's strides and
-    # the seed words change
-    plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0], tuple(range(7))),
+    # per call only the tensors, dout's / out's strides and the seed words change (_DYNAMIC)
+    plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0],
+                               arg_positions(K.bwd_preprocess, _DYNAMIC)),
                     KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31, 36)),
-                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27, 32, 33)))
+                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(K.bwd_dq, _DYNAMIC)))
     return plan
 
 
@@ -288,7 +293,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop, bias_t, dbias, plan.bias_str,
+                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop[:2], plan.drop, bias_t, dbias, plan.bias_str,
                      plan.dbias_str), ctx)
     if not extra:
         return dq, dk, dv
@@ -343,7 +348,10 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
                "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
                "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
-               "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32"}
+               "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32",
+               "sizes": ("i32",) * 4,  # seqlen_q, seqlen_k, nheads (dq) / nheads_k (dkdv), group
+               "scores": ("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
+               "drop": ("i32", "fp32", "i32", "i32")}  # drop_threshold, drop_scale, drop_offset_q / _k
     sig: dict[str, object] = {}
     for n in inspect.signature(fn.fn).parameters:
         if n in const:

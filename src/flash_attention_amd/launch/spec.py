@@ -1,9 +1,22 @@
 """Static compile specs: how ``check-amd`` compiles every kernel config without a GPU."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def arg_positions(fn: Any, names: Collection[str]) -> tuple[int, ...]:
+    """Positions, among a Triton kernel's non-constexpr parameters (the ``args`` of a launch,
+    launch/runtime.py), of those named in ``names``: a KernelSlot's ``dynamic`` positions from the
+    kernel's own signature. fn: a JITFunction or (TRITON_INTERPRET=1) an InterpretedFunction."""
+    import inspect
+
+    import triton.language as tl
+
+    params = inspect.signature(fn.fn).parameters.values()
+    runtime = [p.name for p in params if p.annotation not in (tl.constexpr, "tl.constexpr", "constexpr")]
+    return tuple(i for i, n in enumerate(runtime) if n in names)
 
 
 @dataclass(frozen=True)
