@@ -47,8 +47,8 @@ def _tensor(rng: random.Random, elem_type: str):
 
 
 def _value(rng: random.Random, ty, name: str):
-    if isinstance(ty, tuple):
-        return tuple(rng.choice(_INTS[:10]) for _ in ty)
+    if isinstance(ty, tuple):  # strides, sizes, score scalars (ints and floats), descale pointers
+        return tuple(rng.choice(_INTS[:10]) if t == "i32" else _value(rng, t, name) for t in ty)
     if ty == "constexpr":
         return None if name[0].isupper() else rng.choice((1, 2, 8))  # None pointers; group
     if ty.startswith("*"):
@@ -102,12 +102,13 @@ def test_seed_words_do_not_change_the_key():
     fn = _jit(fwd.compile_specs("sm90")[0].fn)
     names = [p.name for p in fn.params if not p.is_constexpr]
     args = [0] * len(names)
+    args[names.index("sizes")] = (4, 1, 16, 16, 1)  # nheads, group, seqlen_q, seqlen_k, num_m_blocks
     keys = set()
     for seed in (1, 16, 12345, -7, 2**31 - 1):
         args[names.index("seed_lo")] = seed
         keys.add(runtime.launch_key(fn, tuple(args), {}, {}, 0, False, False, None))
     assert len(keys) == 1
-    args[names.index("seqlen_q")] = 17  # a specialised int: by value
+    args[names.index("sizes")] = (4, 1, 17, 16, 1)  # a specialised int (seqlen_q): by value
     assert runtime.launch_key(fn, tuple(args), {}, {}, 0, False, False, None) not in keys
 
 

@@ -386,11 +386,17 @@ def test_compile_specs_cover_every_config(arch):
                            for s in specs if s.kernel == "bwd_dkdv")
     assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
     for s in specs:
-        # typed arguments (stride tuples of i32); "constexpr": group == 1 (the MHA build Triton
-        # specialises) and the pointers passed as None (no ALiBi, dense: no cu_seqlens, no dlse)
+        # typed arguments (stride tuples of i32, the sizes / scores / drop tuples of i32 and fp32);
+        # "constexpr": group == 1 (the MHA build Triton specialises; the last element of sizes) and
+        # the pointers passed as None (no ALiBi, dense: no cu_seqlens, no dlse)
         for n, t in s.signature.items():
-            if isinstance(t, tuple):
-                assert n.startswith("stride") and set(t) == {"i32"}, (n, t)
+            if isinstance(t, tuple) and n.startswith("stride"):
+                assert set(t) == {"i32"}, (n, t)
+            elif isinstance(t, tuple):
+                assert n in ("sizes", "scores", "drop") and set(t) <= {"i32", "fp32", "constexpr"}, (n, t)
+                if "constexpr" in t:  # group == 1
+                    path = (s.fn.arg_names.index(n), len(t) - 1)
+                    assert n == "sizes" and t.index("constexpr") == len(t) - 1 and s.constexprs[path] == 1, (n, t)
             elif t == "constexpr":
                 assert (n == "group" and s.constexprs[n] == 1) or (n[0].isupper() and s.constexprs[n] is None), n
             else:

@@ -358,12 +358,10 @@ def _head_base(T, stride, off_b64, off_h, row0):
     return T + off_b64 * stride[0] + off_h * stride[2] + row0 * stride[1]
 
 
-@triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
-                               "drop_offset_k"])
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
              stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi,
-             seqlen_q, seqlen_k, nheads_k, group, sm_scale, softcap, window_left, window_right, diag_offset,
-             seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k, Bias, stride_bias,
+             sizes, scores, seed_lo, seed_hi, drop, Bias, stride_bias,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
              HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
@@ -379,8 +377,15 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics. BLOCK_DK > 0: head-dim
     chunks (module docstring). Bias (dense only, or None): the 4-D bias view, element strides
     stride_bias (b, h, sq; 0 on broadcast dims) and BIAS_N (the key stride: 1, or 0 when
-    broadcast); a uint8 view of a bool mask when BIAS_BOOL.
+    broadcast); a uint8 view of a bool mask when BIAS_BOOL. sizes, scores, drop: the call's scalars
+    as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
     """
+    # int32: max (varlen) or the query / key length, KV heads, query heads per KV head (1: a constant)
+    seqlen_q, seqlen_k, nheads_k, group = sizes
+    # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
+    sm_scale, softcap, window_left, window_right, diag_offset = scores
+    # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
+    drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_n = tl.program_id(0)
@@ -454,8 +459,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), row_hi
         dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, range_lo, range_hi,
-                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k,
-                             (sm_scale, softcap, window_left, window_right, diag_offset),
+                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k, scores,
                              (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
                              Biash, (stride_bias[1], stride_bias[2]),
                              HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
@@ -574,12 +578,10 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
     return dq, dbias_row
 
 
-@triton.jit(do_not_specialize=["seed_lo", "seed_hi", "drop_threshold", "drop_offset_q",
-                               "drop_offset_k"])
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
            stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
-           seqlen_q, seqlen_k, nheads, group, sm_scale, softcap, window_left, window_right, diag_offset,
-           seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+           sizes, scores, seed_lo, seed_hi, drop,
            Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
@@ -591,7 +593,14 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the
     bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
     dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
-    dtype (plain stores)."""
+    dtype (plain stores). sizes, scores, drop: the call's scalars as tuples, unpacked below
+    (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed)."""
+    # int32: max (varlen) or the query / key length, query heads, query heads per KV head
+    seqlen_q, seqlen_k, nheads, group = sizes
+    # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
+    sm_scale, softcap, window_left, window_right, diag_offset = scores
+    # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
+    drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)

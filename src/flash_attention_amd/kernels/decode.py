@@ -43,8 +43,7 @@ def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
     CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks,
     stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi,
-    sm_scale, softcap, window_left, window_right,
-    seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits,
+    scores, sizes,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
@@ -52,12 +51,19 @@ def decode_split_kernel(
 ):
     """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad and Alibi
     may be None. Strides: (batch or page, position, head) of q/k/v/out; stride_table: the block
-    table's row stride; stride_alibi: the slopes' batch stride (0 for [h]). IEEE_DOT: q/k/v in
+    table's row stride; stride_alibi: the slopes' batch stride (0 for [h]). scores = (sm_scale,
+    softcap, window_left, window_right) and sizes = (seqlen_q, nheads, nheads_k, capacity,
+    num_kv_rows, max_pages, num_splits): the call's scalars, unpacked below. IEEE_DOT: q/k/v in
     fp32 and "ieee" products (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose
     low-precision dot is wrong). BLOCK_DK / BLOCK_DVK > 0: head-dim chunks (module docstring)."""
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     PAGED: tl.constexpr = BlockTable is not None
+    # scale (fp32, > 0 or not), softcap (fp32, 0: off), window bounds (int32, -1: unbounded)
+    sm_scale, softcap, window_left, window_right = scores
+    # int32: query tokens, query heads, KV heads, keys a sequence can hold (cap), rows of the
+    # cache (b_cache or num_blocks), block-table columns (1 if not paged), splits S
+    seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits = sizes
     pid_bh = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)

@@ -214,14 +214,11 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     return acc, l_i, m_i
 
 
-@triton.jit(do_not_specialize=["num_m_blocks", "window_left", "window_right", "seed_lo", "seed_hi", "drop_threshold",
-                               "drop_offset_q", "drop_offset_k"])
+@triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def attn_fwd_kernel(
     Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, Descales,
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
-    nheads, group, seqlen_q, seqlen_k, num_m_blocks,
-    sm_scale, softcap, window_left, window_right, diag_offset,
-    seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k,
+    sizes, scores, seed_lo, seed_hi, drop,
     Bias, Sinks, stride_bias,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
@@ -252,7 +249,17 @@ def attn_fwd_kernel(
     0 on broadcast dims) and BIAS_N (key stride: 1, or 0 when broadcast), a uint8 view of a bool
     mask when BIAS_BOOL. Sinks: fp32 [h] or None. V_T (dense, no head-dim chunks): V is
     [b, hk, dv, seqlen_k] contiguous, passed with stride_v = (batch, 1, head) (see ``_fwd_blocks``).
+
+    sizes, scores, drop: the call's scalars as tuples, unpacked below; seed_lo / seed_hi stay apart
+    (do_not_specialize: one build for every seed; Triton specialises every element of a tuple).
     """
+    # int32: query heads, query heads per KV head, the query / key length (varlen: max / unused),
+    # query blocks per (sequence, head)
+    nheads, group, seqlen_q, seqlen_k, num_m_blocks = sizes
+    # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
+    sm_scale, softcap, window_left, window_right, diag_offset = scores
+    # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
+    drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid = tl.program_id(0)

@@ -27,7 +27,7 @@ from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from .fwd import bias_arg, bias_strides
 from .runtime import KernelSlot, launch_context
-from .spec import CompileSpec
+from .spec import CompileSpec, arg_positions
 from .tiles import (
     BIAS_DROPOUT,
     BIAS_OPTIONS,
@@ -149,6 +149,11 @@ class BwdPlan:
                  "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str")
 
 
+# the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
+_DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", "DV", "DQ", "Alibi", "CuSeqlensQ",
+                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "seed_lo", "seed_hi"))
+
+
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
     plan = BwdPlan()
     varlen = params.is_varlen
@@ -214,18 +219,18 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
              int(params.diag_offset))
     plan.head = stride_alibi  # after the tensor strides
-    plan.tail_dkdv = (seqlen_q, seqlen_k, nheads_k, group, *masks)
-    plan.tail_dq = (seqlen_q, seqlen_k, nheads, group, *masks)
+    plan.tail_dkdv = ((seqlen_q, seqlen_k, nheads_k, group), masks)  # bwd_dkdv's sizes, scores
+    plan.tail_dq = ((seqlen_q, seqlen_k, nheads, group), masks)  # bwd_dq's sizes, scores
     plan.drop = (_i32(dropout_threshold(params.dropout_p)) if dropout else 0,
                  1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
     from ..kernels import bwd as K
 
-    # per call only the tensors (the bias and dbias after the dropout words), dout's / out's strides and
-    # the seed words change
-    plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0], tuple(range(7))),
-                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], (*range(12), 15, 30, 31, 36)),
-                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], (*range(10), 13, 26, 27, 32, 33)))
+    # per call only the tensors, dout's / out's strides and the seed words change (_DYNAMIC)
+    plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0],
+                               arg_positions(K.bwd_preprocess, _DYNAMIC)),
+                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC)),
+                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(K.bwd_dq, _DYNAMIC)))
     return plan
 
 
@@ -265,7 +270,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     delta = _empty(lse.shape, torch.float32, lse.device)
     do_str = _strides3(dout, varlen)
     seed = params.seed if plan.dropout else 0
-    drop = (_i32(seed), _i32(seed >> 32), *plan.drop)
+    seeds = (_i32(seed), _i32(seed >> 32))  # seed_lo, seed_hi
     k_pre, k_dkdv, k_dq = plan.kernels
     g_pre, g_dkdv, g_dq = plan.grids
     device = plan.device
@@ -281,14 +286,14 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     bias_t = None if bias is None else bias_arg(bias)
     k_dkdv.launch(g_dkdv, device,
                   (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
-                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *drop, bias_t,
+                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *seeds, plan.drop, bias_t,
                    plan.bias_str), ctx)
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *drop, bias_t, dbias, plan.bias_str,
+                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str,
                      plan.dbias_str), ctx)
     if not extra:
         return dq, dk, dv
@@ -343,7 +348,10 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
                "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
                "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
-               "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32"}
+               "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32",
+               "sizes": ("i32",) * 4,  # seqlen_q, seqlen_k, nheads (dq) / nheads_k (dkdv), group
+               "scores": ("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
+               "drop": ("i32", "fp32", "i32", "i32")}  # drop_threshold, drop_scale, drop_offset_q / _k
     sig: dict[str, object] = {}
     for n in inspect.signature(fn.fn).parameters:
         if n in const:
@@ -393,9 +401,9 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
                      SPLIT=cfg.split, GQA=gqa, CHUNK=False, **_chunks(cfg.dkdv), **bias_kx)
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
-        if not gqa:
-            sig["group"] = "constexpr"
-            const["group"] = 1
+        if not gqa:  # group == 1: a constant in Triton's specialisation (the last element of sizes)
+            sig["sizes"] = ("i32", "i32", "i32", "constexpr")
+            const[(K.bwd_dkdv.arg_names.index("sizes"), 3)] = 1
         specs.append(CompileSpec(
             "bwd_dkdv", K.bwd_dkdv, sig, _with_nones(sig, const), cfg.dkdv.launch_options(amd),
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"

@@ -194,8 +194,8 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
          None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, None if split else sinks,
          q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
          block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
-         float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-         sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits),
+         (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right)),
+         (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits)),
         dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
              PAGE_SIZE=k_cache.shape[1] if paged else 1, IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
              HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee, **_chunks(tile)),
@@ -226,10 +226,9 @@ def _split_signature(ptr: str) -> dict[str, object]:
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
     sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
                Alibi="constexpr", Sinks="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3,
-               stride_table="i32", stride_alibi="i32", sm_scale="fp32", softcap="fp32")
-    for n in ("window_left", "window_right", "seqlen_q", "nheads", "nheads_k", "capacity",
-              "num_kv_rows", "max_pages", "num_splits"):
-        sig[n] = "i32"
+               stride_table="i32", stride_alibi="i32",
+               scores=("fp32", "fp32", "i32", "i32"),  # sm_scale, softcap, window_left, window_right
+               sizes=("i32",) * 7)  # seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits
     return sig
 
 

@@ -24,7 +24,7 @@ from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from ..validation import FP8_DTYPES
 from .runtime import KernelSlot, launch
-from .spec import CompileSpec
+from .spec import CompileSpec, arg_positions
 from .tiles import (
     BIAS_DROPOUT,
     BIAS_OPTIONS,
@@ -211,9 +211,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.grid = (num_m_blocks * batch * nheads * dv_split, 1, 1)
     plan.scalars = (
         q_str, k_str, v_str, o_str, l_str, stride_alibi,
-        nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks,
-        float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
-        int(params.diag_offset))
+        (nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks),  # sizes
+        (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
+         int(params.diag_offset)))  # scores
     plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
@@ -243,10 +243,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.options = cfg.launch_options(amd)
     from ..kernels.fwd import attn_fwd_kernel
 
-    # per call only the tensors (positions 0-8, and the bias and sinks after the dropout words) and the
-    # seed words change
-    n = len(plan.scalars)
-    dynamic = (*range(9), 9 + n, 10 + n, 15 + n, 16 + n)
+    # per call only the tensors and the seed words change
+    dynamic = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
+                                              "Descales", "seed_lo", "seed_hi", "Bias", "Sinks"))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
@@ -293,7 +292,7 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if sinks is not None and (sinks.dtype != torch.float32 or not sinks.is_contiguous()):
         sinks = sinks.float().contiguous()
     args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, descales, *scalars,
-            _i32_bits(seed), _i32_bits(seed >> 32), *plan.drop_tail,
+            _i32_bits(seed), _i32_bits(seed >> 32), plan.drop_tail,
             None if params.attn_bias is None else bias_arg(params.attn_bias), sinks, plan.bias_stride)
     if given:  # other strides than the plan's: the general launch path
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
@@ -411,10 +410,10 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
         sig["K"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
         sig["V"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
     sig.update(stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_lse=("i32", "i32"), stride_alibi="i32")
-    sig.update({name: "i32" for name in ("nheads", "group", "seqlen_q", "seqlen_k", "num_m_blocks")})
-    sig.update(sm_scale="fp32", softcap="fp32", window_left="i32", window_right="i32", diag_offset="i32",
-               seed_lo="i32", seed_hi="i32", drop_threshold="i32", drop_scale="fp32", drop_offset_q="i32",
-               drop_offset_k="i32")
+    sig.update(sizes=("i32",) * 5,  # nheads, group, seqlen_q, seqlen_k, num_m_blocks
+               scores=("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
+               seed_lo="i32", seed_hi="i32",
+               drop=("i32", "fp32", "i32", "i32"))  # drop_threshold, drop_scale, drop_offset_q / _k
     sig.update(Bias={"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
                Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 3)
     return sig
@@ -500,4 +499,4 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d}{'' if dv == d else f'/{dv}'} {vname} {replace(cfg, use_tma=tma).label()}"
               f"{' v_t' if constexprs.get('V_T') else ''}",
-        divisible=("seqlen_k",) if constexprs.get("V_T") else ())  # V's head-dim stride (a multiple of 16)
+        divisible=("sizes[3]",) if constexprs.get("V_T") else ())  # seqlen_k: V's head-dim stride (V_T)

@@ -1,9 +1,22 @@
 """Static compile specs: how ``check-amd`` compiles every kernel config without a GPU."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def arg_positions(fn: Any, names: Collection[str]) -> tuple[int, ...]:
+    """Positions, among a Triton kernel's non-constexpr parameters (the ``args`` of a launch,
+    launch/runtime.py), of those named in ``names``: a KernelSlot's ``dynamic`` positions from the
+    kernel's own signature. fn: a JITFunction or (TRITON_INTERPRET=1) an InterpretedFunction."""
+    import inspect
+
+    import triton.language as tl
+
+    params = inspect.signature(fn.fn).parameters.values()
+    runtime = [p.name for p in params if p.annotation not in (tl.constexpr, "tl.constexpr", "constexpr")]
+    return tuple(i for i, n in enumerate(runtime) if n in names)
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,7 @@ class CompileSpec:
     # still the fastest, e.g. "fastest on an H100, benchmarks/results/bwd_h100.md"). check-amd
     # then reports its spills as a warning. AMD spills are never accepted.
     accepted_spills: str = ""
-    # integer arguments (not named stride*) that a launch passes divisible by 16 when the call's
-    # tensors are (e.g. seqlen_k as V's head-dim stride in the FP8 forward's [b, hk, dv, sk] layout)
+    # integer arguments (not named stride*; "name[j]": element j of a tuple argument) that a launch
+    # passes divisible by 16 when the call's tensors are (e.g. seqlen_k, sizes[3] of the forward, as
+    # V's head-dim stride in the FP8 forward's [b, hk, dv, sk] layout)
     divisible: tuple[str, ...] = ()

@@ -60,9 +60,9 @@ def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides:
               divisible: tuple[str, ...] = ()) -> dict:
     """The specialisation Triton's JIT gives a launch with torch tensors: pointers 16-byte
     aligned (and, on AMD with buffer ops, within 2 GiB); with ``aligned_strides`` the integer
-    arguments named ``stride*`` (and those the spec names in ``divisible``) divisible by 16
-    (contiguous tensors whose head dim is a multiple of 16). Other integers (lengths, seeds,
-    window bounds) get no hint."""
+    arguments named ``stride*`` (and those the spec names in ``divisible``: an argument's name, or
+    ``name[j]`` for element j of a tuple argument) divisible by 16 (contiguous tensors whose head
+    dim is a multiple of 16). Other integers (lengths, seeds, window bounds) get no hint."""
     import triton
 
     attrs = {}
@@ -70,10 +70,13 @@ def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides:
     for name, ty in signature.items():
         index = fn.arg_names.index(name)
         # a tuple argument (e.g. a tensor's strides): its elements, at paths (index, position)
-        for path, elem in ([((index, j), t) for j, t in enumerate(ty)] if isinstance(ty, tuple) else [((index,), ty)]):
+        elems = [((index, j), t, f"{name}[{j}]") for j, t in enumerate(ty)] if isinstance(ty, tuple) else [
+            ((index,), ty, name)]
+        for path, elem, label in elems:
             if elem.startswith("*"):
                 attrs[path] = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
-            elif aligned_strides and elem in ("i32", "i64") and (name.startswith("stride") or name in divisible):
+            elif aligned_strides and elem in ("i32", "i64") and (
+                    name.startswith("stride") or name in divisible or label in divisible):
                 attrs[path] = [["tt.divisibility", 16]]
     return attrs
 

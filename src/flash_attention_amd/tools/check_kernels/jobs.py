@@ -96,7 +96,7 @@ def spec_weight(spec: Any) -> float:
     for name, val in spec.constexprs.items():
         if isinstance(val, bool):
             w += 1.0 if val else 0.0
-        elif isinstance(val, int) and re.search(r"BLOCK|HEAD|DIM", name.upper()):
+        elif isinstance(val, int) and re.search(r"BLOCK|HEAD|DIM", str(name).upper()):  # name: or a tuple path
             w += math.log2(max(1, val)) * 4.0
     return w
 
