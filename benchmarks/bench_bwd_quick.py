@@ -23,7 +23,8 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from flash_attention_amd.launch import bwd as B  # noqa: E402
-from flash_attention_amd.launch.tiles import Tile, bwd_config  # noqa: E402
+from flash_attention_amd.launch.tiles import Tile  # noqa: E402
+from flash_attention_amd.launch.tiles_bwd import bwd_config  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from flash_attention_amd.launch import bwd as B  # noqa: E402
 from flash_attention_amd.launch import fwd as F  # noqa: E402
-from flash_attention_amd.launch.tiles import bwd_config  # noqa: E402
+from flash_attention_amd.launch.tiles_bwd import bwd_config  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048
@@ -116,6 +116,7 @@ def main(argv=None):
     import triton
 
     from flash_attention_amd.kernels import bwd as KB
+    from flash_attention_amd.kernels import bwd_dq as KQ
     from flash_attention_amd.kernels.fwd import attn_fwd_kernel
 
     ap = argparse.ArgumentParser()
@@ -130,7 +131,7 @@ def main(argv=None):
     ap.add_argument("--json", default="")
     ap.add_argument("--warm-only", action="store_true", help="compile (one launch per config), no timing")
     args = ap.parse_args(argv)
-    fns = [attn_fwd_kernel] if args.pass_ == "fwd" else [KB.bwd_dkdv, KB.bwd_dq]
+    fns = [attn_fwd_kernel] if args.pass_ == "fwd" else [KB.bwd_dkdv, KQ.bwd_dq]
     cfgs = args.fwd.split(",") if args.pass_ == "fwd" else args.bwd.split(",")
     rows = []
     if not args.warm_only:

@@ -17,7 +17,7 @@ import os
 
 from flash_attention_amd.launch import bwd as B
 from flash_attention_amd.launch import fwd as F
-from flash_attention_amd.launch.tiles import bwd_config
+from flash_attention_amd.launch.tiles_bwd import bwd_config
 
 _FWD = [  # (block_m, block_n, warps, stages)
     (128, 64, 4, 3), (128, 64, 4, 2), (128, 64, 8, 3), (128, 32, 4, 3), (64, 64, 4, 3), (64, 64, 4, 2),

@@ -192,7 +192,7 @@ def test_backward(case):
 
 def test_backward_varlen_and_dq_atomic():
     """Varlen (an empty sequence) with the table's tile, then the dq-atomic path with other chunk sizes."""
-    from flash_attention_amd.launch.tiles import bwd_config
+    from flash_attention_amd.launch.tiles_bwd import bwd_config
 
     cu_q = torch.tensor([0, 7, 7, 30], dtype=torch.int32, device=DEVICE)
     cu_k = torch.tensor([0, 12, 20, 41], dtype=torch.int32, device=DEVICE)

@@ -6,7 +6,7 @@ lse [h, total_q]. Returns dq, dk, dv shaped like q, k, v (dk/dv summed over the 
 of a GQA group inside one program: no race).
 
 Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ from the
-separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles.py BWD.
+separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles_bwd.py BWD.
 A ``BwdConfig`` with ``dq_atomic`` (no table row has it; tests and experiments) adds dQ with
 atomics inside ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic``).
 
@@ -31,7 +31,6 @@ from .spec import CompileSpec, arg_positions
 from .tiles import (
     BIAS_DROPOUT,
     BIAS_OPTIONS,
-    BWD,
     CHUNKED_ABOVE,
     DROPOUT,
     MAX_HEADDIM,
@@ -41,17 +40,17 @@ from .tiles import (
     Row,
     Tile,
     arch_family,
-    bwd_preprocess_tile,
     cdiv,
     family_table,
     padded_dim,
     pick,
     tier_of,
 )
+from .tiles_bwd import BWD, bwd_preprocess_tile
 
 
 def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
-    """The backward rows (launch/tiles.py BWD) of an arch for a feature tier; [] when none."""
+    """The backward rows (launch/tiles_bwd.py BWD) of an arch for a feature tier; [] when none."""
     return family_table(BWD, arch_family(arch), tier) or []
 
 
@@ -225,12 +224,13 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                  int(params.dropout_offset_q), int(params.dropout_offset_k))
     from ..kernels import bwd as K
+    from ..kernels import bwd_dq as KQ
 
     # per call only the tensors, dout's / out's strides and the seed words change (_DYNAMIC)
     plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0],
                                arg_positions(K.bwd_preprocess, _DYNAMIC)),
                     KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC)),
-                    KernelSlot(K.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(K.bwd_dq, _DYNAMIC)))
+                    KernelSlot(KQ.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(KQ.bwd_dq, _DYNAMIC)))
     return plan
 
 
@@ -383,6 +383,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
                  accepted_spills: str = "", headdim_v: int | None = None) -> list[CompileSpec]:
     """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config."""
     from ..kernels import bwd as K
+    from ..kernels import bwd_dq as KQ
 
     amd = arch.startswith("gfx")
     flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False)
@@ -412,9 +413,9 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **_chunks(cfg.dq),
                  **bias_kx)
     const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
-    sig = _signature(K.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
+    sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
-        "bwd_dq", K.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
+        "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
         f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
     return specs
 

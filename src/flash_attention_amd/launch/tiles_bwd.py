@@ -1,0 +1,181 @@
+"""The backward pass's tile tables (kernels/bwd.py), keyed by arch family and feature tier
+(``launch/tiles.py`` holds the types, the arch map, the forward and decode tables).
+
+``BWD`` = (plain, options, dropout, bias, bias + dropout) tables, each a dict family -> rows;
+``bwd_config`` builds a ``BwdConfig`` from the dK/dV and dQ tiles; ``bwd_preprocess_tile`` is the
+delta kernel's tile.
+"""
+from __future__ import annotations
+
+from .tiles import _STATIC, INTERPRETER, BwdConfig, Row, Tile, family_table
+
+# Backward (kernels/bwd.py). sm90 rows: measured on an H100 / H200 (bwd_h100.md, tiles_h200.md):
+# the fastest tile measured, unless a tile that ptxas compiles spill-free (every variant
+# check-amd compiles, GQA included) is within 10% of it (spills kept that way: ``spills_ok``).
+
+def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = False, amd: bool = False,
+               reason: str = _STATIC, spills_ok: str = "", chunks: tuple[int, int] = (0, 0)) -> BwdConfig:
+    """BwdConfig from (block_m, block_n, warps, stages) of the dK/dV and dQ kernels; ``amd``:
+    waves_per_eu 1, 16x16 matrix instructions (every AMD backward row); ``chunks``: (block_dk,
+    block_dvk) of both kernels (head dims above 256)."""
+    opts = dict(waves_per_eu=1, matrix_instr_nonkdim=16) if amd else {}
+    opts.update(block_dk=chunks[0], block_dvk=chunks[1])
+    return BwdConfig(Tile(*dkdv, **opts, reason=reason, spills_ok=spills_ok),
+                     Tile(*dq, **opts, reason=reason, spills_ok=spills_ok), split=split, dq_atomic=dq_atomic,
+                     reason=reason)
+
+
+_bwd = bwd_config
+
+
+_BWD_H100 = "measured on an H100 / H200, benchmarks/results/bwd_h100.md, tiles_h200.md"
+_SPILLS_PLAIN_128 = ("fastest tile measured (benchmarks/results/bwd_h100.md); the builds the driver loaded for "
+                     "the timed calls (seqlen a multiple of 16) report 0-2 spills (tiles_h200.md)")
+_SPILLS_PLAIN_256 = ("fastest tile measured (1.0-1.19x the old row); the GQA build spills at d=192 only; the "
+                     "spill-free 16x64 one-loop tile measured 0.77-0.78x with the same dQ tile (tiles_h200.md)")
+_SPILLS_OPTS_128 = ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; spill-free tiles measured "
+                    "0.47-0.83x (benchmarks/results/tiles_h200.md)")
+_SPILLS_OPTS_256 = ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
+                    "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
+
+# Head dims 257..512: head-dim chunks of 64 (kernels/bwd.py), dK/dV in one loop. A dK/dV program
+# holds K, V and the fp32 dK, dV of its KV rows over the whole head dim (at d = dv = 512, 16 KV rows:
+# 64 KB), so these tiles are small; NVIDIA builds use mma.sync (below 64 rows per warpgroup no
+# wgmma). Spill-free in every check-amd variant (MHA / GQA, every option, dropout), not timed.
+_D512_BWD_CDNA3 = _bwd((16, 32, 4, 1), (32, 32, 4, 1), split=False, amd=True, chunks=(64, 64),
+                       reason=_STATIC + "; dK/dV 452-478 VGPRs, dQ 300-375 (d=512, gfx942 / gfx950)")
+_D512_BWD_CDNA2 = _bwd((16, 32, 4, 1), (32, 16, 4, 1), split=False, amd=True, chunks=(64, 64),
+                       reason=_STATIC + "; dK/dV 460-478 VGPRs, dQ 304-308 (d=512; dQ 32x32 spilled 1 with options)")
+_D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64),
+                    reason=_STATIC + "; d=320..512 (sm90 / sm80): dK/dV 220-246 registers; with 2 stages ptxas "
+                                     "capped it at 128 and spilled 1-8 at d=320..448")
+
+BWD_PLAIN: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((64, 64, 4, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=False),
+        Row(64, _bwd((64, 64, 4, 3), (64, 64, 4, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=True),
+        Row(128, _bwd((64, 128, 8, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
+            causal=False),
+        Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
+            causal=True),
+        # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled)
+        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_256)),
+        Row(512, _D512_BWD_NV),
+    ],
+    "sm80": [  # spill-free per ptxas, not timed (no A100 here)
+        Row(64, _bwd((32, 64, 4, 2), (128, 64, 8, 2))),
+        Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
+        Row(256, _bwd((32, 64, 8, 1), (64, 32, 8, 1))),
+        Row(512, _D512_BWD_NV),
+    ],
+    "gfx942": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
+        Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA3),
+    ],
+    "gfx90a": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), amd=True)),
+        Row(128, _bwd((32, 64, 4, 1), (64, 32, 4, 1), amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA2),
+    ],
+    # RDNA3 (wave32, 256 VGPRs a lane): WMMA operands are replicated across the two half-waves,
+    # so a dK/dV program holding K, V, dK, dV for even 16 KV rows needs more than 256 VGPRs
+    # above head dim 64 (check-amd: 115+ spilled at d=128 with 16x16 tiles); declined there.
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
+    ],
+    INTERPRETER: [
+        Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
+                      reason="interpreter: small unequal tiles so tests cross block edges")),
+        Row(512, _bwd((16, 32, 4, 1), (32, 16, 4, 1), chunks=(64, 128),
+                      reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
+    ],
+}
+# Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
+BWD_OPTIONS: dict[str, list[Row]] = {
+    "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
+        Row(64, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason="spill-free, 0.92-1.0x the main row (tiles_h200.md)")),
+        Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
+                      spills_ok=_SPILLS_OPTS_128)),
+        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_OPTS_256)),
+        Row(512, _D512_BWD_NV),
+    ],
+    # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 4, 1), (32, 16, 4, 1), split=False, amd=True)),
+    ],
+    "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
+        Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
+        Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
+        Row(256, _bwd((16, 32, 8, 1), (64, 32, 8, 1), split=False)),
+        Row(512, _D512_BWD_NV),
+    ],
+}
+BWD_DROPOUT: dict[str, list[Row]] = {
+    # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
+    "gfx90a": [
+        Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True)),
+        Row(128, _bwd((16, 64, 4, 1), (64, 32, 4, 1), split=False, amd=True)),
+        Row(256, _bwd((16, 32, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(512, _D512_BWD_CDNA2),
+    ],
+}
+# An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
+# the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
+# ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
+_BIAS_STATIC = "spill-free with an attn_bias by static check only (check-amd), not timed"
+_BIAS_H100 = ("H100 sweep, (b, h, s, s) bf16 bias, b=4 s=4096 h=16 d=128 (benchmarks/results/h100_run2/"
+              "tiles_bias.txt): 310 TFLOP/s (dbias 256) against 137 (119) for the spill-free 32x64 w8 s2 + "
+              "128x32 w8 s3 row and 136-278 for 7 others, 0 spills per the driver there; the causal builds "
+              "spill 6-12 registers (ptxas): accepted on this measurement")
+_BIAS_H100_256 = ("H100 sweeps, (b, h, s, s) bf16 bias, b=4 s=4096 h=8 d=256 (benchmarks/results/h100_run2/"
+                  "tiles_bias256*.txt): 116 / 106 TFLOP/s (full / causal) against 82 / 78 for the 16x64 w8 one-loop "
+                  "+ 32x64 w8 row; the dQ tile is that row's (spill-free with dbias); the dK/dV tile spills 4-5 "
+                  "registers in ptxas' causal fp16 builds (0 per the driver in the bf16 runs): accepted on this "
+                  "measurement. 32x64 w4 dQ was faster (125 / 116) but spilled 75 registers with dbias")
+BWD_BIAS: dict[str, list[Row]] = {
+    "sm90": [
+        BWD_OPTIONS["sm90"][0],
+        Row(128, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason=_BIAS_H100, spills_ok=_BIAS_H100)),
+        Row(256, _bwd((32, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_H100_256, spills_ok=_BIAS_H100_256)),
+    ],
+    "sm80": [  # the options row's dQ 128x64 w8 s2 spilled 100+ registers with the bias at d<=64
+        Row(64, _bwd((16, 64, 4, 2), (64, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+        *BWD_OPTIONS["sm80"][1:],
+    ],
+}
+# An attn_bias with dropout (check-amd "bias-all": every option, dropout, bias and dbias).
+BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((32, 64, 8, 3), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 2), (32, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+    ],
+    "sm80": [
+        Row(64, _bwd((16, 64, 4, 2), (32, 64, 4, 2), split=False, reason=_BIAS_STATIC)),
+        Row(128, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC)),
+        Row(256, _bwd((16, 32, 8, 1), (32, 32, 8, 1), split=False, reason=_BIAS_STATIC)),
+    ],
+    # MI200 d<=64: the dropout row's 64x64 one-loop dK/dV used 20 B of scratch in the GQA build
+    "gfx90a": [
+        Row(64, _bwd((32, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+        *BWD_DROPOUT["gfx90a"][1:],
+    ],
+    # RDNA3: the options row's 16x16 w4 dK/dV spilled 5-11 VGPRs; with 8 warps: 221-245 VGPRs
+    "gfx1100": [
+        Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+    ],
+}
+BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT)
+
+
+def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
+    """The preprocess kernel (delta = rowsum(dout * out) - dlse): 4096 elements of out and dout
+    per program (no spills on AMD at d=256), 4 warps, one stage; on AMD the options of the
+    family's first backward row (what check-amd compiles)."""
+    rows = family_table(BWD, family) or ()
+    first = rows[0].config.dkdv if rows else Tile(0, 0, 4, 1)
+    return Tile(max(16, min(64, 4096 // block_dv)), 0, 4, 1, waves_per_eu=first.waves_per_eu,
+                matrix_instr_nonkdim=first.matrix_instr_nonkdim, kpack=first.kpack)
