@@ -160,11 +160,11 @@ def launch(fn, grid: tuple, device: torch.device, args: tuple, constexprs: dict,
     """fn[grid](*args, **constexprs, **options): args are the kernel's non-constexpr parameters in
     order (tensors, None, ints, floats, tuples), constexprs its constexpr parameters in order
     (the kernels declare them last). grid has three entries."""
-    index = _device_index(device)
-    if index is None:
+    context = launch_context(device)
+    if context is None:
         launch_through_triton(fn, grid, device, args, constexprs, options)
         return
-    index, buffer_ops, debug, instrumentation = _knob_key(index)
+    index, buffer_ops, debug, instrumentation = context
     try:
         key = launch_key(fn, args, constexprs, options, index, buffer_ops, debug, instrumentation)
     except Unkeyable:
