@@ -56,6 +56,12 @@ class Figure:
         v = self.value
         return 0.0 if v == 0 else (self.hi - self.lo) / abs(v) * 100.0
 
+    @property
+    def flagged(self) -> bool:
+        """Spread above FLAG_PCT, judged on the spread as the records write it (0.01 %), so that the
+        flag, the tables and the JSON / CSV agree at the boundary."""
+        return round(self.spread_pct, 2) > FLAG_PCT
+
     def map(self, fn) -> Figure:
         """fn applied to every sample (e.g. ms -> TFLOP/s; order may flip, min/max follow)."""
         return Figure([fn(s) for s in self.samples], None if self.center is None else fn(self.center), self.n)
@@ -198,7 +204,7 @@ class Table:
             for c in cols:
                 cell = r["cells"].get(c.key)
                 cells.append(_fmt_cell(cell, self.digits))
-                if cell is not None and cell.ok and cell.figure.spread_pct > FLAG_PCT:
+                if cell is not None and cell.ok and cell.figure.flagged:
                     noisy.append(c.label)
             derived = self._derived(r)
             for i in shown:
@@ -273,7 +279,7 @@ def _record(suite, table, backend, params, metric, unit, cell: Cell, device, ver
         "value": None if f is None else f.value,
         "spread": None if f is None else [f.lo, f.hi],
         "spread_pct": None if f is None else round(f.spread_pct, 2),
-        "flagged": bool(f is not None and f.spread_pct > FLAG_PCT),
+        "flagged": bool(f is not None and f.flagged),
         "reps": 0 if f is None else f.n,
         "status": cell.status if f is None else "ok",
         "note": cell.note,
