@@ -94,6 +94,9 @@ def test_figure_median_spread_and_flag():
     assert by[("a", "time")]["flagged"] and not by[("b", "time")]["flagged"]
     assert by[("c", "time")]["status"] == "declined" and by[("c", "time")]["value"] is None
     assert by[("a", "speedup")]["parameters"]["baseline"] == "b" and by[("a", "speedup")]["unit"] == "x"
+    md = t.markdown()
+    assert "| 1 | 1.25 (1.00-1.50) | 2.00 | 1.60x | a |" in md
+    assert "- c: declined: cannot" in md
 
 
 def test_flag_agrees_with_the_written_spread_at_the_boundary():
@@ -103,9 +106,6 @@ def test_flag_agrees_with_the_written_spread_at_the_boundary():
         t.put({"n": 1}, "a", core.Cell(core.Figure([1.0, 1.0, hi])))
         (rec,) = [r for r in t.records("dev", {"torch": "x"}) if r["backend"] == "a"]
         assert rec["flagged"] is flagged and rec["flagged"] == (rec["spread_pct"] > core.FLAG_PCT)
-    md = t.markdown()
-    assert "| 1 | 1.25 (1.00-1.50) | 2.00 | 1.60x | a |" in md
-    assert "- c: declined: cannot" in md
 
 
 # ---------------------------------------------------------------------- tiny runs
