@@ -17,7 +17,7 @@ def _model(impl):
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_llama_logits_match_eager(padded):
+def test_llama_logits_match_eager(padded, padded_route):
     model, _ = _model("fa_amd")
     ids = torch.randint(0, 97, (2, 23))
     mask = torch.ones_like(ids)
@@ -50,9 +50,18 @@ def _grads_and_loss(model, impl, ids, mask, labels):
     return out.loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
+@pytest.fixture(params=["dense", "packed"])
+def padded_route(request, monkeypatch):
+    """Both ways a padded call is served: a dense call with a key mask, or packed varlen calls."""
+    from flash_attention_amd.integrations import hf
+
+    monkeypatch.setattr(hf, "PACK_MIN_SCORES", 0 if request.param == "packed" else 1 << 62)
+    return request.param
+
+
 @pytest.mark.parametrize("side", ["left", "right", "holes"])
-def test_llama_padded_training_grads_match_eager(side):
-    """Packed varlen path: loss and every parameter gradient equal eager's (fp32), any 2-D mask."""
+def test_llama_padded_training_grads_match_eager(side, padded_route):
+    """Loss and every parameter gradient equal eager's (fp32), any 2-D mask, dense or packed."""
     model, _ = _model("fa_amd")
     model.train()
     ids = torch.randint(0, 97, (3, 19))
@@ -75,7 +84,7 @@ def test_llama_padded_training_grads_match_eager(side):
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
 
 
-def test_bert_padded_outputs_and_grads_match_eager():
+def test_bert_padded_outputs_and_grads_match_eager(padded_route):
     from flash_attention_amd.integrations import hf
 
     hf.register()

@@ -51,8 +51,12 @@ def test_varlen_forward_backward_no_sync():
             fa.flash_attn_varlen_func(q, k, v, cu, cu, 56, 56, causal=True).sum().backward()
 
 
-def test_hf_padded_attention_no_sync():
+@pytest.mark.parametrize("packed", [False, True])
+def test_hf_padded_attention_no_sync(packed, monkeypatch):
+    from flash_attention_amd.integrations import hf
     from flash_attention_amd.integrations.hf import attention_forward
+
+    monkeypatch.setattr(hf, "PACK_MIN_SCORES", 0 if packed else 1 << 62)
 
     module = torch.nn.Module()
     module.is_causal = True

@@ -13,6 +13,19 @@ from ..params import AttnParams, Problem
 from .base import KernelBackend
 
 
+_LAUNCHERS: tuple = ()
+
+
+def _launchers():
+    """(launch.fwd, launch.bwd), imported on first use (Triton is imported with them)."""
+    global _LAUNCHERS
+    if not _LAUNCHERS:
+        from ..launch import bwd, fwd
+
+        _LAUNCHERS = (fwd, bwd)
+    return _LAUNCHERS
+
+
 class TritonBackend(KernelBackend):
     name = "triton"
 
@@ -44,14 +57,10 @@ class TritonBackend(KernelBackend):
         return reason
 
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
-        from ..launch import fwd
-
-        return fwd.attention_forward(q, k, v, params, slot)
+        return _launchers()[0].attention_forward(q, k, v, params, slot)
 
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
-        from ..launch import bwd
-
-        return bwd.attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot)
+        return _launchers()[1].attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot)
 
     def supports_decode(self, problem: Problem) -> str | None:
         reason = self.available() or self._device_reason(problem)

@@ -8,12 +8,18 @@ Example::
 
 - No mask: dense calls.
 - A 2-D padding mask [b, sk] (from HF's flash-attention mask function, which ``register()``
-  installs): the valid tokens are packed into varlen calls. The packing (a stable sort of the
-  mask, cu_seqlens) is computed once per forward pass, for the mask tensor every layer shares,
-  and uses only fixed-size GPU ops: no host synchronisation. Packed tensors keep the padded
-  size (b * s rows): the valid tokens first, then rows that belong to no sequence, which the
-  kernels leave out and write as zeros (``zero_tensors``), so padding positions get 0 outputs
-  and 0 gradients. Any 2-D mask works, holes included (tokens keep their order).
+  installs), two ways, chosen per call by its size (``PACK_MIN_SCORES``):
+  - small calls (host-bound: BERT-sized batches, generation steps): one dense call with the mask
+    as a key mask (``attn_bias`` bool [b, 1, 1, sk], read with stride 0 over heads and queries),
+    as HF's eager and sdpa paths compute them: padding keys are left out, padding query rows are
+    computed (and ignored by the model's loss), a row that sees no valid key gives 0. No copies.
+  - large calls (GPU-bound: long padded batches): the valid tokens are packed into varlen calls,
+    so no work is spent on padding. The packing (a stable sort of the mask, cu_seqlens) is
+    computed once per forward pass, for the mask tensor every layer shares, with fixed-size GPU
+    ops only (no host synchronisation). Packed tensors keep the padded size (b * s rows): the
+    valid tokens first, then rows that belong to no sequence, which the kernels write as zeros
+    (``zero_tensors``), so padding positions get 0 outputs and 0 gradients.
+  Any 2-D mask works both ways, holes included (tokens keep their order).
 - Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
   ``max_length_q`` / ``max_length_k`` keyword arguments, batch 1): varlen calls as given.
 - Sliding window, softcap and attention sinks (``s_aux``, gpt-oss: one learnable logit per
@@ -72,6 +78,23 @@ class _Packing:
 
 
 _last: list[_Packing] = []  # the packing of the last mask seen (one forward pass shares it)
+_last_keys: list = []  # (mask, its version, the key mask [b, 1, 1, sk] bool) of the last mask seen
+
+# A padded call with at least this many scores (b * h * sq * sk) is packed into varlen calls; a
+# smaller one is a dense call with a key mask. Packing costs host time per layer (three gathers
+# and a scatter, forward and backward); the dense call spends GPU time on the padding. Chosen on
+# the e2e suite's models (H100; benchmarks/results/): BERT-base up to b=8 s=1024 (1e8 scores) runs
+# faster dense, the padded Llama b=4 s=2048 row (32 heads, 5.4e8) packed.
+PACK_MIN_SCORES = 1 << 28
+
+
+def _key_mask(mask: torch.Tensor) -> torch.Tensor:
+    """The padding mask as a bool [b, 1, 1, sk] key mask (True = a valid key), once per mask."""
+    if _last_keys and _last_keys[0] is mask and _last_keys[1] == mask._version:
+        return _last_keys[2]
+    keys = mask.bool()[:, None, None, :]
+    _last_keys[:] = [mask, mask._version, keys]
+    return keys
 
 
 def _packing(mask: torch.Tensor, sq: int) -> _Packing:
@@ -109,6 +132,8 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
         raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; the flash_attention_amd "
                          f"integration takes HF's 2-D padding mask ({b}, {sk}) (register() installs the matching "
                          "mask function)")
+    if b * q.shape[2] * sq * sk < PACK_MIN_SCORES:
+        return core.attention(q, k, v, attn_bias=_key_mask(attention_mask), **options), None
     pack = _packing(attention_mask, sq)
     q_packed = q.reshape(b * sq, *q.shape[2:]).index_select(0, pack.order_q)  # [b * sq, h, d]
     k_packed = k.reshape(b * sk, *k.shape[2:]).index_select(0, pack.order_k)  # [b * sk, hk, d]

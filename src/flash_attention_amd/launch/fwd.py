@@ -254,8 +254,6 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
 
 def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     """Allocate out / lse (unless given) and launch the planned kernel."""
-    from ..kernels.fwd import attn_fwd_kernel
-
     given = out is not None or lse is not None
     if out is None:
         out = torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device)
@@ -295,6 +293,8 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
             _i32_bits(seed), _i32_bits(seed >> 32), plan.drop_tail,
             None if params.attn_bias is None else bias_arg(params.attn_bias), sinks, plan.bias_stride)
     if given:  # other strides than the plan's: the general launch path
+        from ..kernels.fwd import attn_fwd_kernel
+
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
         kernel.launch(plan.grid, plan.device, args)

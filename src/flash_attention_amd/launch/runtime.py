@@ -120,11 +120,33 @@ def _get_device() -> int:
     return get() if get is not None else torch.cuda.current_device()
 
 
+def _direct(kernel):
+    """The compiled kernel's C launch function with the arguments that come before the kernel's own
+    (its launcher object's ``__call__`` without the Python frame): ``(launch, kind, extra)``, or None
+    when the launcher is of another kind or needs scratch memory (then ``kernel.run`` launches).
+    Triton 3.6's CudaLauncher / HIPLauncher pass exactly these (triton/backends/*/driver.py)."""
+    run = kernel.run  # loads the module
+    launch = getattr(run, "launch", None)
+    kind = type(run).__name__
+    if launch is None or getattr(run, "profile_scratch_size", 1):
+        return None
+    if kind == "CudaLauncher" and not getattr(run, "global_scratch_size", 1):
+        return launch, 0, (run.launch_cooperative_grid, run.launch_pdl)
+    if kind == "HIPLauncher":
+        return launch, 1, run.launch_cooperative_grid
+    return None
+
+
+def _no_hook(hook) -> bool:
+    """A launch hook that does nothing: None, or Triton 3.6's empty HookChain."""
+    return hook is None or (type(hook).__name__ == "HookChain" and not hook.calls)
+
+
 def _run(fn, grid, device, index, key, cache, args, constexprs, options):
     """Launch the kernel cached under key, else through fn[grid] (and cache what it compiled)."""
     knobs, current_stream = _triton()
-    kernel = cache.get(key)
-    if kernel is None:
+    entry = cache.get(key)
+    if entry is None:
         kernel = fn[grid](*args, **constexprs, **options)
         # keep only what the direct path replays exactly: every parameter passed in order, no hooks,
         # a finished (not asynchronous) compile
@@ -133,13 +155,24 @@ def _run(fn, grid, device, index, key, cache, args, constexprs, options):
                 and fn_info(fn)[1] == len(args)):
             if len(cache) >= _KEY_LIMIT:
                 cache.clear()
-            cache[key] = kernel
+            cache[key] = (kernel, _direct(kernel))
         return
+    kernel, direct = entry
     stream = current_stream(index)
-    enter = knobs.runtime.launch_enter_hook
-    meta = kernel.launch_metadata(grid, stream, *args, *constexprs.values()) if enter is not None else None
+    enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    if direct is not None and _no_hook(enter) and _no_hook(leave):
+        # no hooks: no launch metadata (Triton builds it for the hooks only), None for both hooks
+        launch, kind, extra = direct
+        if kind == 0:
+            launch(grid[0], grid[1], grid[2], stream, kernel.function, extra[0], extra[1], None, None,
+                   kernel.packed_metadata, None, None, None, *args, *constexprs.values())
+        else:
+            launch(extra, grid[0], grid[1], grid[2], stream, kernel.function, None,
+                   kernel.packed_metadata, None, None, None, *args, *constexprs.values())
+        return
+    meta = kernel.launch_metadata(grid, stream, *args, *constexprs.values())
     kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, meta,
-               enter, knobs.runtime.launch_exit_hook, *args, *constexprs.values())
+               enter, leave, *args, *constexprs.values())
 
 
 def _knob_key(index: int) -> tuple:
@@ -180,32 +213,64 @@ class KernelSlot:
     ``launch_key`` restricted to the dynamic positions (the rest is the same for the slot), and
     the compiled kernels live in the slot."""
 
-    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "_dns")
+    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "_dns", "_cvals")
 
     def __init__(self, fn, constexprs: dict, options: dict, dynamic: tuple[int, ...]):
         self.fn, self.constexprs, self.options, self.dynamic = fn, constexprs, options, dynamic
         self.kernels: dict = {}
         self._dns = None  # (position, do_not_specialize) of the dynamic arguments, on first launch
+        self._cvals = tuple(constexprs.values())
+
+    def _dynamic_kinds(self) -> tuple:
+        """(position, do_not_specialize, kind) of each dynamic argument; kind: 0 a tensor parameter
+        (a capitalised name: Q, DO, CuSeqlensQ), 1 a tuple of strides (stride_*), 2 anything else."""
+        flags, _ = fn_info(self.fn)
+        names = self.fn.arg_names
+        return tuple((i, flags[i], 0 if names[i][:1].isupper() else 1 if names[i].startswith("stride") else 2)
+                     for i in self.dynamic)
 
     def launch(self, grid: tuple, device: torch.device, args: tuple, context=False) -> None:
         """context: ``launch_context(device)`` read once by a launcher starting several kernels
         (False: read it here)."""
-        fn = self.fn
         knob_key = launch_context(device) if context is False else context
         if knob_key is None:
-            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
+            launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
             return
         dns = self._dns
         if dns is None:
-            flags, _ = fn_info(fn)
-            dns = self._dns = tuple((i, flags[i]) for i in self.dynamic)
-        buffer_ops = knob_key[1]
+            dns = self._dns = self._dynamic_kinds()
         try:
-            key = (knob_key, tuple([_key(args[i], d, buffer_ops) for i, d in dns]))
+            if knob_key[1]:  # AMD buffer ops: the storage size too
+                key = (knob_key, *[_key(args[i], d, True) for i, d, _ in dns])
+            else:  # _key inlined by kind: 0 tensors / None (dtype, 16-byte alignment), 1 stride tuples
+                key = [knob_key]  # (by value), 2 other (_key)
+                for i, d, kind in dns:
+                    x = args[i]
+                    if kind == 0 and type(x) is _Tensor:
+                        key.append((x.dtype, x.data_ptr() & 15 == 0))
+                    elif kind == 1 and type(x) is tuple and all(type(e) is int for e in x):
+                        key.append(x)  # _key of a tuple of ints is the tuple
+                    else:
+                        key.append(None if x is None else _key(x, d, False))
+                key = tuple(key)
         except Unkeyable:
-            launch_through_triton(fn, grid, device, args, self.constexprs, self.options)
+            launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
             return
-        _run(fn, grid, device, knob_key[0], key, self.kernels, args, self.constexprs, self.options)
+        entry = self.kernels.get(key)
+        if entry is not None:
+            kernel, direct = entry
+            knobs, current_stream = _hooks or _triton()
+            rt = knobs.runtime
+            if direct is not None and _no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook):
+                launch, kind, extra = direct
+                if kind == 0:  # CUDA
+                    launch(grid[0], grid[1], grid[2], current_stream(knob_key[0]), kernel.function, extra[0],
+                           extra[1], None, None, kernel.packed_metadata, None, None, None, *args, *self._cvals)
+                else:  # HIP
+                    launch(extra, grid[0], grid[1], grid[2], current_stream(knob_key[0]), kernel.function, None,
+                           kernel.packed_metadata, None, None, None, *args, *self._cvals)
+                return
+        _run(self.fn, grid, device, knob_key[0], key, self.kernels, args, self.constexprs, self.options)
 
 
 def clear() -> None:
