@@ -584,8 +584,8 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
     from flash_attention_amd.params import AttnParams
 
     seen: dict = {}
-    def record(self, grid, device, args, context=False):
-        seen.setdefault(id(self), []).append((self, args))
+    def record(self, grid, device, args, context=False, fast=None):
+        seen.setdefault(id(self), []).append((self, args, fast))
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)
     b, s, h, d = 2, 20, 4, 16
@@ -599,8 +599,11 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
         bwd.attention_backward(torch.randn(b, s, h, d, device=DEVICE), q, k, v, out, lse, p, slot=bslot)
     assert len(seen) == 4
     for calls in seen.values():
-        (slot, first), (_, second) = calls
+        (slot, first, fast1), (_, second, fast2) = calls
         fn = slot.fn if isinstance(slot.fn, JITFunction) else JITFunction(slot.fn.fn, **slot.fn.kwargs)
+        flags = runtime.fn_info(fn)[0]
+        full = [tuple(runtime._key(a[i], flags[i], False) for i in slot.dynamic) for a in (first, second)]
+        assert fast1 is not None and fast1 == fast2 and full[0] == full[1]  # KernelSlot.launch's fast key
         assert runtime.fn_info(fn)[1] == len(first)
         assert list(fn.arg_names) == list(fn.arg_names[:len(first)]) + list(slot.constexprs)
         for i, (a, c) in enumerate(zip(first, second)):

@@ -126,8 +126,8 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
 
     seen: dict = {}
 
-    def record(self, grid, device, args, context=False):
-        seen.setdefault(id(self), []).append((self, args))
+    def record(self, grid, device, args, context=False, fast=None):
+        seen.setdefault(id(self), []).append((self, args, fast))
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # launches are recorded, never run
@@ -135,7 +135,7 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
     params = AttnParams(softmax_scale=0.25, causal=True, window_right=0, dropout_p=0.1,
                         alibi_slopes=torch.rand(h, device=dev), diag_offset=3, dropout_offset_q=2)
     fslot, bslot = {}, {}
-    for seed, transpose in ((5, False), (2**40 + 7, True)):
+    for seed, transpose in ((5, False), (2**40 + 7, True), (9, False)):
         p = params._replace(seed=seed)
         q, k, v = (torch.randn(b, s, h, d, device=dev) for _ in range(3))
         out, lse = fwd.attention_forward(q, k, v, p, fslot)
@@ -144,7 +144,12 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
         bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=dlse)
     assert len(seen) == 4  # forward, preprocess, dK/dV, dQ
     for calls in seen.values():
-        (slot, first), (_, second) = calls
+        (slot, first, fast1), (_, second, fast2), (_, third, fast3) = calls
+        # the launcher's fast key: equal fast keys must mean equal launch keys (KernelSlot.launch)
+        flags = runtime.fn_info(_jit(slot.fn))[0]
+        full = [tuple(runtime._key(a[i], flags[i], False) for i in slot.dynamic) for a in (first, second, third)]
+        assert fast1 is not None and fast1 == fast3 and full[0] == full[2], slot.fn
+        assert (fast1 == fast2) <= (full[0] == full[1]), slot.fn
         # what runtime._run checks before it keeps a kernel for the direct path: every parameter
         # passed, the non-constexpr ones in order, then the constexprs in order
         fn = _jit(slot.fn)

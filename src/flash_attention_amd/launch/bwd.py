@@ -287,25 +287,35 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     device = plan.device
     ctx = launch_context(device)  # read once for the three kernels
 
-    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, _strides3(out, varlen), do_str, *plan.pre_tail), ctx)
+    o_str = _strides3(out, varlen)
     if plan.use_atomic:
         dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        dq_str = _strides3(dq_target, varlen)
     else:
-        dq_target, dq_str = dq, plan.grad_str[0]
-    dk_str, dv_str = plan.grad_str[1:]
+        dq_target = dq
     bias_t = None if bias is None else bias_arg(bias)
+    # what can change between calls of this plan and the launch keys depend on (KernelSlot.launch's
+    # fast): the alignment of every tensor, dout's / out's dtypes and strides, whether dlse is None.
+    # q, k, v, alibi, cu_seqlens and the bias are fixed by the call plan's key, the rest is made here.
+    ptr = q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr() | out.data_ptr() | lse.data_ptr() | (
+        delta.data_ptr() | dq_target.data_ptr() | dq.data_ptr() | dk.data_ptr() | dv.data_ptr())
+    for t in (dlse, alibi, cu_q, cu_k, bias_t, dbias):
+        if t is not None:
+            ptr |= t.data_ptr()
+    fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str)
+    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, o_str, do_str, *plan.pre_tail), ctx, fast)
+    dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
+    dk_str, dv_str = plan.grad_str[1:]
     k_dkdv.launch(g_dkdv, device,
                   (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
                    do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *seeds, plan.drop, bias_t,
-                   plan.bias_str), ctx)
+                   plan.bias_str), ctx, fast)
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
                      plan.lse_str, dq_str, plan.head, *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str,
-                     plan.dbias_str), ctx)
+                     plan.dbias_str), ctx, fast)
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:

@@ -155,7 +155,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t")
+                 "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "tensor_pos")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -247,6 +247,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     dynamic = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
                                               "Descales", "seed_lo", "seed_hi", "Bias", "Sinks"))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
+    plan.tensor_pos = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
+                                                      "Bias", "Sinks"))
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
     return plan
@@ -297,8 +299,22 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
 
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
-        kernel.launch(plan.grid, plan.device, args)
+        fast = _aligned(args, plan.tensor_pos) if descales is None and kernel is plan.kernel else None
+        kernel.launch(plan.grid, plan.device, args, fast=fast)
     return out, lse
+
+
+def _aligned(args: tuple, positions: tuple[int, ...]) -> bool:
+    """Whether every tensor among args at positions is 16-byte aligned: the one fact of a planned
+    forward's dynamic arguments that can change between its calls and that Triton specialises on
+    (dtypes and which optional tensors are None are fixed by the call plan's key, out / lse by the
+    plan, alibi / sinks are made fp32, the seed words are int32)."""
+    ptr = 0
+    for i in positions:
+        x = args[i]
+        if x is not None:
+            ptr |= x.data_ptr()
+    return ptr & 15 == 0
 
 
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams,

@@ -213,11 +213,12 @@ class KernelSlot:
     ``launch_key`` restricted to the dynamic positions (the rest is the same for the slot), and
     the compiled kernels live in the slot."""
 
-    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "_dns", "_cvals")
+    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "fast", "_dns", "_cvals")
 
     def __init__(self, fn, constexprs: dict, options: dict, dynamic: tuple[int, ...]):
         self.fn, self.constexprs, self.options, self.dynamic = fn, constexprs, options, dynamic
         self.kernels: dict = {}
+        self.fast: dict = {}  # (launch context, the launcher's fast key) -> a kernels entry
         self._dns = None  # (position, do_not_specialize) of the dynamic arguments, on first launch
         self._cvals = tuple(constexprs.values())
 
@@ -229,13 +230,23 @@ class KernelSlot:
         return tuple((i, flags[i], 0 if names[i][:1].isupper() else 1 if names[i].startswith("stride") else 2)
                      for i in self.dynamic)
 
-    def launch(self, grid: tuple, device: torch.device, args: tuple, context=False) -> None:
+    def launch(self, grid: tuple, device: torch.device, args: tuple, context=False, fast=None) -> None:
         """context: ``launch_context(device)`` read once by a launcher starting several kernels
-        (False: read it here)."""
+        (False: read it here).
+
+        fast: a launcher's cheap summary of every fact of ``args`` that can change between the calls
+        of its plan and that the launch key depends on (for the forward: whether every tensor is
+        16-byte aligned; dtypes, None-ness and the rest are fixed by the call plan's key). The
+        launcher guarantees that equal ``fast`` values mean equal launch keys; the first launch of a
+        ``fast`` value computes the full key, later ones skip it. None: the full key every time."""
         knob_key = launch_context(device) if context is False else context
         if knob_key is None:
             launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
             return
+        if fast is not None:
+            entry = self.fast.get((knob_key, fast))
+            if entry is not None and self._direct(entry, grid, knob_key[0], args):
+                return
         dns = self._dns
         if dns is None:
             dns = self._dns = self._dynamic_kinds()
@@ -257,20 +268,31 @@ class KernelSlot:
             launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
             return
         entry = self.kernels.get(key)
-        if entry is not None:
-            kernel, direct = entry
-            knobs, current_stream = _hooks or _triton()
-            rt = knobs.runtime
-            if direct is not None and _no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook):
-                launch, kind, extra = direct
-                if kind == 0:  # CUDA
-                    launch(grid[0], grid[1], grid[2], current_stream(knob_key[0]), kernel.function, extra[0],
-                           extra[1], None, None, kernel.packed_metadata, None, None, None, *args, *self._cvals)
-                else:  # HIP
-                    launch(extra, grid[0], grid[1], grid[2], current_stream(knob_key[0]), kernel.function, None,
-                           kernel.packed_metadata, None, None, None, *args, *self._cvals)
-                return
+        if entry is not None and fast is not None:
+            if len(self.fast) >= _KEY_LIMIT:
+                self.fast.clear()
+            self.fast[(knob_key, fast)] = entry
+        if entry is not None and self._direct(entry, grid, knob_key[0], args):
+            return
         _run(self.fn, grid, device, knob_key[0], key, self.kernels, args, self.constexprs, self.options)
+
+    def _direct(self, entry, grid, index: int, args) -> bool:
+        """Launch a cached kernel through its C launcher when no launch hook is set -> launched."""
+        kernel, direct = entry
+        if direct is None:
+            return False
+        knobs, current_stream = _hooks or _triton()
+        rt = knobs.runtime
+        if not (_no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook)):
+            return False
+        launch, kind, extra = direct
+        if kind == 0:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
+            launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], None,
+                   None, kernel.packed_metadata, None, None, None, *args, *self._cvals)
+        else:  # HIP: cooperative, grid, stream, function, profile scratch, metadata, hooks
+            launch(extra, grid[0], grid[1], grid[2], current_stream(index), kernel.function, None,
+                   kernel.packed_metadata, None, None, None, *args, *self._cvals)
+        return True
 
 
 def clear() -> None:

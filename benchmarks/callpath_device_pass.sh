@@ -1,0 +1,31 @@
+#!/bin/bash
+# Call-path pass on one GPU (issue 10), in one device call: the GPU tests, the host time per call
+# (benchmarks/host_overhead.py) and the Hugging Face e2e suite, for this tree and, when BASE_SRC
+# names another checkout's src/ (the code before the change), for that one too in the same run.
+# Results under $OUT (or /tmp/out); short tables last.
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
+start=$(date +%s)
+if [ "${TESTS:-1}" != 0 ]; then
+  PYTHONPATH=src timeout ${TEST_TIMEOUT:-260} python3 -m pytest tests -q -n 12 -p no:cacheprovider \
+    --ignore=tests/test_check_amd.py > "$OUT/gpu_tests.txt" 2>&1
+  echo "tests: rc=$? in $(( $(date +%s) - start )) s"; grep -E "passed|failed" "$OUT/gpu_tests.txt" | tail -2
+  grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.txt" | head -20
+fi
+for tag in new ${BASE_SRC:+base}; do
+  src=src; [ "$tag" = base ] && src=$BASE_SRC
+  PYTHONPATH=$src timeout 200 python3 benchmarks/host_overhead.py --loops ${LOOPS:-11} --calls 40 \
+    --json "$OUT/host_$tag.json" > "$OUT/host_$tag.txt" 2>&1
+  echo "host $tag done at $(( $(date +%s) - start )) s"
+  if [ "${E2E:-1}" != 0 ]; then
+    PYTHONPATH=$src timeout 240 python3 -m flash_attention_amd bench --suite e2e --device cuda --quick --no-progress \
+      --json "$OUT/e2e_$tag.json" --markdown "$OUT/e2e_$tag.md" > "$OUT/e2e_$tag.txt" 2>&1
+    echo "e2e $tag done at $(( $(date +%s) - start )) s"
+  fi
+done
+for tag in new ${BASE_SRC:+base}; do
+  echo "== host $tag"; grep "^|" "$OUT/host_$tag.txt"
+  [ -f "$OUT/e2e_$tag.md" ] && { echo "== e2e $tag"; grep "^|" "$OUT/e2e_$tag.md"; }
+done
+exit 0
