@@ -2,8 +2,10 @@
 
 For each case and path, N identical calls are issued while the GPU is held busy by a long
 ``torch.cuda._sleep`` kernel queued first, so the loop measures only the host (no call waits for
-the GPU, the launch queue never fills); the median over several such loops, after warm-up, is
-reported in microseconds per call.
+the GPU, the launch queue never fills); the median and the minimum over several such loops, after
+warm-up, are reported in microseconds per call. The paths of a case take turns loop by loop, so
+that a shared host whose speed drifts (seen on the device machines: 1.5x between instances and
+within a run) slows every path alike; the ratios to raw SDPA come from the same run.
 
 Paths: ``triton`` (``flash_attn_func`` under ``use_backend("triton")``), ``sdpa`` (the same
 under ``use_backend("sdpa")``, where that backend serves the call), ``torch-sdpa`` (raw
@@ -21,7 +23,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from flash_attention_amd import flash_attn_func, flash_attn_varlen_func
+from flash_attention_amd import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 from flash_attention_amd.dispatch import BackendUnavailable, use_backend
 
 DTYPE = torch.bfloat16
@@ -36,12 +38,32 @@ def cases():
                         b, s, h, d, causal, bwd, False))
     for b, s in ((32, 128), (8, 1024)):
         out.append((f"varlen fwd+bwd b={b} s={s} h=12 d=64 causal", b, s, 12, 64, True, True, True))
+    out.append(("kvcache decode b=8 cache=4096 h=32/8 d=128, append 1", 8, 4096, 32, 128, True, False, "kvcache"))
     return out
 
 
 def make_call(path, b, s, h, d, causal, bwd, varlen):
     """A no-argument function issuing one call, or None where the path does not serve it."""
     dev = "cuda"
+    if varlen == "kvcache":  # one decoding step: q [b, 1, h, d] against a cache of s, appending one k / v
+        hk = h // 4
+        q = torch.randn(b, 1, h, d, device=dev, dtype=DTYPE)
+        kc, vc = (torch.randn(b, s, hk, d, device=dev, dtype=DTYPE) for _ in range(2))
+        knew, vnew = (torch.randn(b, 1, hk, d, device=dev, dtype=DTYPE) for _ in range(2))
+        lens = torch.full((b,), s // 2, dtype=torch.int32, device=dev)
+        if path == "triton":
+            def call():
+                flash_attn_with_kvcache(q, kc, vc, k=knew, v=vnew, cache_seqlens=lens, causal=True)
+        elif path == "torch-sdpa":  # the floor: SDPA over the whole cache, no append, no lengths
+            qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
+
+            def call():
+                F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+        else:
+            return None
+        call()
+        torch.cuda.synchronize()
+        return call
     if varlen:
         if path != "triton" and path != "sdpa":
             return None
@@ -83,20 +105,15 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
     return call
 
 
-def host_us(call, calls: int, loops: int, sleep_cycles: int) -> list[float]:
-    for _ in range(3):  # warm-up: compile, plan, allocator
+def host_us(call, calls: int, sleep_cycles: int) -> float:
+    """One timed loop: host us per call while the GPU is busy with a sleep queued first."""
+    torch.cuda._sleep(sleep_cycles)  # the GPU is busy: the calls below only queue work
+    t0 = time.perf_counter()
+    for _ in range(calls):
         call()
+    t1 = time.perf_counter()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(loops):
-        torch.cuda._sleep(sleep_cycles)  # the GPU is busy: the calls below only queue work
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            call()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        times.append((t1 - t0) / calls * 1e6)
-    return times
+    return (t1 - t0) / calls * 1e6
 
 
 def sleep_cycles_for(seconds: float) -> int:
@@ -114,33 +131,49 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", default="", help="write the results here")
     ap.add_argument("--calls", type=int, default=50, help="calls per timed loop")
-    ap.add_argument("--loops", type=int, default=15, help="timed loops (the median is reported)")
+    ap.add_argument("--loops", type=int, default=15, help="timed loops per path (median and min reported)")
     args = ap.parse_args()
     paths = ("triton", "sdpa", "torch-sdpa")
     rows = []
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}, {DTYPE}, host us per call "
-          f"(median of {args.loops} loops of {args.calls} calls, GPU held busy)", flush=True)
+          f"(median and min of {args.loops} loops of {args.calls} calls per path, paths interleaved, "
+          "GPU held busy)", flush=True)
     for name, *shape in cases():
         row = {"case": name}
+        made = {}
         for path in paths:
             call = make_call(path, *shape)
-            if call is None:
-                row[path] = None
-                continue
-            # long enough for the slowest path's loop (1 ms a call would be a bug)
-            cycles = sleep_cycles_for(args.calls * 1e-3 + 0.02)
-            times = host_us(call, args.calls, args.loops, cycles)
-            row[path] = statistics.median(times)
-            row[path + "_all"] = times
-            del call
-            torch.cuda.empty_cache()
+            row[path] = None
+            if call is not None:
+                for _ in range(3):  # warm-up: compile, plan, allocator
+                    call()
+                made[path] = call
+        torch.cuda.synchronize()
+        # long enough for the slowest path's loop (1 ms a call would be a bug)
+        cycles = sleep_cycles_for(args.calls * 1e-3 + 0.02)
+        times = {path: [] for path in made}
+        order = list(made)
+        for r in range(args.loops):  # the paths take turns loop by loop (rotated order): a host whose
+            for path in order[r % len(order):] + order[:r % len(order)]:  # speed drifts slows all alike
+                times[path].append(host_us(made[path], args.calls, cycles))
+        for path, ts in times.items():
+            row[path] = statistics.median(ts)
+            row[path + "_min"] = min(ts)
+            row[path + "_all"] = ts
+        del made
+        torch.cuda.empty_cache()
         rows.append(row)
-        print(name, {p: None if row[p] is None else round(row[p], 1) for p in paths}, flush=True)
+        print(name, {p: None if row[p] is None else (round(row[p], 1), round(row[p + "_min"], 1)) for p in paths},
+              flush=True)
     print()
-    print("| case | " + " | ".join(paths) + " |")
-    print("|---|" + "---|" * len(paths))
+    print("median (min) host us per call over the loops; ratios: ours over raw SDPA")
+    print("| case | " + " | ".join(paths) + " | triton / torch-sdpa | sdpa / torch-sdpa |")
+    print("|---|" + "---|" * (len(paths) + 2))
     for row in rows:
-        cells = ["n/a" if row[p] is None else f"{row[p]:.1f}" for p in paths]
+        cells = ["n/a" if row[p] is None else f"{row[p]:.1f} ({row[p + '_min']:.1f})" for p in paths]
+        base = row["torch-sdpa"]
+        for p in ("triton", "sdpa"):
+            cells.append("n/a" if row[p] is None or base is None else f"{row[p] / base:.2f}x")
         print(f"| {row['case']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:

@@ -12,7 +12,6 @@ from .. import config
 from ..params import AttnParams, Problem
 from .base import KernelBackend
 
-
 _LAUNCHERS: tuple = ()
 
 

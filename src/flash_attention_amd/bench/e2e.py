@@ -87,23 +87,30 @@ def _forcing(impl: str):
     return impl, None
 
 
-def served_by(ctx, b, s, h, hk, d, varlen, dropout=0.0, causal=False, grad=True) -> str:
-    """Which backend the fa_amd integration's call of this shape goes to (``explain``, nothing run)."""
+def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True) -> str:
+    """How the fa_amd integration serves a call of this shape (padded: with a 2-D padding mask, as a
+    dense call with a key mask or as packed varlen calls, by ``integrations.hf.PACK_MIN_SCORES``),
+    and which backend takes it (``explain``, nothing run)."""
     from .. import explain
+    from ..integrations import hf
 
+    varlen = padded and b * h * s * s >= hf.PACK_MIN_SCORES
+    route = ("packed varlen" if varlen else "dense, key mask") if padded else "dense"
     shape = (b * s, h, d) if varlen else (b, s, h, d)
     kshape = shape[:-2] + (hk, d)
     q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
     k, v = (torch.empty(kshape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(2))
     kw = dict(dropout_p=dropout, causal=causal)
+    if padded and not varlen:
+        kw["attn_bias"] = torch.ones(b, 1, 1, s, device=ctx.device, dtype=torch.bool)
     if varlen:
         cu = torch.arange(0, b + 1, device=ctx.device, dtype=torch.int32) * s
         kw.update(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=s, max_seqlen_k=s)
     try:
         first = explain(q, k, v, **kw).splitlines()[0]
     except Exception as exc:  # e.g. no backend can serve it
-        return f"none ({reason(exc)})"
-    return first.rsplit("-> ", 1)[-1]
+        return f"{route}: none ({reason(exc)})"
+    return f"{route}: {first.rsplit('-> ', 1)[-1]}"
 
 
 def _run_forced(backend, fn):
@@ -131,25 +138,47 @@ def run(ctx):
     yield _check(ctx, s)
 
 
-def _train_cell(ctx, model, batch, impl, s, per) -> Cell:
-    attn, backend = _forcing(impl)
-    opt = None
+def _train_cells(ctx, model, batch, impls, s, per) -> dict:
+    """impl -> Cell of training-step times for one batch. The implementations take turns step by
+    step (round r times one step of each, in an order rotated every round), so that a host whose
+    speed drifts (a shared machine) slows every column alike; each has its own optimizer."""
+    steps, cells = {}, {}
     try:
-        models.set_impl(model, attn)
-        opt = models.adamw(model)
-        step = models.train_step(model, batch, opt)
-        fig = _run_forced(backend, lambda: ctx.timer.steps(step, s["warmup"], s["steps"]))
-        return Cell(fig.map(per) if per else fig)
-    except BackendUnavailable as exc:
-        return Cell(None, "declined", reason(exc))
-    except Exception as exc:
-        return failed(exc)
+        for impl in impls:
+            attn, backend = _forcing(impl)
+            try:
+                models.set_impl(model, attn)
+                opt = models.adamw(model)
+                step = models.train_step(model, batch, opt)
+                _run_forced(backend, lambda step=step: ctx.timer.steps(step, s["warmup"], 1))  # warm-up, compile
+                steps[impl] = (attn, backend, step, opt)
+            except BackendUnavailable as exc:
+                cells[impl] = Cell(None, "declined", reason(exc))
+            except Exception as exc:
+                cells[impl] = failed(exc)
+        samples = {impl: [] for impl in steps}
+        order = list(steps)
+        for r in range(s["steps"]):
+            for impl in order[r % len(order):] + order[:r % len(order)]:
+                attn, backend, step, _ = steps[impl]
+                if impl in cells:
+                    continue
+                try:
+                    models.set_impl(model, attn)
+                    samples[impl] += _run_forced(backend, lambda step=step: ctx.timer.steps(step, 0, 1)).samples
+                except Exception as exc:
+                    cells[impl] = failed(exc)
+        for impl, vals in samples.items():
+            if impl not in cells:
+                fig = Figure(vals)
+                cells[impl] = Cell(fig.map(per) if per else fig)
     finally:
-        if opt is not None:
+        for _, _, _, opt in steps.values():
             opt.zero_grad(set_to_none=True)
-        del opt
+        steps.clear()
         model.zero_grad(set_to_none=True)
         ctx.cleanup()
+    return cells
 
 
 def _bert(ctx, s) -> Table:
@@ -162,9 +191,9 @@ def _bert(ctx, s) -> Table:
     heads = cfg["num_attention_heads"]
     d = cfg["hidden_size"] // heads
     drop = cfg.get("attention_probs_dropout_prob", 0.1)
-    sq0, b0 = s["bert_shapes"][0]
-    t.notes.append(f"fa_amd's calls (un-padded varlen, dropout {drop:g}, with grads) go to: "
-                   f"{served_by(ctx, b0, sq0, heads, heads, d, True, drop)} (explain()).")
+    routes = "; ".join(f"s={sq} b={b}: {served_by(ctx, b, sq, heads, heads, d, True, drop)}"
+                       for sq, b in s["bert_shapes"])
+    t.notes.append(f"fa_amd's calls (dropout {drop:g}, with grads) go to: {routes} (explain()).")
     impls = _impls(ctx)
     pick = _best_of(["eager", "sdpa"])
     for impl in impls[2:]:
@@ -177,10 +206,10 @@ def _bert(ctx, s) -> Table:
         for sq, b in s["bert_shapes"]:
             batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=True)
             p = {"seqlen": sq, "batch": b, "real tokens": models.real_tokens(batch)}
-            for impl in impls:
-                bar.doing(f"s={sq} {impl}")
-                t.put(p, impl, _train_cell(ctx, model, batch, impl, s, lambda ms, b=b: b * 1e3 / ms))
-                bar.advance()
+            bar.doing(f"s={sq} {', '.join(impls)}")
+            for impl, cell in _train_cells(ctx, model, batch, impls, s, lambda ms, b=b: b * 1e3 / ms).items():
+                t.put(p, impl, cell)
+            bar.advance(len(impls))
     return t
 
 
@@ -191,11 +220,9 @@ def _llama_train(ctx, s) -> Table:
                    "[seqlen/4, seqlen]; causal-LM loss on the real tokens.")
     h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"] // h
-    b0, sq0, _ = s["llama_rows"][0]
-    padded = served_by(ctx, b0, sq0, h, hk, d, True, causal=True)
-    dense = served_by(ctx, 1, sq0, h, hk, d, False, causal=True)
-    t.notes.append(f"fa_amd's calls go to: padded (varlen, causal) {padded}; unpadded (dense, causal) {dense} "
-                   "(explain()).")
+    routes = "; ".join(f"b={b} s={sq}: {served_by(ctx, b, sq, h, hk, d, padded, causal=True)}"
+                       for b, sq, padded in s["llama_rows"])
+    t.notes.append(f"fa_amd's calls (causal) go to: {routes} (explain()).")
     impls = _impls(ctx, base=("sdpa",))
     for impl in impls[1:]:
         t.ratio(f"speedup {impl}", "speedup_vs_sdpa", "sdpa", impl, subject="den")
@@ -207,10 +234,10 @@ def _llama_train(ctx, s) -> Table:
         for b, sq, padded in s["llama_rows"]:
             batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=padded)
             p = {"batch": b, "seqlen": sq, "padded": padded}
-            for impl in impls:
-                bar.doing(f"b={b} s={sq} {impl}")
-                t.put(p, impl, _train_cell(ctx, model, batch, impl, s, None))
-                bar.advance()
+            bar.doing(f"b={b} s={sq} {', '.join(impls)}")
+            for impl, cell in _train_cells(ctx, model, batch, impls, s, None).items():
+                t.put(p, impl, cell)
+            bar.advance(len(impls))
     return t
 
 
@@ -240,23 +267,39 @@ def _generate(ctx, s) -> Table:
         model = models.hf_llama(cfg, prompt + new, ctx.device, ctx.dtype).eval()
         inputs = _gen_setup(model, cfg, b, prompt, ctx.device)
         bar.advance()
+
+        def once():
+            with torch.no_grad():
+                model.generate(**inputs, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+
+        # the implementations take turns generation by generation (rotated order), like the training rows
+        samples, cells = {}, {}
         for impl in impls:
-            bar.doing(impl)
+            bar.doing(f"{impl} (warm-up)")
             attn, backend = _forcing(impl)
             try:
                 models.set_impl(model, attn)
-
-                def once():
-                    with torch.no_grad():
-                        model.generate(**inputs, max_new_tokens=new, min_new_tokens=new, do_sample=False)
-
-                fig = _run_forced(backend, lambda: ctx.timer.steps(once, 1, s["gen_reps"]))
-                t.put(p, impl, Cell(fig.map(lambda ms: b * new * 1e3 / ms)))
+                _run_forced(backend, lambda: ctx.timer.steps(once, 1, 1))
+                samples[impl] = []
             except BackendUnavailable as exc:
-                t.put(p, impl, Cell(None, "declined", reason(exc)))
+                cells[impl] = Cell(None, "declined", reason(exc))
             except Exception as exc:
-                t.put(p, impl, failed(exc))
+                cells[impl] = failed(exc)
             ctx.cleanup()
+        order = list(samples)
+        for r in range(s["gen_reps"]):
+            for impl in order[r % len(order):] + order[:r % len(order)]:
+                if impl in cells:
+                    continue
+                attn, backend = _forcing(impl)
+                try:
+                    models.set_impl(model, attn)
+                    samples[impl] += _run_forced(backend, lambda: ctx.timer.steps(once, 0, 1)).samples
+                except Exception as exc:
+                    cells[impl] = failed(exc)
+        for impl in impls:
+            cell = cells.get(impl) or Cell(Figure(samples[impl]).map(lambda ms: b * new * 1e3 / ms))
+            t.put(p, impl, cell)
             bar.advance()
     return t
 
