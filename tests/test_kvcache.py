@@ -608,3 +608,29 @@ def test_failed_call_leaves_the_cache_unwritten(monkeypatch):
     with use_backend("torch"), pytest.raises(RuntimeError, match="launch failed"):
         flash_attn_with_kvcache(**kw)
     assert torch.equal(kw["k_cache"], before_k) and torch.equal(kw["v_cache"], before_v)
+
+
+@pytest.mark.skipif("triton" not in BACKENDS, reason="the triton backend cannot run here")
+def test_failed_fused_append_restores_the_cache(monkeypatch):
+    """The triton backend appends in one kernel (launch/decode.append_kv); if that launch fails on a
+    plan's first call after writing, the overwritten slots get their old contents back."""
+    from flash_attention_amd.launch import decode as launch_decode
+
+    kw = {n: (t.to(DEVICE) if isinstance(t, torch.Tensor) else t) for n, t in _err_inputs().items()}
+    before_k, before_v = kw["k_cache"].clone(), kw["v_cache"].clone()
+
+    def broken(k_cache, v_cache, *args, **kwargs):
+        k_cache.fill_(7.0)
+        v_cache.fill_(7.0)
+        raise RuntimeError("append failed")
+
+    monkeypatch.setattr(launch_decode, "append_kv", broken)
+    with use_backend("triton"), pytest.raises(RuntimeError, match="append failed"):
+        flash_attn_with_kvcache(**kw)
+    # the slots the call would write are restored; a failed launch that wrote elsewhere is not
+    # something the real kernel can do (it writes only the appended slots)
+    written = torch.zeros(kw["k_cache"].shape[:2], dtype=torch.bool)
+    for bi, start in enumerate(kw["cache_seqlens"].tolist()):
+        written[bi, start] = True
+    assert torch.equal(kw["k_cache"].cpu()[written], before_k.cpu()[written])
+    assert torch.equal(kw["v_cache"].cpu()[written], before_v.cpu()[written])

@@ -432,13 +432,23 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                          alibi_slopes, return_softmax_lse, sinks)
     saved = None
     if k is not None and seqlen_new > 0:
-        positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
         if not plan.launched:  # the first call of a plan compiles the kernels: keep what it overwrites
+            positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
             saved = (positions, _read(k_cache, positions, cache_batch_idx, block_table, capacity),
                      _read(v_cache, positions, cache_batch_idx, block_table, capacity))
-        _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
-        _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
-        seqlens = seqlens + seqlen_new
+        try:
+            if hasattr(plan.backend, "append_kv"):  # triton: one kernel
+                seqlens = plan.backend.append_kv(k_cache, v_cache, k, v, seqlens, block_table, cache_batch_idx)
+            else:
+                positions = rotary_positions(seqlens, seqlen_new)
+                _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
+                _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
+                seqlens = seqlens + seqlen_new
+        except BaseException:
+            if saved is not None:  # a failed first launch: the caches hold what they held before it
+                _append(k_cache, saved[1], saved[0], cache_batch_idx, block_table, capacity)
+                _append(v_cache, saved[2], saved[0], cache_batch_idx, block_table, capacity)
+            raise
     try:
         out, lse = plan.backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
                                        cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,

@@ -69,6 +69,12 @@ class TritonBackend(KernelBackend):
 
         return decode.supports(problem)
 
+    def append_kv(self, k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None):
+        """flash_attn_with_kvcache's append of k / v at cache_seqlens in one kernel -> cache_seqlens + n."""
+        from ..launch import decode
+
+        return decode.append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table, cache_batch_idx)
+
     def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, **cache_args):
         from ..launch import decode
 

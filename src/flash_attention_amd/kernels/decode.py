@@ -280,3 +280,46 @@ def decode_combine_kernel(
     tl.store(Lse + row, lse_out)
     o_ptrs = Out + b.to(tl.int64) * stride_o[0] + i * stride_o[1] + h * stride_o[2] + offs_dv
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=dv_ok)
+
+
+@triton.jit
+def kv_append_kernel(
+    KCache, VCache, KNew, VNew, CacheSeqlens, SeqlensOut, BlockTable, BatchIdx,
+    stride_kc, stride_vc, stride_kn, stride_vn, stride_table, sizes,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+    PAGE_SIZE: tl.constexpr,
+):
+    """flash_attn_with_kvcache's append in one launch: KNew / VNew [b, n, hk, d|dv] written into the
+    cache at positions CacheSeqlens[b] + i (i < n), and SeqlensOut [b] = CacheSeqlens + n (the ends
+    the split kernel then reads). Grid (b * n, hk): one row of one KV head per program.
+    BlockTable (paged caches) and BatchIdx (cache_batch_idx) may be None; sizes = (n, capacity,
+    num_kv_rows, max_pages). Positions, cache rows and page numbers are clamped into range as in
+    the split kernel (bad values on the GPU write wrong slots, never out of bounds)."""
+    n, capacity, num_kv_rows, max_pages = sizes
+    pid = tl.program_id(0)
+    h = tl.program_id(1)
+    b = pid // n
+    i = pid % n
+    start = tl.load(CacheSeqlens + b)  # [] int32
+    if (i == 0) & (h == 0):
+        tl.store(SeqlensOut + b, start + n)
+    pos = tl.minimum(tl.maximum(start + i, 0), capacity - 1)
+    if BlockTable is not None:
+        page = tl.minimum(pos // PAGE_SIZE, max_pages - 1)
+        row = tl.load(BlockTable + b.to(tl.int64) * stride_table + page)  # [] int32
+        pos = pos % PAGE_SIZE
+    elif BatchIdx is not None:
+        row = tl.load(BatchIdx + b)  # [] int32
+    else:
+        row = b
+    row = tl.minimum(tl.maximum(row, 0), num_kv_rows - 1).to(tl.int64)
+    offs_d = tl.arange(0, BLOCK_D)
+    knew = tl.load(KNew + b.to(tl.int64) * stride_kn[0] + i * stride_kn[1] + h * stride_kn[2] + offs_d,
+                   mask=offs_d < HEAD_DIM)  # [BLOCK_D]
+    tl.store(KCache + row * stride_kc[0] + pos.to(tl.int64) * stride_kc[1] + h * stride_kc[2] + offs_d,
+             knew.to(KCache.dtype.element_ty), mask=offs_d < HEAD_DIM)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    vnew = tl.load(VNew + b.to(tl.int64) * stride_vn[0] + i * stride_vn[1] + h * stride_vn[2] + offs_dv,
+                   mask=offs_dv < HEAD_DIM_V)  # [BLOCK_DV]
+    tl.store(VCache + row * stride_vc[0] + pos.to(tl.int64) * stride_vc[1] + h * stride_vc[2] + offs_dv,
+             vnew.to(VCache.dtype.element_ty), mask=offs_dv < HEAD_DIM_V)

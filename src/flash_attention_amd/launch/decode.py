@@ -210,6 +210,33 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     return out, lse
 
 
+def append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None):
+    """k / v [b, n, hk, d|dv] written into the caches at positions cache_seqlens[b] + i, in one
+    launch (kernels/decode.kv_append_kernel) -> the new ends, int32 [b] = cache_seqlens + n.
+    Replaces the ~10 PyTorch ops of the plain path (kvcache.py: positions, index tensors, two
+    index_put_, the sum) for the triton backend."""
+    b, n, hk, d = k.shape
+    dv = v.shape[3]
+    k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (k, v))  # the kernel reads rows as vectors
+    paged = block_table is not None
+    seqlens = _int32(cache_seqlens)
+    out = torch.empty_like(seqlens)
+    if b == 0 or n == 0:
+        return seqlens
+    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
+    launch(
+        kernels.kv_append_kernel, (b * n, hk, 1), k.device,
+        (k_cache, v_cache, k, v, seqlens, out, _int32(block_table), None if paged else _int32(cache_batch_idx),
+         k_cache.stride()[:3], v_cache.stride()[:3], k.stride()[:3], v.stride()[:3],
+         block_table.stride(0) if paged else 0, (n, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1)),
+        dict(HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_D=next_pow2(d), BLOCK_DV=next_pow2(dv),
+             PAGE_SIZE=k_cache.shape[1] if paged else 1),
+        {"num_warps": 1 if max(d, dv) <= 128 else 2},
+    )
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # Compile specs: every tuned configuration, for check-amd's offline compilation.
 
@@ -286,4 +313,18 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig, const, dict(num_warps=4),
                                          f"combine {str(dtype).replace('torch.', '')} dv={dv}"
                                          f"{' sinks' if sinks else ''}"))
+            for paged in (False, True):  # the fused append (append_kv): no matrix products, a copy
+                sig = {"KCache": _TYPES[dtype], "VCache": _TYPES[dtype], "KNew": _TYPES[dtype],
+                       "VNew": _TYPES[dtype], "CacheSeqlens": "*i32", "SeqlensOut": "*i32",
+                       "BlockTable": "*i32" if paged else "constexpr", "BatchIdx": "constexpr",
+                       "stride_kc": _S3, "stride_vc": _S3, "stride_kn": _S3, "stride_vn": _S3,
+                       "stride_table": "i32", "sizes": ("i32",) * 4}
+                const = dict(HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_D=next_pow2(d), BLOCK_DV=next_pow2(dv),
+                             PAGE_SIZE=16 if paged else 1)
+                const.update({n: None for n, t in sig.items() if t == "constexpr"})
+                dims_label = f"d={d}" if dv == d else f"d={d}/{dv}"
+                specs.append(CompileSpec("append", kernels.kv_append_kernel, sig, const,
+                                         dict(num_warps=1 if max(d, dv) <= 128 else 2),
+                                         f"append {str(dtype).replace('torch.', '')} {dims_label} "
+                                         f"{'paged16' if paged else 'contig'}"))
     return specs
