@@ -94,7 +94,29 @@ def launch_key(fn, args: tuple, constexprs: dict, options: dict, device_index: i
     dns, _ = fn_info(fn)
     # id(fn): a JITFunction hashes its source's hash; the kernels are module-level, never freed
     return (id(fn), device_index, tuple(options.items()), tuple(constexprs.values()), debug, instrumentation,
-            buffer_ops, tuple([_key(a, d, buffer_ops) for a, d in zip(args, dns)]))
+            buffer_ops, _keys(args, dns, buffer_ops))
+
+
+def _keys(args, dns, buffer_ops: bool) -> tuple:
+    """tuple(_key(a, d, buffer_ops) for each argument), with the common kinds inlined (the same
+    values as _key: a tensor -> (dtype, 16-byte aligned); None; an int -> itself unless
+    do_not_specialize; a float -> float)."""
+    if buffer_ops:
+        return tuple([_key(a, d, True) for a, d in zip(args, dns)])
+    out = []
+    for a, d in zip(args, dns):
+        t = type(a)
+        if t is _Tensor:
+            out.append((a.dtype, a.data_ptr() & 15 == 0))
+        elif a is None:
+            out.append(None)
+        elif t is int and not d:
+            out.append(a)
+        elif t is float:
+            out.append(float)
+        else:
+            out.append(_key(a, d, False))
+    return tuple(out)
 
 
 def launch_through_triton(fn, grid, device, args, constexprs, options):
