@@ -8,7 +8,10 @@ Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
 Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1;
 fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); bias = a (b, h, s, s) bf16
-attn_bias; dbias = the same bias requiring grad (dbias written by the backward).
+attn_bias; dbias = the same bias requiring grad (dbias written by the backward); kmask = a (b, 1, 1, s)
+bool key-padding mask (lengths uniform in [s/4, s]: the HF integration's dense padded calls);
+kmaskdrop = the same with dropout 0.1. ``--peer-sdpa`` adds torch SDPA on the same call (its own
+kernel choice; TFLOP/s counted as for ours, padding included).
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 64 --causal 1 --feat opts,drop \\
         --seqlens 4096 16384 --fwd 128x64x4x3t,128x64x8x3t
@@ -89,7 +92,34 @@ def params_for(d, causal, feat, h, descales=None, bias=None):
         kw.update(dropout_p=0.1, seed=1234)
     elif feat in ("bias", "dbias"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written)
         kw.update(attn_bias=bias.requires_grad_(feat == "dbias"))
+    elif feat in ("kmask", "kmaskdrop"):  # a (b, 1, 1, s) bool key-padding mask (the HF integration's)
+        kw.update(attn_bias=bias, **({"dropout_p": 0.1, "seed": 1234} if feat == "kmaskdrop" else {}))
     return AttnParams(**kw)
+
+
+def key_mask(b: int, s: int) -> torch.Tensor:
+    """(b, 1, 1, s) bool: sequence i keeps its first len_i keys, len_i uniform in [s/4, s] (BERT's
+    padded batches in the e2e suite), the first sequence full."""
+    g = torch.Generator().manual_seed(0)
+    lens = torch.randint(max(1, s // 4), s + 1, (b,), generator=g)
+    lens[0] = s
+    return (torch.arange(s)[None, :] < lens[:, None]).to("cuda")[:, None, None, :]
+
+
+def sdpa_peer(q, k, v, do, causal, feat, mask, pass_):
+    """ms of torch SDPA (its own kernel choice) on the same call: the forward, or the backward alone."""
+    import triton
+
+    qt, kt, vt = (t.transpose(1, 2).detach().requires_grad_(pass_ == "bwd") for t in (q, k, v))
+    drop = 0.1 if feat in ("drop", "kmaskdrop") else 0.0
+    fwd = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+        qt, kt, vt, attn_mask=mask, dropout_p=drop, is_causal=bool(causal) and mask is None)
+    if pass_ == "fwd":
+        return triton.testing.do_bench(fwd, warmup=25, rep=100, return_mode="median")
+    out = fwd()
+    dot = do.transpose(1, 2)
+    bwd = lambda: torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True)  # noqa: E731
+    return triton.testing.do_bench(bwd, warmup=25, rep=100, return_mode="median")
 
 
 def new_kernels(fns, before):
@@ -130,6 +160,12 @@ def main(argv=None):
     ap.add_argument("--bwd", default="default")
     ap.add_argument("--json", default="")
     ap.add_argument("--warm-only", action="store_true", help="compile (one launch per config), no timing")
+    ap.add_argument("--tokens", type=int, default=TOKENS, help="b * seqlen")
+    ap.add_argument("--heads", type=int, default=0, help="query heads (default: 2048 / d)")
+    ap.add_argument("--peer-sdpa", action="store_true", help="also time torch SDPA on the same call")
+    ap.add_argument("--graph", action="store_true",
+                    help="time our calls as CUDA graph replays (small calls: each call re-plans on the host, "
+                         "which plain timing would count)")
     args = ap.parse_args(argv)
     fns = [attn_fwd_kernel] if args.pass_ == "fwd" else [KB.bwd_dkdv, KQ.bwd_dq]
     cfgs = args.fwd.split(",") if args.pass_ == "fwd" else args.bwd.split(",")
@@ -140,7 +176,7 @@ def main(argv=None):
         for causal in args.causal:
             for feat in args.feat.split(","):
                 for s in args.seqlens:
-                    b, h = TOKENS // s, HIDDEN // d
+                    b, h = args.tokens // s, args.heads or HIDDEN // d
                     torch.manual_seed(0)
                     hk = h // args.group
                     q, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
@@ -152,12 +188,18 @@ def main(argv=None):
                         (q, qd), (k, kd), (v, vd) = quantize(q, hk), quantize(k), quantize(v)
                         descales = dict(q_descale=qd, k_descale=kd, v_descale=vd)
                     bias = (torch.randn(b, h, s, s, device="cuda", dtype=torch.bfloat16)
-                            if feat in ("bias", "dbias") else None)
+                            if feat in ("bias", "dbias") else key_mask(b, s) if feat.startswith("kmask") else None)
                     p = params_for(d, causal, feat, h, descales, bias)
                     flops = 4 * b * h * s * s * d / (2 if causal else 1) * (2.5 if args.pass_ == "bwd" else 1)
                     pre = cache_keys(fns)
                     out, lse = F._forward(q, k, v, p)
                     ref = None
+                    if args.peer_sdpa and not args.warm_only and feat in ("plain", "drop", "kmask", "kmaskdrop"):
+                        ms = sdpa_peer(q, k, v, do, causal, feat, bias, args.pass_)
+                        print(f"d={d} g={args.group} causal={causal} {feat:5s} s={s} {'torch SDPA':24s} "
+                              f"{flops / ms / 1e9:7.1f}", flush=True)
+                        rows.append(dict(d=d, causal=causal, feat=feat, seqlen=s, group=args.group, cfg="sdpa",
+                                         tflops=round(flops / ms / 1e9, 1)))
                     for i, c in enumerate(cfgs):
                         before = pre if i == 0 else cache_keys(fns)
                         try:
@@ -175,7 +217,9 @@ def main(argv=None):
                             if args.warm_only:
                                 tf = math.nan
                             else:
-                                ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+                                ms = (triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+                                      if args.graph else
+                                      triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
                                 tf = flops / ms / 1e9
                         except Exception as exc:  # out of resources etc.: report, go on
                             tf, err = math.nan, math.nan

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Call-path pass on one GPU (issue 10), in one device call: the GPU tests, the host time per call
-# (benchmarks/host_overhead.py) and the Hugging Face e2e suite, for this tree and, when BASE_SRC
+# (benchmarks/host_overhead.py), the decode suite (DECODE=1) and the Hugging Face e2e suite (E2E=0 skips it), for this tree and, when BASE_SRC
 # names another checkout's src/ (the code before the change), for that one too in the same run.
 # Results under $OUT (or /tmp/out); short tables last.
 export PYTHONUNBUFFERED=1
@@ -15,9 +15,16 @@ if [ "${TESTS:-1}" != 0 ]; then
 fi
 for tag in new ${BASE_SRC:+base}; do
   src=src; [ "$tag" = base ] && src=$BASE_SRC
-  PYTHONPATH=$src timeout 200 python3 benchmarks/host_overhead.py --loops ${LOOPS:-11} --calls 40 \
-    --json "$OUT/host_$tag.json" > "$OUT/host_$tag.txt" 2>&1
-  echo "host $tag done at $(( $(date +%s) - start )) s"
+  if [ "${HOST:-1}" != 0 ]; then
+    PYTHONPATH=$src timeout 200 python3 benchmarks/host_overhead.py --loops ${LOOPS:-11} --calls 40 \
+      --json "$OUT/host_$tag.json" > "$OUT/host_$tag.txt" 2>&1
+    echo "host $tag done at $(( $(date +%s) - start )) s"
+  fi
+  if [ "${DECODE:-0}" != 0 ]; then
+    PYTHONPATH=$src timeout 200 python3 -m flash_attention_amd bench --suite decode --device cuda --quick --no-progress \
+      --json "$OUT/decode_$tag.json" --markdown "$OUT/decode_$tag.md" > "$OUT/decode_$tag.txt" 2>&1
+    echo "decode $tag done at $(( $(date +%s) - start )) s"
+  fi
   if [ "${E2E:-1}" != 0 ]; then
     PYTHONPATH=$src timeout 240 python3 -m flash_attention_amd bench --suite e2e --device cuda --quick --no-progress \
       --json "$OUT/e2e_$tag.json" --markdown "$OUT/e2e_$tag.md" > "$OUT/e2e_$tag.txt" 2>&1
@@ -25,7 +32,8 @@ for tag in new ${BASE_SRC:+base}; do
   fi
 done
 for tag in new ${BASE_SRC:+base}; do
-  echo "== host $tag"; grep "^|" "$OUT/host_$tag.txt"
+  [ -f "$OUT/host_$tag.txt" ] && { echo "== host $tag"; grep "^|" "$OUT/host_$tag.txt"; }
+  [ -f "$OUT/decode_$tag.md" ] && { echo "== decode $tag"; grep "^|" "$OUT/decode_$tag.md"; }
   [ -f "$OUT/e2e_$tag.md" ] && { echo "== e2e $tag"; grep "^|" "$OUT/e2e_$tag.md"; }
 done
 exit 0

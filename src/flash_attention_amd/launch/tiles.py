@@ -413,8 +413,12 @@ FWD_BIAS: dict[str, list[Row]] = {
 # registers, 128x32 w8 s2: 244 and none; d<=256 64x64 w4 s2: 192, 32x64 w8 s2: none; not timed).
 # A100: 128x64 w8 s2 spilled 52 at d<=128, 32x64 w4 s1 5 at d<=256.
 FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
-    "sm90": [
-        FWD_OPTIONS["sm90"][0],
+    "sm90": [  # d<=64: H100 sweep, BERT-base's key-masked dropout calls (benchmarks/results/h100_run3/
+        # tiles_kmask_fwd.txt, graph-timed): 72 / 91 / 95 TFLOP/s at s=128/512/1024 against 62 / 84 / 89
+        # for the options row (64x64 w4 s3 TMA); 167 registers, no spills. Not yet checked on an H200.
+        Row(64, _T(64, 32, 4, 3, reason="H100 sweep, (b, 1, 1, s) key mask + dropout 0.1, d=64 h=12 "
+                                        "(benchmarks/results/h100_run3/tiles_kmask_fwd.txt): 1.07-1.17x the "
+                                        "options row; 167 registers")),
         Row(128, _T(128, 32, 8, 2, reason=_STATIC + "; 244 registers")),
         Row(256, _T(32, 64, 8, 2, reason=_STATIC + "; 255 registers")),
     ],
