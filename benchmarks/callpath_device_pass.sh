@@ -1,6 +1,7 @@
 #!/bin/bash
 # Call-path pass on one GPU (issue 10), in one device call: the GPU tests, the host time per call
-# (benchmarks/host_overhead.py), the decode suite (DECODE=1) and the Hugging Face e2e suite (E2E=0 skips it), for this tree and, when BASE_SRC
+# (benchmarks/host_overhead.py), the kernels suite at 1k / 4k (KERNELS=1), the decode suite (DECODE=1) and
+# the Hugging Face e2e suite (E2E=0 skips it), for this tree and, when BASE_SRC
 # names another checkout's src/ (the code before the change), for that one too in the same run.
 # Results under $OUT (or /tmp/out); short tables last.
 export PYTHONUNBUFFERED=1
@@ -12,6 +13,12 @@ if [ "${TESTS:-1}" != 0 ]; then
     --ignore=tests/test_check_amd.py > "$OUT/gpu_tests.txt" 2>&1
   echo "tests: rc=$? in $(( $(date +%s) - start )) s"; grep -E "passed|failed" "$OUT/gpu_tests.txt" | tail -2
   grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.txt" | head -20
+fi
+if [ "${KERNELS:-0}" != 0 ]; then  # short sequences: ours vs SDPA's FA2 / cuDNN kernels at 1k and 4k, d=128
+  PYTHONPATH=src timeout 200 python3 -m flash_attention_amd bench --suite kernels --device cuda --quick --no-progress \
+    --seqlens 1024 4096 --headdims 128 --peers cudnn flash --json "$OUT/kernels.json" --markdown "$OUT/kernels.md" \
+    > "$OUT/kernels.txt" 2>&1
+  echo "kernels done at $(( $(date +%s) - start )) s"; grep "^|" "$OUT/kernels.md" | head -30
 fi
 for tag in new ${BASE_SRC:+base}; do
   src=src; [ "$tag" = base ] && src=$BASE_SRC
