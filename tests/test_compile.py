@@ -37,6 +37,8 @@ def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
 
 
 def test_custom_op_passes_opcheck():
+    import flash_attention_amd.ops  # noqa: F401  (registers the custom ops; nothing does at package import)
+
     q, k, v = randn(1, 8, 2, 16, requires_grad=True), randn(1, 8, 2, 16, requires_grad=True), randn(
         1, 8, 2, 16, requires_grad=True)
     args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False, None, None)

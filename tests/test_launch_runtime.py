@@ -177,3 +177,43 @@ def test_decode_launches_pass_every_parameter_in_order(monkeypatch):
         jf = _jit(fn)
         assert runtime.fn_info(jf)[1] == len(args)
         assert list(jf.arg_names) == list(jf.arg_names[:len(args)]) + list(cx)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="direct launches run on GPUs only")
+def test_direct_launches_call_registered_launch_hooks():
+    """The direct path skips Triton's launch hooks only while none is registered: with a hook (a
+    profiler's), every launch of a seen kernel goes through Triton's launcher and calls it."""
+    from triton import knobs
+
+    import flash_attention_amd as fa
+    from flash_attention_amd.kvcache import flash_attn_with_kvcache
+
+    q, k, v = (torch.randn(2, 64, 4, 64, device="cuda", dtype=torch.float16, requires_grad=True) for _ in range(3))
+    kc, vc = torch.randn(2, 128, 4, 64, device="cuda", dtype=torch.float16), torch.randn(
+        2, 128, 4, 64, device="cuda", dtype=torch.float16)
+    lens = torch.tensor([3, 9], dtype=torch.int32, device="cuda")
+
+    def calls():
+        with fa.use_backend("triton"):
+            fa.flash_attn_func(q, k, v, causal=True).sum().backward()
+            flash_attn_with_kvcache(q[:, :1].detach(), kc, vc, k=k[:, :1].detach(), v=v[:, :1].detach(),
+                                    cache_seqlens=lens, causal=True)
+
+    calls()
+    calls()  # every kernel seen: the direct path from here on
+    names = []
+
+    def hook(meta):
+        names.append(meta.get()["name"] if hasattr(meta, "get") else meta["name"])
+
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        calls()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    torch.cuda.synchronize()
+    assert {"attn_fwd_kernel", "bwd_dkdv", "bwd_dq", "kv_append_kernel"} <= set(names), names
+    names.clear()
+    calls()
+    assert names == []  # the hook is gone: nothing calls it

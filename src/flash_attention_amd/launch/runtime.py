@@ -179,22 +179,34 @@ def _run(fn, grid, device, index, key, cache, args, constexprs, options):
                 cache.clear()
             cache[key] = (kernel, _direct(kernel))
         return
-    kernel, direct = entry
+    if _launch_direct(entry, grid, index, args, tuple(constexprs.values())):
+        return
+    kernel = entry[0]
     stream = current_stream(index)
     enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-    if direct is not None and _no_hook(enter) and _no_hook(leave):
-        # no hooks: no launch metadata (Triton builds it for the hooks only), None for both hooks
-        launch, kind, extra = direct
-        if kind == 0:
-            launch(grid[0], grid[1], grid[2], stream, kernel.function, extra[0], extra[1], None, None,
-                   kernel.packed_metadata, None, None, None, *args, *constexprs.values())
-        else:
-            launch(extra, grid[0], grid[1], grid[2], stream, kernel.function, None,
-                   kernel.packed_metadata, None, None, None, *args, *constexprs.values())
-        return
     meta = kernel.launch_metadata(grid, stream, *args, *constexprs.values())
     kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, meta,
                enter, leave, *args, *constexprs.values())
+
+
+def _launch_direct(entry, grid, index: int, args, cvals: tuple) -> bool:
+    """Launch a cached (kernel, _direct(kernel)) entry through its C launch function when no launch
+    hook is set (then Triton builds no launch metadata and passes None for the hooks) -> launched."""
+    kernel, direct = entry
+    if direct is None:
+        return False
+    knobs, current_stream = _hooks or _triton()
+    rt = knobs.runtime
+    if not (_no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook)):
+        return False
+    launch, kind, extra = direct
+    if kind == 0:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
+        launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], None,
+               None, kernel.packed_metadata, None, None, None, *args, *cvals)
+    else:  # HIP: cooperative, grid, stream, function, profile scratch, metadata, hooks
+        launch(extra, grid[0], grid[1], grid[2], current_stream(index), kernel.function, None,
+               kernel.packed_metadata, None, None, None, *args, *cvals)
+    return True
 
 
 def _knob_key(index: int) -> tuple:
@@ -267,7 +279,7 @@ class KernelSlot:
             return
         if fast is not None:
             entry = self.fast.get((knob_key, fast))
-            if entry is not None and self._direct(entry, grid, knob_key[0], args):
+            if entry is not None and _launch_direct(entry, grid, knob_key[0], args, self._cvals):
                 return
         dns = self._dns
         if dns is None:
@@ -294,27 +306,9 @@ class KernelSlot:
             if len(self.fast) >= _KEY_LIMIT:
                 self.fast.clear()
             self.fast[(knob_key, fast)] = entry
-        if entry is not None and self._direct(entry, grid, knob_key[0], args):
+        if entry is not None and _launch_direct(entry, grid, knob_key[0], args, self._cvals):
             return
         _run(self.fn, grid, device, knob_key[0], key, self.kernels, args, self.constexprs, self.options)
-
-    def _direct(self, entry, grid, index: int, args) -> bool:
-        """Launch a cached kernel through its C launcher when no launch hook is set -> launched."""
-        kernel, direct = entry
-        if direct is None:
-            return False
-        knobs, current_stream = _hooks or _triton()
-        rt = knobs.runtime
-        if not (_no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook)):
-            return False
-        launch, kind, extra = direct
-        if kind == 0:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
-            launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], None,
-                   None, kernel.packed_metadata, None, None, None, *args, *self._cvals)
-        else:  # HIP: cooperative, grid, stream, function, profile scratch, metadata, hooks
-            launch(extra, grid[0], grid[1], grid[2], current_stream(index), kernel.function, None,
-                   kernel.packed_metadata, None, None, None, *args, *self._cvals)
-        return True
 
 
 def clear() -> None:
