@@ -39,7 +39,9 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     base = dict(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=4, seqlen_q=4096,
                 seqlen_k=4096, nheads=16, headdim=128, headdim_v=128)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **base))[0] == "sdpa"
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "triton"  # GQA
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "sdpa"  # GQA: h100_run3/gqa_route
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(base, headdim=256, headdim_v=256)))[0] == (
+        "triton")  # GQA at d=256: not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
     d256 = dict(base, headdim=256, headdim_v=256)

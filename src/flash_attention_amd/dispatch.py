@@ -122,14 +122,17 @@ def platform(problem: Problem) -> str:
 
 # Where SDPA beats our kernels on NVIDIA (measured on an H100, benchmarks/results/fwd_h100.md
 # and bwd_h100.md; ANCHORS.md for cuDNN's backward): plain dense calls that SDPA's cuDNN
-# kernel serves (no GQA: cuDNN's GQA path was not measured; no dropout), head dims 64, 128
+# kernel serves (no dropout), head dims 64, 128
 # and 256, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid at 64 / 128, 0.53..0.71
 # at 256; backward cuDNN is ahead of ours on every row (d=256: ours/cuDNN 0.45..0.48, and
 # ours/FA2 0.64..0.76, so SDPA wins there even where it takes FA2; H100 table of issue 13).
 # The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
-# Everywhere else (window, ALiBi, softcap, varlen, LSE, GQA, other head dims) triton goes
-# first: >= 1.0x FA2 on every measured row.
-_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256)}
+# GQA (dense, no options) at d=64 / 128: SDPA with enable_gqa is faster than ours on 11 of 12
+# rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
+# API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x); d=256 GQA was not measured.
+# Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
+# >= 1.0x FA2 on every measured row.
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128)}
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
@@ -137,7 +140,7 @@ def _sdpa_measured_faster(problem: Problem) -> bool:
         problem.arch in _SDPA_FIRST_NVIDIA["arch"]
         and problem.headdim == problem.headdim_v
         and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
-        and problem.nheads == problem.nheads_k
+        and (problem.nheads == problem.nheads_k or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"])
         and problem.dropout_p == 0
     )
 
