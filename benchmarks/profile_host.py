@@ -5,7 +5,7 @@ functions, every thread on Python >= 3.12, where cProfile rides on sys.monitorin
 The GPU is held busy (``torch.cuda._sleep``) while the calls are issued, so only host time is
 measured. Usage on a GPU machine:
 
-    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts bert,calls]
+    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts calls,bert,bertpy,gaps]
 """
 from __future__ import annotations
 
@@ -51,15 +51,23 @@ def bert_profiles(out_dir: str, seqlen: int = 128, batch: int = 32, steps: int =
         step()
         host = (time.perf_counter() - t0) * 1e3
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(steps):
                 step()
             torch.cuda.synchronize()
-        table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=35)
-        head = f"== BERT s={seqlen} b={batch} {impl}: step {wall:.1f} ms wall, {host:.1f} ms host (GPU busy)\n"
-        print(head + table[:6000], flush=True)
+        avg = prof.key_averages()
+        table = avg.table(sort_by="self_cpu_time_total", row_limit=35)
+        gpu_table = avg.table(sort_by="self_device_time_total", row_limit=25)
+        kernels = [e for e in avg if e.device_type == torch.autograd.DeviceType.CUDA]
+        gpu_ms = sum(e.self_device_time_total for e in kernels) / steps / 1e3
+        attn_ms = sum(e.self_device_time_total for e in kernels
+                      if any(w in e.key.lower() for w in ("attn", "attention", "fmha", "flash", "dkdv", "bwd_dq",
+                                                          "bwd_pre", "softmax"))) / steps / 1e3
+        head = (f"== BERT s={seqlen} b={batch} {impl}: step {wall:.1f} ms wall, {host:.1f} ms host (GPU busy), "
+                f"{gpu_ms:.1f} ms of GPU kernels per step, of which attention / softmax {attn_ms:.1f} ms\n")
+        print(head + table[:4000] + gpu_table[:3000], flush=True)
         with open(os.path.join(out_dir, f"bert_{impl}.txt"), "w") as f:
-            f.write(head + table)
+            f.write(head + table + "\n" + gpu_table)
 
 
 def call_profiles(out_dir: str) -> None:
@@ -133,6 +141,151 @@ def call_profiles(out_dir: str) -> None:
                 print(text[:5000], flush=True)
 
 
+class _GcTimer:
+    """gc.callbacks entry: time spent in collections and their count per generation."""
+
+    def __init__(self):
+        self.total, self.runs, self._t = 0.0, {0: 0, 1: 0, 2: 0}, 0.0
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._t
+            self.runs[info["generation"]] += 1
+
+
+def _gc_and_malloc(step, n: int = 5) -> str:
+    """n steps timed with Python's gc on (collections and their time) and off, and the device
+    allocations / frees the caching allocator made during the first n (cudaMalloc / cudaFree)."""
+    import gc
+
+    timer = _GcTimer()
+    mem0 = torch.cuda.memory_stats()
+    gc.callbacks.append(timer)
+    for _ in range(n):
+        step()
+    torch.cuda.synchronize()
+    gc.callbacks.remove(timer)
+    mem1 = torch.cuda.memory_stats()
+    gc.disable()
+    t1 = time.perf_counter()
+    for _ in range(n):
+        step()
+    torch.cuda.synchronize()
+    no_gc = (time.perf_counter() - t1) / n * 1e3
+    gc.enable()
+    names = ("num_device_alloc", "num_device_free", "num_alloc_retries")
+    mallocs = {k: mem1.get(k, 0) - mem0.get(k, 0) for k in names}
+    return (f"gc: {timer.total / n * 1e3:.2f} ms per step in {timer.runs} collections over {n} steps; "
+            f"{no_gc:.1f} ms per step with gc disabled; device allocations over {n} steps: {mallocs}")
+
+
+def bert_python(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
+    """BERT steps per implementation: pipelined wall time, the same with a synchronisation after every
+    step, the host-device synchronisations one step makes (set_sync_debug_mode("warn"), by source
+    line) and a cProfile of the Python functions (by cumulative time)."""
+    import warnings
+
+    from flash_attention_amd.bench import models
+
+    model = models.hf_bert(models.BERT_BASE, seqlen, "cuda", torch.bfloat16)
+    data = models.padded_batch(batch, seqlen, models.BERT_BASE["vocab_size"], "cuda", padded=True)
+    opt = models.adamw(model)
+    for impl in ("sdpa", "fa_amd", "eager"):
+        models.set_impl(model, impl)
+        step = models.train_step(model, data, opt)
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+        piped = (time.perf_counter() - t0) / 5 * 1e3
+        t0 = time.perf_counter()
+        for _ in range(5):
+            step()
+            torch.cuda.synchronize()
+        synced = (time.perf_counter() - t0) / 5 * 1e3
+        gc_note = _gc_and_malloc(step)
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                step()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        syncs: dict[str, int] = {}
+        for w in caught:
+            where = f"{os.path.basename(w.filename)}:{w.lineno}"
+            syncs[where] = syncs.get(where, 0) + 1
+        torch.cuda.synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
+        head = (f"== BERT python s={seqlen} b={batch} {impl}: {piped:.1f} ms per step pipelined, {synced:.1f} ms "
+                f"synchronised; syncs in one step: {sum(syncs.values())} {syncs}; {gc_note}\n")
+        print(head + "\n".join(buf.getvalue().splitlines()[:40]), flush=True)
+        with open(os.path.join(out_dir, f"bertpy_{impl}.txt"), "w") as f:
+            f.write(head + buf.getvalue())
+
+
+def bert_gaps(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
+    """Where the GPU waits in a BERT step: from a torch.profiler timeline of two steps per
+    implementation, the GPU's busy time and its idle gaps (> 20 us), each with the kernel that ends
+    it and the CPU ops running in the middle of it (innermost last)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from flash_attention_amd.bench import models
+
+    model = models.hf_bert(models.BERT_BASE, seqlen, "cuda", torch.bfloat16)
+    data = models.padded_batch(batch, seqlen, models.BERT_BASE["vocab_size"], "cuda", padded=True)
+    opt = models.adamw(model)
+    lines = []
+    for impl in ("sdpa", "fa_amd"):
+        models.set_impl(model, impl)
+        step = models.train_step(model, data, opt)
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(2):
+                step()
+            torch.cuda.synchronize()
+        events = prof.events()
+        gpu = sorted((e for e in events if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+        cpu = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU]
+        t0, t1 = gpu[0].time_range.start, gpu[-1].time_range.end
+        busy, gaps, end = 0.0, [], t0
+        for e in gpu:
+            if e.time_range.start > end + 20:
+                gaps.append((e.time_range.start - end, end, e))
+            busy += max(0.0, e.time_range.end - max(e.time_range.start, end))
+            end = max(end, e.time_range.end)
+        gaps.sort(key=lambda g: -g[0])
+        lines.append(f"== {impl}: GPU span {(t1 - t0) / 2e3:.1f} ms per step, busy {busy / 2e3:.1f} ms, "
+                     f"idle gaps > 20 us: {len(gaps) / 2:.0f} per step, {sum(g[0] for g in gaps) / 2e3:.1f} ms")
+        by_name: dict[str, list[float]] = {}
+        for length, start, e in gaps:
+            mid = start + length / 2
+            during = [c.name for c in cpu if c.time_range.start <= mid <= c.time_range.end]
+            key = f"{e.name[:50]} | {' > '.join(during[-3:])[:150]}"
+            by_name.setdefault(key, []).append(length)
+        for key, ls in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:25]:
+            lines.append(f"  {sum(ls) / 2e3:6.2f} ms in {len(ls) / 2:5.1f} gaps/step before {key}")
+    text = "\n".join(lines)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, "bert_gaps.txt"), "w") as f:
+        f.write(text + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -143,6 +296,10 @@ def main() -> None:
         call_profiles(args.out)
     if "bert" in parts:
         bert_profiles(args.out)
+    if "bertpy" in parts:
+        bert_python(args.out)
+    if "gaps" in parts:
+        bert_gaps(args.out)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ Conventions inside every kernel:
   two (>= 16) they are padded to in registers (``block_dim``).
 - Strides are tuples in elements, (batch, row, head) for q/k/v-like tensors (batch stride 0 when
   varlen), (batch, head) for lse-like ones; the last dim is contiguous.
-- Dropout: element (b, h, i, j) keeps or drops by ``philox_keep`` of counters
-  (j + drop_offset_k, i + drop_offset_q, b * nheads + h).
+- Dropout: element (b, h, i, j) keeps or drops by ``dropout_keep``: word i' % 4 of the Philox
+  counters (j + drop_offset_k, i' // 4, b * nheads + h), i' = i + drop_offset_q.
 - Scores are kept in log2 units (``qk * softmax_scale * log2(e)``) so the online softmax
   uses ``exp2``; the LSE written out is in natural log.
 """
@@ -21,14 +21,13 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
-def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
-    """Dropout keep mask: Philox-4x32-7 word of counters (c0, c1, c2, 0) >= threshold.
+def philox(seed_lo, seed_hi, c0, c1, c2):
+    """The four uint32 words of Philox-4x32-7 for counters (c0, c1, c2, 0), key (seed_lo, seed_hi).
 
-    Twin of ``flash_attention_amd.philox.dropout_keep_mask``; c0 = key column, c1 = query
-    row, c2 = b * nheads + h. All uint32 (broadcastable tensors).
+    Twin of ``flash_attention_amd.philox.philox_words``. c0 and c1 are broadcast together first
+    (the words have their common shape); c2 may be a scalar.
     """
-    c0 = c0.to(tl.uint32)
-    c1 = c1.to(tl.uint32)
+    c0, c1 = tl.broadcast(c0.to(tl.uint32), c1.to(tl.uint32))
     c2 = c2.to(tl.uint32)
     c3 = tl.zeros_like(c0)
     k0 = seed_lo.to(tl.uint32)
@@ -43,7 +42,52 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
         k0 = k0 + 0x9E3779B9
         k1 = k1 + 0xBB67AE85
-    return c0 >= threshold.to(tl.uint32)
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def dropout_keep(seed_lo, seed_hi, threshold, row0, cols, bh, BLOCK_M: tl.constexpr,
+                 QUADS: tl.constexpr, KEYS_FIRST: tl.constexpr):
+    """Dropout keep mask of query rows row0 .. row0 + BLOCK_M - 1 and key columns ``cols``
+    [BLOCK_N] (Philox counters: offsets included), bh = b * nheads + h: [BLOCK_M, BLOCK_N], or
+    [BLOCK_N, BLOCK_M] with KEYS_FIRST (the dK/dV kernel's transposed tiles).
+
+    Row i of key j is kept when word i % 4 of ``philox(j, i // 4, bh)`` is >= threshold, so four
+    neighbouring query rows share one Philox evaluation. QUADS (row0 % 4 == 0): one evaluation per
+    four rows, the words interleaved back with join + reshape; otherwise one per element, the same
+    mask at four times the integer work (chunk calls, whose row offset need not be a multiple of 4).
+    """
+    thr = threshold.to(tl.uint32)
+    if QUADS:
+        quad = row0 // 4 + tl.arange(0, BLOCK_M // 4)  # [BLOCK_M // 4]
+        if KEYS_FIRST:
+            w0, w1, w2, w3 = philox(seed_lo, seed_hi, cols[:, None], quad[None, :], bh)  # [BLOCK_N, BLOCK_M // 4]
+            keep = tl.join(tl.join(w0 >= thr, w2 >= thr), tl.join(w1 >= thr, w3 >= thr))  # [.., 2, 2]: word 2a + b
+            keep = keep.reshape(cols.shape[0], BLOCK_M)
+        else:
+            w0, w1, w2, w3 = philox(seed_lo, seed_hi, cols[None, :], quad[:, None], bh)  # [BLOCK_M // 4, BLOCK_N]
+            keep = tl.join(tl.join(w0 >= thr, w2 >= thr), tl.join(w1 >= thr, w3 >= thr))  # [.., 2, 2]: word 2a + b
+            keep = tl.permute(keep, (0, 2, 3, 1)).reshape(BLOCK_M, cols.shape[0])
+    else:
+        rows = row0 + tl.arange(0, BLOCK_M)  # [BLOCK_M]
+        if KEYS_FIRST:
+            c, r = cols[:, None], rows[None, :]
+        else:
+            c, r = cols[None, :], rows[:, None]
+        w0, w1, w2, w3 = philox(seed_lo, seed_hi, c, r // 4, bh)
+        sel = r % 4
+        word = tl.where(sel == 0, w0, tl.where(sel == 1, w1, tl.where(sel == 2, w2, w3)))
+        keep = word >= thr
+    return keep
+
+
+@triton.constexpr_function
+def drop_quads(CHUNK, HAS_SOFTCAP, HAS_ALIBI):
+    """Whether ``dropout_keep`` evaluates Philox once per four rows (QUADS): not in chunk calls (their
+    row offset need not be a multiple of 4), and not with ALiBi or softcap, whose sm90 builds with
+    every option spilled 1-22 registers more with the interleave (check-kernels); their per-element
+    path draws the same mask."""
+    return not (CHUNK or HAS_SOFTCAP or HAS_ALIBI)
 
 
 @triton.constexpr_function
