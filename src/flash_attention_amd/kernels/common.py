@@ -46,6 +46,33 @@ def philox(seed_lo, seed_hi, c0, c1, c2):
 
 
 @triton.jit
+def philox_word(seed_lo, seed_hi, c0, c1, c2, sel):
+    """Word ``sel`` (0..3, per element) of ``philox(seed_lo, seed_hi, c0, c1, c2)``: six rounds, then of
+    the seventh only the product the selected word needs (fewer live registers than four words and a
+    select: the per-element path of ``dropout_keep``)."""
+    c0, c1 = tl.broadcast(c0.to(tl.uint32), c1.to(tl.uint32))
+    c2 = c2.to(tl.uint32)
+    c3 = tl.zeros_like(c0)
+    k0 = seed_lo.to(tl.uint32)
+    k1 = seed_hi.to(tl.uint32)
+    m0 = tl.full([1], 0xD2511F53, tl.uint32)
+    m1 = tl.full([1], 0xCD9E8D57, tl.uint32)
+    for _ in tl.static_range(6):
+        hi0 = tl.umulhi(m0, c0)
+        lo0 = m0 * c0
+        hi1 = tl.umulhi(m1, c2)
+        lo1 = m1 * c2
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = k0 + 0x9E3779B9
+        k1 = k1 + 0xBB67AE85
+    low = sel < 2  # words 0 / 1 come from m1 * c2, words 2 / 3 from m0 * c0
+    a = tl.where(low, c2, c0)
+    m = tl.where(low, m1, m0)
+    other = tl.where(low, c1 ^ k0, c3 ^ k1)
+    return tl.where(sel % 2 == 0, tl.umulhi(m, a) ^ other, m * a)
+
+
+@triton.jit
 def dropout_keep(seed_lo, seed_hi, threshold, row0, cols, bh, BLOCK_M: tl.constexpr,
                  QUADS: tl.constexpr, KEYS_FIRST: tl.constexpr):
     """Dropout keep mask of query rows row0 .. row0 + BLOCK_M - 1 and key columns ``cols``
@@ -74,10 +101,7 @@ def dropout_keep(seed_lo, seed_hi, threshold, row0, cols, bh, BLOCK_M: tl.conste
             c, r = cols[:, None], rows[None, :]
         else:
             c, r = cols[None, :], rows[:, None]
-        w0, w1, w2, w3 = philox(seed_lo, seed_hi, c, r // 4, bh)
-        sel = r % 4
-        word = tl.where(sel == 0, w0, tl.where(sel == 1, w1, tl.where(sel == 2, w2, w3)))
-        keep = word >= thr
+        keep = philox_word(seed_lo, seed_hi, c, r // 4, bh, r % 4) >= thr
     return keep
 
 
