@@ -298,17 +298,22 @@ def test_fp8_v_layout_and_tables():
     for options, varlen in ((True, False), (False, True)):
         assert fwd.select_config("sm90", e4m3, 128, 128, False, 8192, options=options, varlen=varlen) == \
             FWD_FP8_OPTIONS["sm90"][1].config
+    from flash_attention_amd.kernels.features import has
+
+    def flag(s, name):
+        return has(s.constexprs["FEATURES"], name)
+
     specs = [s for s in fwd.compile_specs("sm90") if s.signature["Q"] == "*fp8e4nv"]
-    assert {s.label.split()[2] for s in specs if s.constexprs["V_T"]} == {"plain", "causal"}
-    assert all(s.divisible == ("sizes[3]",) for s in specs if s.constexprs["V_T"])
+    assert {s.label.split()[2] for s in specs if flag(s, "V_T")} == {"plain", "causal"}
+    assert all(s.divisible == ("sizes[3]",) for s in specs if flag(s, "V_T"))
     from flash_attention_amd.tools.check_kernels.compile import attrs_for
 
-    vt = next(s for s in specs if s.constexprs["V_T"])  # seqlen_k (sizes[3]) compiled as a multiple of 16
+    vt = next(s for s in specs if flag(s, "V_T"))  # seqlen_k (sizes[3]) compiled as a multiple of 16
     sizes = vt.fn.arg_names.index("sizes")
     assert attrs_for(vt.fn, vt.signature, "cuda", True, vt.divisible)[(sizes, 3)] == [["tt.divisibility", 16]]
     assert (sizes, 3) not in attrs_for(vt.fn, vt.signature, "cuda", True)
-    assert not [s for s in specs if s.constexprs["V_T"] and s.constexprs.get("HAS_WINDOW")]
-    assert not [s for s in fwd.compile_specs("gfx942") if s.constexprs.get("V_T")]
+    assert not [s for s in specs if flag(s, "V_T") and flag(s, "HAS_WINDOW")]
+    assert not [s for s in fwd.compile_specs("gfx942") if flag(s, "V_T")]
 
 
 # ----------------------------------------------------------------------------- GPU

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from flash_attention_amd.kernels.features import has
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
 from helpers import DEVICE, HAS_TRITON, alibi_slopes, assert_matches, rel_err
@@ -367,6 +368,11 @@ def test_supports():
     assert bwd.supports(_problem(kind="kvcache")) is not None
 
 
+def _leaves(t):
+    """The element types of a (nested) tuple type."""
+    return [x for e in t for x in (_leaves(e) if isinstance(e, tuple) else (e,))]
+
+
 @pytest.mark.parametrize("arch", ["sm90", "sm80", "gfx942", "gfx90a", "gfx1100"])
 def test_compile_specs_cover_every_config(arch):
     bwd = _bwd()
@@ -382,16 +388,16 @@ def test_compile_specs_cover_every_config(arch):
         for tier in (1, 2):
             for max_d, cfg, *_ in bwd._rows(arch, tier):
                 assert any(s.constexprs.get("BLOCK_M") == cfg.dkdv.block_m and s.constexprs.get("HEAD_DIM") == max_d
-                           and s.constexprs.get("HAS_SOFTCAP") and dtype in s.label
+                           and has(s.constexprs["FEATURES"], "HAS_SOFTCAP") and dtype in s.label
                            for s in specs if s.kernel == "bwd_dkdv")
-    assert {s.constexprs.get("GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
+    assert {has(s.constexprs["FEATURES"], "GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
     for s in specs:
         # typed arguments (stride tuples of i32, the sizes / scores / drop tuples of i32 and fp32);
         # "constexpr": group == 1 (the MHA build Triton specialises; the last element of sizes) and
         # the pointers passed as None (no ALiBi, dense: no cu_seqlens, no dlse)
         for n, t in s.signature.items():
-            if isinstance(t, tuple) and n.startswith("stride"):
-                assert set(t) == {"i32"}, (n, t)
+            if isinstance(t, tuple) and n.startswith("stride"):  # strides: one tuple per tensor
+                assert set(_leaves(t)) == {"i32"}, (n, t)
             elif isinstance(t, tuple):
                 assert n in ("sizes", "scores", "drop") and set(t) <= {"i32", "fp32", "constexpr"}, (n, t)
                 if "constexpr" in t:  # group == 1

@@ -45,12 +45,14 @@ from .common import (
     dot_chunks,
     drop_quads,
     dropout_keep,
+    has,
     load_chunks,
     num_chunks,
     score_mod,
     seq_bounds,
     store_chunks,
     visible,
+    with_flags,
 )
 
 
@@ -179,24 +181,34 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
 
 @triton.jit
 def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
-                stride_qm, stride_dom, stride_dqm, seqlen_q, seqlen_k, scores, drop, Bias, stride_bm,
-                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-                IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
-                HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
-                BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
+                row_strides, seqlen_q, seqlen_k, scores, drop, Bias,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """One query block [start_m, start_m + BLOCK_M) of one head against the KV block, in the
     transposed orientation [BLOCK_N, BLOCK_M]; Q/DO/DQ/LSE/Delta point at row 0 of that head.
-    MASK: bound checks and the visibility mask (boundary blocks only). scores = (sm_scale,
+    FEATURES: the kernel's flags plus MASKED (here MASK: bound checks and the visibility mask,
+    boundary blocks only) and HAS_ALIBI, decoded below. row_strides = (stride_qm, stride_dom,
+    stride_dqm, stride_bm): the row strides of q, do, dq and the bias; scores = (sm_scale,
     softcap, window_left, window_right, diag_offset), drop = (seed_lo, seed_hi, drop_threshold,
     drop_scale, drop_offset_q, drop_offset_k): the kernel's arguments, as tuples. The diagonal is
     computed here from the lengths (one more value live across the loop cost sm90 builds 1-6
     spilled registers). BLOCK_DK > 0: k, v, dk, dv are chunk tuples (module docstring). Bias (or
     None): this head's bias at row 0, key 0; stride_bm its row stride, BIAS_N its key stride (1, or
-    0 when broadcast)."""
+    0 when broadcast: BIAS_BCAST_N)."""
+    stride_qm, stride_dom, stride_dqm, stride_bm = row_strides
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    MASK: tl.constexpr = has(FEATURES, "MASKED")
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
+    HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
+    DQ_ATOMIC: tl.constexpr = has(FEATURES, "DQ_ATOMIC")
+    IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
+    BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
     diag = seqlen_k - seqlen_q
     if CHUNK:
         diag += diag_offset
@@ -303,21 +315,22 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
 
 @triton.jit
 def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, group, bh0,
-                stride_q, stride_do, stride_dq, stride_lh, seqlen_q, seqlen_k, scores, drop, Bias, stride_bias,
-                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-                IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
-                HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-                GQA: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0,
-                BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
+                strides, seqlen_q, seqlen_k, scores, drop, Bias,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """Query blocks [m_lo, m_hi) of each of the ``group`` query heads against one KV block.
 
     GQA: one flat loop over (head, block) pairs, head-major: a head loop around the block loops
     kept far more registers live (ptxas spilled). Else (group == 1) a plain block loop.
     Q/DO/DQ point at row 0 of this sequence in the group's first head, LSE/Delta likewise,
     Alibi (or None) at that head's slope; bh0: its (batch, head) number. Bias (or None): that
-    head's bias at row 0, key 0; stride_bias: its (head, row) strides (keys: BIAS_N).
+    head's bias at row 0, key 0. strides = (stride_q, stride_do, stride_dq: (batch, row, head) of
+    q, do, dq; stride_lh: the head stride of LSE / Delta; stride_bias: the bias's (head, row)).
+    FEATURES: the kernel's flags plus MASKED (for ``_dkdv_block``, which gets HAS_ALIBI from here).
     """
+    stride_q, stride_do, stride_dq, stride_lh, stride_bias = strides
+    GQA: tl.constexpr = has(FEATURES, "GQA")
+    BLOCK_FEATURES: tl.constexpr = with_flags(FEATURES, HAS_ALIBI=Alibi is not None)
     if GQA:
         n_blocks = tl.maximum(tl.cdiv(m_hi - m_lo, BLOCK_M), 0)
         # divisor >= 1: the software pipeliner computes the first iterations' addresses before
@@ -335,20 +348,18 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, DQ, Alibi, offs_n, m_lo, m_hi, 
             dk, dv = _dkdv_block(dk, dv, k, v, Q + g * stride_q[2], DO + g * stride_do[2],
                                  LSE + g.to(tl.int64) * stride_lh, Delta + g.to(tl.int64) * stride_lh,
                                  DQ + g * stride_dq[2], slope, bh0 + g, offs_n, m_lo + (it - g * div) * BLOCK_M,
-                                 stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 bias_g, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
-                                 MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
+                                 (stride_q[1], stride_do[1], stride_dq[1], stride_bias[1]), seqlen_q, seqlen_k,
+                                 scores, drop, bias_g, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, BLOCK_FEATURES,
+                                 BLOCK_DK, BLOCK_DVK)
     else:
         slope = 0.0
         if Alibi is not None:
             slope = tl.load(Alibi)  # scalar fp32
         for start_m in range(m_lo, m_hi, BLOCK_M):
             dk, dv = _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh0, offs_n, start_m,
-                                 stride_q[1], stride_do[1], stride_dq[1], seqlen_q, seqlen_k, scores, drop,
-                                 Bias, stride_bias[1], HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
-                                 MASK, IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT,
-                                 DQ_ATOMIC, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
+                                 (stride_q[1], stride_do[1], stride_dq[1], stride_bias[1]), seqlen_q, seqlen_k,
+                                 scores, drop, Bias, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, BLOCK_FEATURES,
+                                 BLOCK_DK, BLOCK_DVK)
     return dk, dv
 
 
@@ -360,15 +371,10 @@ def _head_base(T, stride, off_b64, off_h, row0):
 
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
-def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
-             stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi,
+def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
              sizes, scores, seed_lo, seed_hi, drop, Bias, stride_bias,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-             HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, DQ_ATOMIC: tl.constexpr = False,
-             SPLIT: tl.constexpr = True, GQA: tl.constexpr = True, CHUNK: tl.constexpr = False,
-             BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False,
-             BIAS_N: tl.constexpr = 1):
+             FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
 
     The query heads hk * group .. hk * group + group - 1 are summed here, in order. SPLIT: masked
@@ -377,16 +383,25 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     call is a chunk of a longer sequence (diag_offset, drop_offset_q / _k read; see attn_fwd_kernel).
     DQ_ATOMIC: also add dQ (unscaled, fp32) into the zeroed DQ with atomics. BLOCK_DK > 0: head-dim
     chunks (module docstring). Bias (dense only, or None): the 4-D bias view, element strides
-    stride_bias (b, h, sq; 0 on broadcast dims) and BIAS_N (the key stride: 1, or 0 when
-    broadcast); a uint8 view of a bool mask when BIAS_BOOL. sizes, scores, drop: the call's scalars
-    as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
+    stride_bias (b, h, sq; 0 on broadcast dims) and key stride 1, or 0 when broadcast (BIAS_BCAST_N);
+    a uint8 view of a bool mask when BIAS_BOOL. strides, sizes, scores, drop: the call's strides and
+    scalars as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for
+    every seed). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
+    IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N.
     """
+    # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
+    # dk, dv, dq; the slopes' batch stride
+    stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dk, stride_dv, stride_dq, stride_alibi = strides
     # int32: max (varlen) or the query / key length, KV heads, query heads per KV head (1: a constant)
     seqlen_q, seqlen_k, nheads_k, group = sizes
     # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
     drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    SPLIT: tl.constexpr = has(FEATURES, "SPLIT")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_n = tl.program_id(0)
@@ -460,12 +475,12 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), row_hi
         dk, dv = _dkdv_inner(dk, dv, k, v, Qh, DOh, LSEh, Deltah, DQh, Alibih, offs_n, range_lo, range_hi,
-                             group, bh0, stride_q, stride_do, stride_dq, stride_lse[1], seqlen_q, seqlen_k, scores,
+                             group, bh0,
+                             (stride_q, stride_do, stride_dq, stride_lse[1], (stride_bias[1], stride_bias[2])),
+                             seqlen_q, seqlen_k, scores,
                              (seed_lo, seed_hi, drop_threshold, drop_scale, drop_offset_q, drop_offset_k),
-                             Biash, (stride_bias[1], stride_bias[2]),
-                             HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
-                             not SPLIT or part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, DQ_ATOMIC,
-                             GQA, IEEE_DOT, CHUNK, BLOCK_DK, BLOCK_DVK, BIAS_BOOL, BIAS_N)
+                             Biash, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                             with_flags(FEATURES, MASKED=not SPLIT or part != 1), BLOCK_DK, BLOCK_DVK)
 
     if BLOCK_DK > 0:
         store_chunks(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]

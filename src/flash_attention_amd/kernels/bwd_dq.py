@@ -15,26 +15,25 @@ from .common import (
     dot_chunks,
     drop_quads,
     dropout_keep,
+    has,
     load_chunks,
     num_chunks,
     score_mod,
     seq_bounds,
     store_chunks,
     visible,
+    with_flags,
 )
 
 
 @triton.jit
-def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, stride_vn, diag, seqlen_k, slope, bh,
+def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, seqlen_k, slope, bh,
               scores, drop, Bias, DBias, bias_offs, dbias_row,
-              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-              IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_ALIBI: tl.constexpr,
-              HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-              CHUNK: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
-              BIAS_BOOL: tl.constexpr = False, DBIAS_SUM_M: tl.constexpr = False,
-              DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False, BIAS_N: tl.constexpr = 1):
-    """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head).
+              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
+    """Key blocks [n_lo, n_hi) against one query block; K/V point at key 0 of this (sequence, KV head),
+    stride_n = (stride_kn, stride_vn) their row strides. FEATURES: the kernel's flags plus MASKED (here
+    MASK: bound checks and the visibility mask) and HAS_ALIBI, decoded below.
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
     drop_threshold, drop_scale, drop_row0, drop_offset_k), drop_row0 the Philox row counter of the block's first row.
     BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring).
@@ -42,8 +41,22 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
     (bias row offsets [BLOCK_M] (rows clamped), dbias row offsets [BLOCK_M], row_ok [BLOCK_M]); key
     strides BIAS_N (bias) and 1 (dbias). dbias_row [BLOCK_M]: the row sums of dS (DBIAS_SUM_N),
     returned with dq."""
+    stride_kn, stride_vn = stride_n
     sm_scale, softcap, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_scale, drop_row0, drop_offset_k = drop
+    MASK: tl.constexpr = has(FEATURES, "MASKED")
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
+    HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
+    IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
+    BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
+    DBIAS_SUM_M: tl.constexpr = has(FEATURES, "DBIAS_SUM_M")
+    DBIAS_SUM_N: tl.constexpr = has(FEATURES, "DBIAS_SUM_N")
+    DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_d = tl.arange(0, BLOCK_D)
@@ -118,28 +131,35 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_kn, strid
 
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
-def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
-           stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi,
+def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
            sizes, scores, seed_lo, seed_hi, drop,
            Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-           HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr, CHUNK: tl.constexpr = False,
-           BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, BIAS_BOOL: tl.constexpr = False,
-           DBIAS_SUM_M: tl.constexpr = False, DBIAS_SUM_N: tl.constexpr = False, DBIAS_ATOMIC: tl.constexpr = False,
-           BIAS_N: tl.constexpr = 1):
+           FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
     CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the
     bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
     dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
-    dtype (plain stores). sizes, scores, drop: the call's scalars as tuples, unpacked below
-    (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed)."""
+    dtype (plain stores). strides, sizes, scores, drop: the call's strides and scalars as tuples,
+    unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
+    FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
+    BIAS_BOOL, BIAS_BCAST_N and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
+    dS summed over rows / keys) and DBIAS_ATOMIC (fp32 atomic adds)."""
+    # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
+    # dq; the slopes' batch stride
+    stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi = strides
     # int32: max (varlen) or the query / key length, query heads, query heads per KV head
     seqlen_q, seqlen_k, nheads, group = sizes
     # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
     drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    DBIAS_SUM_M: tl.constexpr = has(FEATURES, "DBIAS_SUM_M")
+    DBIAS_SUM_N: tl.constexpr = has(FEATURES, "DBIAS_SUM_N")
+    DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -222,13 +242,12 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         else:
             range_lo, range_hi = tl.maximum(full_hi, mask_hi), col_hi
         dq, dbias_row = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
-                                  stride_k[1], stride_v[1], diag, seqlen_k, slope, bh,
+                                  (stride_k[1], stride_v[1]), diag, seqlen_k, slope, bh,
                                   (sm_scale, softcap, window_left, window_right),
                                   (seed_lo, seed_hi, drop_threshold, drop_scale, drop_row0, drop_offset_k),
-                                  Biasm, DBiasm, bias_offs, dbias_row,
-                                  HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N, part != 1,
-                                  IS_CAUSAL, HAS_WINDOW, Alibi is not None, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
-                                  BLOCK_DK, BLOCK_DVK, BIAS_BOOL, DBIAS_SUM_M, DBIAS_SUM_N, DBIAS_ATOMIC, BIAS_N)
+                                  Biasm, DBiasm, bias_offs, dbias_row, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
+                                  with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None),
+                                  BLOCK_DK, BLOCK_DVK)
     if DBias is not None:
         if DBIAS_SUM_N:  # the bias has one key: the row sums of dS
             if DBIAS_SUM_M:

@@ -10,11 +10,16 @@ Conventions inside every kernel:
   varlen), (batch, head) for lse-like ones; the last dim is contiguous.
 - Dropout: element (b, h, i, j) keeps or drops by ``dropout_keep``: word i' % 4 of the Philox
   counters (j + drop_offset_k, i' // 4, b * nheads + h), i' = i + drop_offset_q.
+- Feature flags (causal, window, dropout, ...) come packed in one ``FEATURES`` constexpr
+  (``features.py``), decoded at the top of each kernel / helper under the names the body uses
+  (``IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")``).
 - Scores are kept in log2 units (``qk * softmax_scale * log2(e)``) so the online softmax
   uses ``exp2``; the LSE written out is in natural log.
 """
 import triton
 import triton.language as tl
+
+from . import features
 
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
@@ -119,6 +124,31 @@ def block_dim(d):
     """The padded head dim of a real one, on constexprs in kernels (``BLOCK_D: tl.constexpr =
     block_dim(HEAD_DIM)``): the kernel twin of launch/tiles.py ``padded_dim``, a power of two >= 16."""
     return max(16, triton.next_power_of_2(d))
+
+
+# The flag names of FEATURES in bit order, as a constexpr global: Triton puts the values of the
+# constexpr globals a kernel reads (through has / with_flags) into its cache key, so a change of
+# the bit table rebuilds every kernel instead of reusing binaries built for the old bits.
+FLAG_BITS = tl.constexpr(features.FLAGS)
+
+
+@triton.constexpr_function
+def has(features_, name):
+    """Flag ``name`` of a FEATURES constexpr (``features.FLAGS``), on constexprs in kernels:
+    ``IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")``."""
+    names = FLAG_BITS.value  # a local: Triton's dependency scan rejects a method of a global
+    return bool((features_ >> names.index(name)) & 1)
+
+
+@triton.constexpr_function
+def with_flags(features_, **flags):
+    """FEATURES with the named flags set or cleared, for a helper's call (``MASKED`` per range,
+    ``HAS_ALIBI=Alibi is not None``): ``_fwd_blocks(..., with_flags(FEATURES, MASKED=part != 1))``."""
+    names = FLAG_BITS.value
+    for name, on in flags.items():
+        bit = 1 << names.index(name)
+        features_ = (features_ | bit) if on else (features_ & ~bit)
+    return features_
 
 
 @triton.jit

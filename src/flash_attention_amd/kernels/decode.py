@@ -35,30 +35,36 @@ the accumulator and each V tile tuples of [rows, BLOCK_DVK] chunks (``common.loa
 import triton
 import triton.language as tl
 
-from .common import LN2, LOG2E, block_dim, dot_chunks, load_chunks, num_chunks, score_mod, store_chunks, visible
+from .common import LN2, LOG2E, block_dim, dot_chunks, has, load_chunks, num_chunks, score_mod, store_chunks, visible
 
 
 @triton.jit
 def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
     CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks,
-    stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi,
-    scores, sizes,
+    strides, scores, sizes,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
-    IEEE_DOT: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
+    FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
 ):
     """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad and Alibi
-    may be None. Strides: (batch or page, position, head) of q/k/v/out; stride_table: the block
-    table's row stride; stride_alibi: the slopes' batch stride (0 for [h]). scores = (sm_scale,
-    softcap, window_left, window_right) and sizes = (seqlen_q, nheads, nheads_k, capacity,
-    num_kv_rows, max_pages, num_splits): the call's scalars, unpacked below. IEEE_DOT: q/k/v in
-    fp32 and "ieee" products (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose
-    low-precision dot is wrong). BLOCK_DK / BLOCK_DVK > 0: head-dim chunks (module docstring)."""
+    may be None. strides = (stride_q, stride_k, stride_v, stride_o: (batch or page, position, head)
+    of q/k/v/out; stride_table: the block table's row stride; stride_alibi: the slopes' batch stride,
+    0 for [h]), scores = (sm_scale, softcap, window_left, window_right) and sizes = (seqlen_q,
+    nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits): the call's strides and scalars,
+    unpacked below. FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, SPLIT_KV
+    (here SPLIT: write partial results per split) and IEEE_DOT: q/k/v in fp32 and "ieee" products
+    (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose low-precision dot is wrong).
+    BLOCK_DK / BLOCK_DVK > 0: head-dim chunks (module docstring)."""
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    SPLIT: tl.constexpr = has(FEATURES, "SPLIT_KV")
+    IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     PAGED: tl.constexpr = BlockTable is not None
+    stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi = strides
     # scale (fp32, > 0 or not), softcap (fp32, 0: off), window bounds (int32, -1: unbounded)
     sm_scale, softcap, window_left, window_right = scores
     # int32: query tokens, query heads, KV heads, keys a sequence can hold (cap), rows of the

@@ -41,6 +41,7 @@ from .common import (
     dot_chunks,
     drop_quads,
     dropout_keep,
+    has,
     key_blocks,
     load_chunks,
     num_chunks,
@@ -49,20 +50,19 @@ from .common import (
     seq_bounds,
     store_chunks,
     visible,
+    with_flags,
 )
 
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
                 stride_kn, stride_vn, offs_m, diag, seqlen_k, scores, drop, dv0, bias_src, bias_offs,
-                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr,
-                IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-                HAS_ALIBI: tl.constexpr, HAS_DROPOUT: tl.constexpr, IEEE_DOT: tl.constexpr,
-                USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr, CHUNK: tl.constexpr,
-                BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
-                RELOAD_Q: tl.constexpr = False, HAS_BIAS: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
-                BIAS_N: tl.constexpr = 1, V_T: tl.constexpr = False):
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, FEATURES: tl.constexpr,
+                BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1):
     """Online-softmax update over key blocks start_lo, start_lo + BLOCK_N, ... < start_hi.
+
+    FEATURES (kernels/features.py): the kernel's flags plus MASKED, HAS_ALIBI and HAS_BIAS of
+    this call, decoded below.
 
     k_src / v_src: pointers to key row 0 of this (sequence, KV head), or with USE_TMA (dense
     only) the host tensor descriptors over [b, sk, hk, d] (block [1, BLOCK_N, 1, BLOCK_D];
@@ -90,6 +90,21 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     """
     qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
     seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id = drop
+    MASKED: tl.constexpr = has(FEATURES, "MASKED")
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
+    HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
+    IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
+    USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
+    POS_SCALE: tl.constexpr = has(FEATURES, "POS_SCALE")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    RELOAD_Q: tl.constexpr = has(FEATURES, "RELOAD_Q")
+    HAS_BIAS: tl.constexpr = has(FEATURES, "HAS_BIAS")
+    BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
+    BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
+    V_T: tl.constexpr = has(FEATURES, "V_T")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -216,16 +231,11 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def attn_fwd_kernel(
-    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, Descales,
-    stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi,
+    Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, Descales, strides,
     sizes, scores, seed_lo, seed_hi, drop,
     Bias, Sinks, stride_bias,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
-    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_DROPOUT: tl.constexpr,
-    IEEE_DOT: tl.constexpr, HEAVY_FIRST: tl.constexpr, USE_TMA: tl.constexpr, POS_SCALE: tl.constexpr = True,
-    CHUNK: tl.constexpr = False, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
-    DV_SPLIT: tl.constexpr = 1, RELOAD_Q: tl.constexpr = False, BIAS_BOOL: tl.constexpr = False,
-    BIAS_N: tl.constexpr = 1, V_T: tl.constexpr = False,
+    FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, all heads together;
@@ -246,13 +256,18 @@ def attn_fwd_kernel(
     DV_SPLIT programs per query block (neighbours: they share Q and K in L2), each computing the
     scores and its share of V's columns; the first of them writes the LSE. See ``_fwd_blocks``.
     Bias (dense only; None: no bias): the 4-D bias view with element strides stride_bias (b, h, sq;
-    0 on broadcast dims) and BIAS_N (key stride: 1, or 0 when broadcast), a uint8 view of a bool
-    mask when BIAS_BOOL. Sinks: fp32 [h] or None. V_T (dense, no head-dim chunks): V is
+    0 on broadcast dims) and key stride 1, or 0 when broadcast (BIAS_BCAST_N), a uint8 view of a
+    bool mask when BIAS_BOOL. Sinks: fp32 [h] or None. V_T (dense, no head-dim chunks): V is
     [b, hk, dv, seqlen_k] contiguous, passed with stride_v = (batch, 1, head) (see ``_fwd_blocks``).
 
-    sizes, scores, drop: the call's scalars as tuples, unpacked below; seed_lo / seed_hi stay apart
-    (do_not_specialize: one build for every seed; Triton specialises every element of a tuple).
+    strides, sizes, scores, drop: the call's strides and scalars as tuples, unpacked below; seed_lo /
+    seed_hi stay apart (do_not_specialize: one build for every seed; Triton specialises every element
+    of a tuple). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
+    IEEE_DOT (see ``_fwd_blocks``), HEAVY_FIRST, USE_TMA, POS_SCALE (sm_scale > 0), CHUNK, RELOAD_Q,
+    BIAS_BOOL, BIAS_BCAST_N (the bias key stride is 0), V_T.
     """
+    # (batch, row, head) strides of q, k, v, out; (batch, head) of lse; the slopes' batch stride
+    stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi = strides
     # int32: query heads, query heads per KV head, the query / key length (varlen: max / unused),
     # query blocks per (sequence, head)
     nheads, group, seqlen_q, seqlen_k, num_m_blocks = sizes
@@ -260,6 +275,13 @@ def attn_fwd_kernel(
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
     drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
+    HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
+    HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
+    HEAVY_FIRST: tl.constexpr = has(FEATURES, "HEAVY_FIRST")
+    USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
+    CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    RELOAD_Q: tl.constexpr = has(FEATURES, "RELOAD_Q")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid = tl.program_id(0)
@@ -363,9 +385,9 @@ def attn_fwd_kernel(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
                 (seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
-                BLOCK_N, HEAD_DIM, HEAD_DIM_V, part != 1, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, Alibi is not None,
-                HAS_DROPOUT, IEEE_DOT, USE_TMA, POS_SCALE, CHUNK, BLOCK_DK, BLOCK_DVK, DV_SPLIT, RELOAD_Q,
-                Bias is not None, BIAS_BOOL, BIAS_N, V_T)
+                BLOCK_N, HEAD_DIM, HEAD_DIM_V,
+                with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None, HAS_BIAS=Bias is not None),
+                BLOCK_DK, BLOCK_DVK, DV_SPLIT)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf (with a sink: l_i >= 1, lse = sink)
     has_key = l_i > 0.0

@@ -23,6 +23,7 @@ import itertools
 
 import torch
 
+from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from .fwd import bias_arg, bias_strides
@@ -160,8 +161,9 @@ class BwdPlan:
 
 
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
+# (strides: the dK/dV and dQ kernels' stride tuples, dout's among them)
 _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", "DV", "DQ", "Alibi", "CuSeqlensQ",
-                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "seed_lo", "seed_hi"))
+                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
 
 
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
@@ -187,16 +189,16 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
     plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
-    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them)
-    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, DBIAS_SUM_M=False, DBIAS_SUM_N=False,
-                      DBIAS_ATOMIC=False, BIAS_N=plan.bias_str[3])  # the key stride (0 or 1, bias_arg)
+    # the kernels' FEATURES flags (kernels/features.py); the bias key stride is 0 or 1 (bias_arg)
+    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_BCAST_N=plan.bias_str[3] == 0)
     plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
     plan.bias_str = plan.bias_str[:3]
+    dbias_flags = {}  # dQ kernel only
     if plan.dbias:
         atomic = dbias_atomic(bias.shape, batch, nheads)
         plan.dbias_dtype = torch.float32 if atomic else bias.dtype
         plan.dbias_str = bias_strides(_Shape(bias.shape, bias.shape))[:3]
-        bias_flags.update(DBIAS_SUM_M=bias.shape[2] == 1, DBIAS_SUM_N=bias.shape[3] == 1, DBIAS_ATOMIC=atomic)
+        dbias_flags = dict(DBIAS_SUM_M=bias.shape[2] == 1, DBIAS_SUM_N=bias.shape[3] == 1, DBIAS_ATOMIC=atomic)
     plan.use_atomic = cfg.dq_atomic and not params.deterministic and not plan.dbias
     plan.zero_tensors = params.zero_tensors
     plan.empty = seqlen_q == 0 or seqlen_k == 0 or batch == 0 or q.numel() == 0
@@ -209,18 +211,17 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
-                 HAS_DROPOUT=dropout,
+                 HAS_DROPOUT=dropout, CHUNK=params.has_offsets, **bias_flags,
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
-    chunk = params.has_offsets
+    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them)
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
-        dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=plan.use_atomic,
-             SPLIT=cfg.split, GQA=group > 1, CHUNK=chunk, **_chunks(cfg.dkdv),
-             **{k: v for k, v in bias_flags.items() if k in ("BIAS_BOOL", "BIAS_N")}),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=chunk, **_chunks(cfg.dq),
-             **bias_flags))
+        dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
+             FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1), **_chunks(cfg.dkdv)),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, FEATURES=pack(**flags, **dbias_flags),
+             **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
@@ -228,7 +229,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.pre_tail = (plan.lse_str, seqlen_q, nheads)
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
              int(params.diag_offset))
-    plan.head = stride_alibi  # after the tensor strides
+    plan.head = stride_alibi  # the last of the strides
     plan.tail_dkdv = ((seqlen_q, seqlen_k, nheads_k, group), masks)  # bwd_dkdv's sizes, scores
     plan.tail_dq = ((seqlen_q, seqlen_k, nheads, group), masks)  # bwd_dq's sizes, scores
     plan.drop = (_i32(dropout_threshold(params.dropout_p)) if dropout else 0,
@@ -306,16 +307,16 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
     k_dkdv.launch(g_dkdv, device,
-                  (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str,
-                   do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head, *plan.tail_dkdv, *seeds, plan.drop, bias_t,
-                   plan.bias_str), ctx, fast)
+                  (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
+                   (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
+                   *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str), ctx, fast)
     if plan.use_atomic:
         dq.copy_(dq_target.mul_(params.softmax_scale))
     else:
         k_dq.launch(g_dq, device,
-                    (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k, plan.q_str, plan.k_str, plan.v_str, do_str,
-                     plan.lse_str, dq_str, plan.head, *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str,
-                     plan.dbias_str), ctx, fast)
+                    (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k,
+                     (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head),
+                     *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str), ctx, fast)
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:
@@ -364,11 +365,13 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
     (none), "float" or "bool" (a uint8 mask); dbias: "" (none), "store" (data dtype) or "atomic" (fp32)."""
     import inspect
 
+    # bwd_dkdv's / bwd_dq's strides: q, k, v, do, lse, (dk, dv,) dq, alibi
+    strides = (_S3,) * 4 + (("i32", "i32"),) + (_S3,) * (3 if fn.fn.__name__ == "bwd_dkdv" else 1) + ("i32",)
     special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
                "Bias": {"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
                "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",
-               "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "stride_alibi": "i32",
+               "DQ": dq or f"*{dtype}", "stride_lse": ("i32", "i32"), "strides": strides,
                "sm_scale": "fp32", "softcap": "fp32", "drop_scale": "fp32",
                "sizes": ("i32",) * 4,  # seqlen_q, seqlen_k, nheads (dq) / nheads_k (dkdv), group
                "scores": ("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
@@ -407,12 +410,12 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     from ..kernels import bwd_dq as KQ
 
     amd = arch.startswith("gfx")
-    flags = dict(IS_CAUSAL=causal, HAS_WINDOW=False, HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False)
+    flags = dict(IS_CAUSAL=causal)  # the kernels' FEATURES flags (kernels/features.py; the others off)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
     bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
-    bias_kx = dict(BIAS_BOOL=bias == "bool", BIAS_N=1)
+    flags["BIAS_BOOL"] = bias == "bool"
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")
@@ -420,8 +423,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic and not bias else (False,),
                                          () if dq_only else (False, True)):
-        const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n, **flags, DQ_ATOMIC=atomic,
-                     SPLIT=cfg.split, GQA=gqa, CHUNK=False, **_chunks(cfg.dkdv), **bias_kx)
+        const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
+                     FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa), **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:  # group == 1: a constant in Triton's specialisation (the last element of sizes)
             sig["sizes"] = ("i32", "i32", "i32", "constexpr")
@@ -431,9 +434,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
-    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, **flags, CHUNK=False, **_chunks(cfg.dq),
-                 **bias_kx)
-    const.update(DBIAS_SUM_M=False, DBIAS_SUM_N=False, DBIAS_ATOMIC=dbias == "atomic")
+    const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
+                 FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic"), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),

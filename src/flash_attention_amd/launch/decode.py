@@ -12,6 +12,7 @@ import functools
 import torch
 
 from ..kernels import decode as kernels
+from ..kernels.features import pack
 from ..params import AttnParams, Problem
 from . import runtime
 from .spec import CompileSpec
@@ -192,13 +193,14 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
         kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
         (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
          None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, None if split else sinks,
-         q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
-         block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
+         (q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
+          block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0),
          (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right)),
          (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits)),
         dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
-             PAGE_SIZE=k_cache.shape[1] if paged else 1, IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-             HAS_SOFTCAP=params.softcap > 0, SPLIT=split, IEEE_DOT=ieee, **_chunks(tile)),
+             PAGE_SIZE=k_cache.shape[1] if paged else 1,
+             FEATURES=pack(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
+                           SPLIT_KV=split, IEEE_DOT=ieee), **_chunks(tile)),
         tile.launch_options(False),
     )
     if split:
@@ -252,8 +254,8 @@ def _split_signature(ptr: str) -> dict[str, object]:
     sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
     sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
-               Alibi="constexpr", Sinks="constexpr", stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3,
-               stride_table="i32", stride_alibi="i32",
+               Alibi="constexpr", Sinks="constexpr",
+               strides=(_S3, _S3, _S3, _S3, "i32", "i32"),  # q, k, v, out, block table, alibi
                scores=("fp32", "fp32", "i32", "i32"),  # sm_scale, softcap, window_left, window_right
                sizes=("i32",) * 7)  # seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits
     return sig
@@ -283,8 +285,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         const = dict(
                             GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=block_m(group, tile.block_m),
                             BLOCK_N=tile.block_n,
-                            PAGE_SIZE=16 if paged else 1, IS_CAUSAL=False, HAS_WINDOW=False, HAS_SOFTCAP=False,
-                            SPLIT=split, IEEE_DOT=False, **_chunks(tile))
+                            PAGE_SIZE=16 if paged else 1, FEATURES=pack(SPLIT_KV=split), **_chunks(tile))
                         const.update({n: None for n, t in sig.items() if t == "constexpr"})
                         chunks = f" dk{const['BLOCK_DK']}/dv{const['BLOCK_DVK']}" if tile.block_dk else ""
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d}{'' if dv == d else f'/{dv}'} "
@@ -296,8 +297,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
                 sig = dict(_split_signature(_TYPES[dtype]), Sinks="*fp32")
                 const = dict(GROUP=8, HEAD_DIM=d, HEAD_DIM_V=d, BLOCK_M=block_m(8, tile.block_m),
-                             BLOCK_N=tile.block_n, PAGE_SIZE=1, IS_CAUSAL=False, HAS_WINDOW=False,
-                             HAS_SOFTCAP=False, SPLIT=False, IEEE_DOT=False, **_chunks(tile))
+                             BLOCK_N=tile.block_n, PAGE_SIZE=1, FEATURES=pack(), **_chunks(tile))
                 const.update({n: None for n, t in sig.items() if t == "constexpr"})
                 specs.append(CompileSpec(
                     "decode", kernels.decode_split_kernel, sig, const, dict(opts),

@@ -20,6 +20,7 @@ from dataclasses import replace
 import torch
 
 from .. import config
+from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from ..validation import FP8_DTYPES
@@ -210,7 +211,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     dv_split = cfg.dv_split if chunked else 1
     plan.grid = (num_m_blocks * batch * nheads * dv_split, 1, 1)
     plan.scalars = (
-        q_str, k_str, v_str, o_str, l_str, stride_alibi,
+        (q_str, k_str, v_str, o_str, l_str, stride_alibi),  # strides
         (nheads, nheads // nheads_k, seqlen_q, seqlen_k, num_m_blocks),  # sizes
         (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
          int(params.diag_offset)))  # scores
@@ -219,17 +220,17 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
     bias = params.attn_bias
     plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
-    plan.constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv,
-        IS_CAUSAL=bool(params.causal), HAS_WINDOW=bool(params.has_window), HAS_SOFTCAP=params.softcap > 0,
-        HAS_DROPOUT=dropout,
+    flags = dict(  # the kernel's FEATURES (kernels/features.py)
+        IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0, HAS_DROPOUT=dropout,
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
         # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
-        HEAVY_FIRST=bool(cfg.heavy_first), USE_TMA=False, POS_SCALE=params.softmax_scale > 0,
-        CHUNK=params.has_offsets, BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
-        DV_SPLIT=dv_split, RELOAD_Q=chunked and cfg.reload_q,
-        BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_N=plan.bias_stride[3], V_T=plan.v_t,
+        HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
+        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
+        BIAS_BCAST_N=plan.bias_stride[3] == 0, V_T=plan.v_t)
+    plan.constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
+        BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
     )
     plan.bias_stride = plan.bias_stride[:3]
     plan.tma_blocks = None
@@ -239,7 +240,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     # FLEX_MAX_CAPTURED.)
     if cfg.use_tma and not chunked and params.attn_bias is None and _tma_ok(q, k, v, varlen, arch):
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
-        plan.constexprs_tma = dict(plan.constexprs, USE_TMA=True)
+        plan.constexprs_tma = dict(plan.constexprs, FEATURES=pack(**flags, USE_TMA=True))
     plan.options = cfg.launch_options(amd)
     from ..kernels.fwd import attn_fwd_kernel
 
@@ -272,7 +273,7 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if given:  # the caller's out / lse (tests): their own strides
         o_str = (0, out.stride(0), out.stride(1)) if plan.varlen else out.stride()[:3]
         l_str = (0, lse.stride(0)) if plan.varlen else lse.stride()[:2]
-        scalars = (*scalars[:3], o_str, l_str, *scalars[5:])
+        scalars = ((*scalars[0][:3], o_str, l_str, scalars[0][5]), *scalars[1:])
     alibi = params.alibi_slopes
     if alibi is not None and (alibi.dtype != torch.float32 or not alibi.is_contiguous()):
         alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
@@ -425,7 +426,7 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
         bn, hd, hdv = tma_blocks
         sig["K"] = f"tensordesc<{dtype}[1, {bn}, 1, {hd}]>"
         sig["V"] = f"tensordesc<{dtype}[1, {bn}, 1, {hdv}]>"
-    sig.update(stride_q=_S3, stride_k=_S3, stride_v=_S3, stride_o=_S3, stride_lse=("i32", "i32"), stride_alibi="i32")
+    sig.update(strides=(_S3, _S3, _S3, _S3, ("i32", "i32"), "i32"))  # q, k, v, out, lse, alibi
     sig.update(sizes=("i32",) * 5,  # nheads, group, seqlen_q, seqlen_k, num_m_blocks
                scores=("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
                seed_lo="i32", seed_hi="i32",
@@ -490,23 +491,23 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
-    """flags: the kernel's boolean constexprs, plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens /
-    Sinks given) and HAS_BIAS ("float": a bias of the data dtype, "bool": a mask); dv: V's head dim
-    (None: d)."""
+    """flags: the kernel's FEATURES flags by name (kernels/features.py; the rest off, but HEAVY_FIRST,
+    POS_SCALE, RELOAD_Q and BIAS_BOOL as the config and bias give them), plus HAS_ALIBI / IS_VARLEN /
+    HAS_SINKS (Alibi / cu_seqlens / Sinks given) and HAS_BIAS ("float": a bias of the data dtype,
+    "bool": a mask); dv: V's head dim (None: d)."""
     flags = dict(flags)
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     bias, sinks = flags.pop("HAS_BIAS", ""), flags.pop("HAS_SINKS", False)
     dv = d if dv is None else dv
     chunked = cfg.block_dk > 0
-    constexprs = dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, IS_CAUSAL=False, HAS_WINDOW=False,
-        HAS_SOFTCAP=False, HAS_DROPOUT=False, IEEE_DOT=False, HEAVY_FIRST=cfg.heavy_first, USE_TMA=False,
-        POS_SCALE=True, CHUNK=False, BLOCK_DK=cfg.block_dk,
-        BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=cfg.dv_split if chunked else 1,
-        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias == "bool", BIAS_N=1, V_T=False)
-    constexprs.update(flags)
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
-    constexprs["USE_TMA"] = tma
+    flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_Q=chunked and cfg.reload_q,
+                      BIAS_BOOL=bias == "bool"), **flags)
+    flags["USE_TMA"] = tma
+    constexprs = dict(
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
+        BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
+        DV_SPLIT=cfg.dv_split if chunked else 1)
     tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(d)) if tma else None
     sig = _signature(dtype, varlen, alibi, tma_blocks, bias, sinks)
     constexprs.update({name: None for name, ty in sig.items() if ty == "constexpr"})
@@ -514,5 +515,5 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
         kernel="fwd", fn=fn, accepted_spills="" if amd else cfg.spills_ok, signature=sig,
         constexprs=constexprs, options=cfg.launch_options(amd),
         label=f"{dtype} d={d}{'' if dv == d else f'/{dv}'} {vname} {replace(cfg, use_tma=tma).label()}"
-              f"{' v_t' if constexprs.get('V_T') else ''}",
-        divisible=("sizes[3]",) if constexprs.get("V_T") else ())  # seqlen_k: V's head-dim stride (V_T)
+              f"{' v_t' if flags.get('V_T') else ''}",
+        divisible=("sizes[3]",) if flags.get("V_T") else ())  # seqlen_k: V's head-dim stride (V_T)

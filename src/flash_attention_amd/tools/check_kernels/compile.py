@@ -62,17 +62,24 @@ def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides:
     aligned (and, on AMD with buffer ops, within 2 GiB); with ``aligned_strides`` the integer
     arguments named ``stride*`` (and those the spec names in ``divisible``: an argument's name, or
     ``name[j]`` for element j of a tuple argument) divisible by 16 (contiguous tensors whose head
-    dim is a multiple of 16). Other integers (lengths, seeds, window bounds) get no hint."""
+    dim is a multiple of 16). Other integers (lengths, seeds, window bounds) get no hint. Tuples may
+    nest (a kernel's ``strides``: one tuple per tensor): every element at its path, all of them
+    ``stride*`` elements when the argument's name is."""
     import triton
 
     attrs = {}
     buffer_ops = backend == "hip" and triton.knobs.amd.use_buffer_ops
+
+    def leaves(path, ty, label):
+        # a tuple argument (e.g. a tensor's strides): its elements, at paths (index, position, ...)
+        if isinstance(ty, tuple):
+            for j, t in enumerate(ty):
+                yield from leaves((*path, j), t, f"{label}[{j}]")
+        else:
+            yield path, ty, label
+
     for name, ty in signature.items():
-        index = fn.arg_names.index(name)
-        # a tuple argument (e.g. a tensor's strides): its elements, at paths (index, position)
-        elems = [((index, j), t, f"{name}[{j}]") for j, t in enumerate(ty)] if isinstance(ty, tuple) else [
-            ((index,), ty, name)]
-        for path, elem, label in elems:
+        for path, elem, label in leaves((fn.arg_names.index(name),), ty, name):
             if elem.startswith("*"):
                 attrs[path] = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if buffer_ops else [])
             elif aligned_strides and elem in ("i32", "i64") and (

@@ -91,11 +91,14 @@ def specs_of(source: str, arch: str) -> list[Any]:
 
 
 def spec_weight(spec: Any) -> float:
-    """How heavy a config is likely to be: tile sizes, head dim, flags switched on."""
+    """How heavy a config is likely to be: tile sizes, head dim, flags switched on (bool constexprs,
+    and the bits of a kernel's FEATURES: kernels/features.py)."""
     w = 0.0
     for name, val in spec.constexprs.items():
         if isinstance(val, bool):
             w += 1.0 if val else 0.0
+        elif name == "FEATURES" and isinstance(val, int):
+            w += bin(val).count("1")
         elif isinstance(val, int) and re.search(r"BLOCK|HEAD|DIM", str(name).upper()):  # name: or a tuple path
             w += math.log2(max(1, val)) * 4.0
     return w
