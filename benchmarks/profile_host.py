@@ -26,20 +26,34 @@ def _busy(ms: float = 400.0) -> None:
     torch.cuda._sleep(int(ms * 1.5e6))
 
 
-def bert_profiles(out_dir: str, seqlen: int = 128, batch: int = 32, steps: int = 3) -> None:
-    from torch.profiler import ProfilerActivity, profile
-
+def _bert_setup(seqlen: int, batch: int):
+    """(model, padded batch, optimizer): HF BERT-base in bf16 on the GPU, as the e2e suite builds it."""
     from flash_attention_amd.bench import models
 
     model = models.hf_bert(models.BERT_BASE, seqlen, "cuda", torch.bfloat16)
     data = models.padded_batch(batch, seqlen, models.BERT_BASE["vocab_size"], "cuda", padded=True)
-    opt = models.adamw(model)
+    return model, data, models.adamw(model)
+
+
+def _warm_step(model, data, opt, impl: str):
+    """The training step of one attention implementation, after three warm-up steps."""
+    from flash_attention_amd.bench import models
+
+    models.set_impl(model, impl)
+    step = models.train_step(model, data, opt)
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    return step
+
+
+def bert_profiles(out_dir: str, seqlen: int = 128, batch: int = 32, steps: int = 3) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+
+    model, data, opt = _bert_setup(seqlen, batch)
     for impl in ("sdpa", "eager", "fa_amd"):
-        models.set_impl(model, impl)
-        step = models.train_step(model, data, opt)
-        for _ in range(3):
-            step()
-        torch.cuda.synchronize()
+        step = _warm_step(model, data, opt, impl)
         t0 = time.perf_counter()
         for _ in range(5):
             step()
@@ -187,17 +201,10 @@ def bert_python(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
     line) and a cProfile of the Python functions (by cumulative time)."""
     import warnings
 
-    from flash_attention_amd.bench import models
 
-    model = models.hf_bert(models.BERT_BASE, seqlen, "cuda", torch.bfloat16)
-    data = models.padded_batch(batch, seqlen, models.BERT_BASE["vocab_size"], "cuda", padded=True)
-    opt = models.adamw(model)
+    model, data, opt = _bert_setup(seqlen, batch)
     for impl in ("sdpa", "fa_amd", "eager"):
-        models.set_impl(model, impl)
-        step = models.train_step(model, data, opt)
-        for _ in range(3):
-            step()
-        torch.cuda.synchronize()
+        step = _warm_step(model, data, opt, impl)
         t0 = time.perf_counter()
         for _ in range(5):
             step()
@@ -242,18 +249,11 @@ def bert_gaps(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
     it and the CPU ops running in the middle of it (innermost last)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from flash_attention_amd.bench import models
 
-    model = models.hf_bert(models.BERT_BASE, seqlen, "cuda", torch.bfloat16)
-    data = models.padded_batch(batch, seqlen, models.BERT_BASE["vocab_size"], "cuda", padded=True)
-    opt = models.adamw(model)
+    model, data, opt = _bert_setup(seqlen, batch)
     lines = []
     for impl in ("sdpa", "fa_amd"):
-        models.set_impl(model, impl)
-        step = models.train_step(model, data, opt)
-        for _ in range(3):
-            step()
-        torch.cuda.synchronize()
+        step = _warm_step(model, data, opt, impl)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(2):
                 step()

@@ -25,21 +25,23 @@ LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
 
 
-@triton.jit
-def philox(seed_lo, seed_hi, c0, c1, c2):
-    """The four uint32 words of Philox-4x32-7 for counters (c0, c1, c2, 0), key (seed_lo, seed_hi).
+PHILOX_M0 = tl.constexpr(0xD2511F53)
+PHILOX_M1 = tl.constexpr(0xCD9E8D57)
 
-    Twin of ``flash_attention_amd.philox.philox_words``. c0 and c1 are broadcast together first
-    (the words have their common shape); c2 may be a scalar.
-    """
+
+@triton.jit
+def _philox_rounds(seed_lo, seed_hi, c0, c1, c2, ROUNDS: tl.constexpr):
+    """(c0, c1, c2, c3, k0, k1) after ROUNDS rounds of Philox-4x32 from counters (c0, c1, c2, 0) and
+    key (seed_lo, seed_hi); the key is already bumped for the next round. c0 and c1 are broadcast
+    together first (the words have their common shape); c2 may be a scalar."""
     c0, c1 = tl.broadcast(c0.to(tl.uint32), c1.to(tl.uint32))
     c2 = c2.to(tl.uint32)
     c3 = tl.zeros_like(c0)
     k0 = seed_lo.to(tl.uint32)
     k1 = seed_hi.to(tl.uint32)
-    m0 = tl.full([1], 0xD2511F53, tl.uint32)
-    m1 = tl.full([1], 0xCD9E8D57, tl.uint32)
-    for _ in tl.static_range(7):
+    m0 = tl.full([1], PHILOX_M0, tl.uint32)
+    m1 = tl.full([1], PHILOX_M1, tl.uint32)
+    for _ in tl.static_range(ROUNDS):
         hi0 = tl.umulhi(m0, c0)
         lo0 = m0 * c0
         hi1 = tl.umulhi(m1, c2)
@@ -47,6 +49,14 @@ def philox(seed_lo, seed_hi, c0, c1, c2):
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
         k0 = k0 + 0x9E3779B9
         k1 = k1 + 0xBB67AE85
+    return c0, c1, c2, c3, k0, k1
+
+
+@triton.jit
+def philox(seed_lo, seed_hi, c0, c1, c2):
+    """The four uint32 words of Philox-4x32-7 for counters (c0, c1, c2, 0), key (seed_lo, seed_hi).
+    Twin of ``flash_attention_amd.philox.philox_words``."""
+    c0, c1, c2, c3, _, _ = _philox_rounds(seed_lo, seed_hi, c0, c1, c2, 7)
     return c0, c1, c2, c3
 
 
@@ -55,24 +65,10 @@ def philox_word(seed_lo, seed_hi, c0, c1, c2, sel):
     """Word ``sel`` (0..3, per element) of ``philox(seed_lo, seed_hi, c0, c1, c2)``: six rounds, then of
     the seventh only the product the selected word needs (fewer live registers than four words and a
     select: the per-element path of ``dropout_keep``)."""
-    c0, c1 = tl.broadcast(c0.to(tl.uint32), c1.to(tl.uint32))
-    c2 = c2.to(tl.uint32)
-    c3 = tl.zeros_like(c0)
-    k0 = seed_lo.to(tl.uint32)
-    k1 = seed_hi.to(tl.uint32)
-    m0 = tl.full([1], 0xD2511F53, tl.uint32)
-    m1 = tl.full([1], 0xCD9E8D57, tl.uint32)
-    for _ in tl.static_range(6):
-        hi0 = tl.umulhi(m0, c0)
-        lo0 = m0 * c0
-        hi1 = tl.umulhi(m1, c2)
-        lo1 = m1 * c2
-        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-        k0 = k0 + 0x9E3779B9
-        k1 = k1 + 0xBB67AE85
+    c0, c1, c2, c3, k0, k1 = _philox_rounds(seed_lo, seed_hi, c0, c1, c2, 6)
     low = sel < 2  # words 0 / 1 come from m1 * c2, words 2 / 3 from m0 * c0
     a = tl.where(low, c2, c0)
-    m = tl.where(low, m1, m0)
+    m = tl.where(low, tl.full([1], PHILOX_M1, tl.uint32), tl.full([1], PHILOX_M0, tl.uint32))
     other = tl.where(low, c1 ^ k0, c3 ^ k1)
     return tl.where(sel % 2 == 0, tl.umulhi(m, a) ^ other, m * a)
 
