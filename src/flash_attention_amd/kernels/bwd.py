@@ -43,11 +43,10 @@ from .common import (
     LOG2E,
     block_dim,
     dot_chunks,
-    drop_quads,
-    dropout_keep,
     has,
     load_chunks,
     num_chunks,
+    philox_keep,
     score_mod,
     seq_bounds,
     store_chunks,
@@ -264,12 +263,12 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     else:
         dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
-        if CHUNK:  # [BLOCK_N, BLOCK_M]
-            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m + drop_offset_q, offs_n + drop_offset_k,
-                                bh, BLOCK_M, False, True)
+        if CHUNK:
+            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
+                               offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
         else:
-            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m, offs_n, bh, BLOCK_M,
-                                drop_quads(CHUNK, HAS_SOFTCAP, HAS_ALIBI), True)
+            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
+                               offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
         pdT = tl.where(keep, pT * drop_scale, 0.0)
         dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:

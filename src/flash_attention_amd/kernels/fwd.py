@@ -19,10 +19,9 @@ the diagonal / right window edge / end of the sequence. Key blocks no row sees a
 visited. Online softmax in log2 units (exp2); the LSE is written in natural log, ``+inf``
 on rows with no visible key (their output is 0).
 
-Dropout regenerates the Philox mask of ``kernels/common.py:dropout_keep`` (key column +
-drop_offset_k, query row + drop_offset_q, b * h + head; rows and columns counted inside the
-sequence), as the backward pass and ``philox.py`` do: one Philox evaluation per four query rows,
-or per element in a chunk call (CHUNK, whose row offset need not be a multiple of 4).
+Dropout regenerates the Philox mask of ``kernels/common.py:philox_keep`` with counters
+(key column + drop_offset_k, query row + drop_offset_q, b * h + head), rows and columns
+counted inside the sequence, as the backward pass and ``philox.py`` do.
 
 Beyond flash_attn: an attention bias (dense only) is read tile by tile from its 4-D view
 [b|1, h|1, sq|1, sk|1] (stride 0 on broadcast dims; rows past the sequence read its last row,
@@ -39,12 +38,11 @@ from .common import (
     LOG2E,
     block_dim,
     dot_chunks,
-    drop_quads,
-    dropout_keep,
     has,
     key_blocks,
     load_chunks,
     num_chunks,
+    philox_keep,
     round_e4m3,
     score_mod,
     seq_bounds,
@@ -74,8 +72,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
-    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_row0,
-    drop_offset_k, bh_id), drop_row0 the Philox row counter of the block's first row. bias_src (HAS_BIAS): pointer to
+    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
+    drop_offset_k, bh_id), drop_rows the Philox row counters. bias_src (HAS_BIAS): pointer to
     the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
     offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
     0 for a bias broadcast over keys). V_T: V lies as [.., d, seqlen_k] (keys contiguous, head-dim
@@ -89,7 +87,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     (from L1 / L2) instead of being held in registers.
     """
     qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
-    seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id = drop
+    seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
     MASKED: tl.constexpr = has(FEATURES, "MASKED")
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
@@ -185,9 +183,11 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         if BLOCK_DK == 0:
             acc = acc * alpha[:, None]
         if HAS_DROPOUT:
-            drop_cols = cols + drop_offset_k if CHUNK else cols  # [BLOCK_N] Philox key counters
-            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, drop_row0, drop_cols, bh_id, offs_m.shape[0],
-                                drop_quads(CHUNK, HAS_SOFTCAP, HAS_ALIBI), False)  # [BLOCK_M, BLOCK_N]
+            if CHUNK:
+                keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
+                                   drop_threshold)
+            else:
+                keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
             p = tl.where(keep, p, 0.0)
         if BLOCK_DK > 0:  # per chunk of this program's V columns: acc_i = acc_i * alpha + P V_i
             v = load_chunks(v_blk + v_offs, cols < seqlen_k, dv0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, MASKED,
@@ -343,9 +343,9 @@ def attn_fwd_kernel(
         sm_scale = sm_scale * (tl.load(Descales[0] + ds_off) * tl.load(Descales[1] + ds_off))  # scalar fp32
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
-    drop_row0 = start_m  # the Philox row counter of this block's first row
+    drop_rows = offs_m
     if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
-        drop_row0 = start_m + drop_offset_q
+        drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
 
     NUM_DVK: tl.constexpr = num_chunks(num_chunks(HEAD_DIM_V, BLOCK_DVK), DV_SPLIT)  # V column chunks per program
     dv0 = pid_dv * (NUM_DVK * BLOCK_DVK)  # this program's first column of V
@@ -384,7 +384,7 @@ def attn_fwd_kernel(
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
-                (seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
+                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
                 BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None, HAS_BIAS=Bias is not None),
                 BLOCK_DK, BLOCK_DVK, DV_SPLIT)

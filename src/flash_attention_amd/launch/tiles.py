@@ -375,11 +375,9 @@ FWD_DROPOUT: dict[str, list[Row]] = {
         Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 251 VGPRs")),
         Row(512, _D512_CDNA3),
     ],
-    # MI200, the dropout mask of session 7 (Philox per four rows, per element with ALiBi / softcap):
-    # 128x32 w4 s2 spilled 1-6 VGPRs at d=40/64 and 64x32 w4 s2 1 at d=80/128 with every option on.
     "gfx90a": [
-        Row(64, _cdna(64, 32, 4, 2, _STATIC)),
-        Row(128, _cdna(64, 32, 4, 1, _STATIC + "; 235-238 VGPRs")),
+        Row(64, _cdna(128, 32, 4, 2, _STATIC + "; 244 VGPRs")),
+        Row(128, _cdna(64, 32, 4, 2, _STATIC + "; 231 VGPRs")),
         Row(256, _cdna(32, 32, 4, 1, _STATIC + "; 245 VGPRs")),
         Row(512, _D512_CDNA2),
     ],
