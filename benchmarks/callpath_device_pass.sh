@@ -1,7 +1,7 @@
 #!/bin/bash
 # Call-path pass on one GPU (issue 10), in one device call: the GPU tests, the host time per call
 # (benchmarks/host_overhead.py), the kernels suite at 1k / 4k (KERNELS=1), the decode suite (DECODE=1) and
-# the Hugging Face e2e suite (E2E=0 skips it), for this tree and, when BASE_SRC
+# the Hugging Face e2e suite (E2E=0 skips it), BERT host cost (BERT=1, benchmarks/bert_host.py), for this tree and, when BASE_SRC
 # names another checkout's src/ (the code before the change), for that one too in the same run.
 # Results under $OUT (or /tmp/out); short tables last.
 export PYTHONUNBUFFERED=1
@@ -27,6 +27,11 @@ for tag in new ${BASE_SRC:+base}; do
       --json "$OUT/host_$tag.json" > "$OUT/host_$tag.txt" 2>&1
     echo "host $tag done at $(( $(date +%s) - start )) s"
   fi
+  if [ "${BERT:-0}" != 0 ]; then  # BERT-base step and per-layer attention host cost (benchmarks/bert_host.py)
+    PYTHONPATH=$src timeout 200 python3 benchmarks/bert_host.py ${BERT_ARGS:-} --json "$OUT/bert_host_$tag.json" \
+      > "$OUT/bert_host_$tag.txt" 2>&1
+    echo "bert host $tag done at $(( $(date +%s) - start )) s"
+  fi
   if [ "${DECODE:-0}" != 0 ]; then
     PYTHONPATH=$src timeout 200 python3 -m flash_attention_amd bench --suite decode --device cuda --quick --no-progress \
       --json "$OUT/decode_$tag.json" --markdown "$OUT/decode_$tag.md" > "$OUT/decode_$tag.txt" 2>&1
@@ -40,6 +45,7 @@ for tag in new ${BASE_SRC:+base}; do
 done
 for tag in new ${BASE_SRC:+base}; do
   [ -f "$OUT/host_$tag.txt" ] && { echo "== host $tag"; grep "^|" "$OUT/host_$tag.txt"; }
+  [ -f "$OUT/bert_host_$tag.txt" ] && { echo "== bert host $tag"; grep -E "^(eager|sdpa|fa_amd|#)" "$OUT/bert_host_$tag.txt"; }
   [ -f "$OUT/decode_$tag.md" ] && { echo "== decode $tag"; grep "^|" "$OUT/decode_$tag.md"; }
   [ -f "$OUT/e2e_$tag.md" ] && { echo "== e2e $tag"; grep "^|" "$OUT/e2e_$tag.md"; }
 done

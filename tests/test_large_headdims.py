@@ -40,7 +40,7 @@ def _tile(m, n, dk, dvk=0, split=1, reload_q=False):
 
 @pytest.fixture(autouse=True)
 def _poison(monkeypatch):
-    """NaN in every buffer the launchers allocate (forward: torch.empty; backward, decode: _empty)."""
+    """NaN in every buffer the launchers allocate (forward: torch.empty / empty_like; backward, decode: _empty)."""
     empty = torch.empty
 
     def poisoned(*a, **kw):
@@ -48,6 +48,13 @@ def _poison(monkeypatch):
         return t.fill_(math.nan) if t.is_floating_point() else t
 
     monkeypatch.setattr(torch, "empty", poisoned)
+    empty_like = torch.empty_like  # the forward allocates out with empty_like when it has q's shape
+
+    def poisoned_like(*a, **kw):
+        t = empty_like(*a, **kw)
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty_like", poisoned_like)
     nan = lambda shape, dtype, device: torch.full(shape, math.nan, dtype=dtype, device=device)  # noqa: E731
     monkeypatch.setattr(_launch("bwd"), "_empty", nan)
     monkeypatch.setattr(_launch("decode"), "_empty", nan)

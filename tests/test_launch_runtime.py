@@ -142,16 +142,20 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
         dout = torch.randn(b, h, s, d, device=dev).transpose(1, 2) if transpose else torch.randn(b, s, h, d, device=dev)
         dlse = torch.randn(b, h, s, device=dev) if transpose else None
         bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=dlse)
-    assert len(seen) == 4  # forward, preprocess, dK/dV, dQ
+    _check_slot_calls(seen, 4)  # forward, preprocess, dK/dV, dQ
+
+
+def _check_slot_calls(seen: dict, n_slots: int) -> None:
+    """Three recorded launches per KernelSlot: the fast keys imply equal launch keys, every
+    parameter is passed in order (runtime._run's direct-path conditions), and the arguments
+    outside the slot's dynamic positions are the same value on every call."""
+    assert len(seen) == n_slots
     for calls in seen.values():
         (slot, first, fast1), (_, second, fast2), (_, third, fast3) = calls
-        # the launcher's fast key: equal fast keys must mean equal launch keys (KernelSlot.launch)
         flags = runtime.fn_info(_jit(slot.fn))[0]
         full = [tuple(runtime._key(a[i], flags[i], False) for i in slot.dynamic) for a in (first, second, third)]
         assert fast1 is not None and fast1 == fast3 and full[0] == full[2], slot.fn
         assert (fast1 == fast2) <= (full[0] == full[1]), slot.fn
-        # what runtime._run checks before it keeps a kernel for the direct path: every parameter
-        # passed, the non-constexpr ones in order, then the constexprs in order
         fn = _jit(slot.fn)
         assert runtime.fn_info(fn)[1] == len(first)
         assert list(fn.arg_names) == list(fn.arg_names[:len(first)]) + list(slot.constexprs)
@@ -160,23 +164,31 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
                 assert type(a) is type(c) and a == c, (slot.fn, i, a, c)
 
 
-def test_decode_launches_pass_every_parameter_in_order(monkeypatch):
-    """The decode and combine launches can take the direct path (runtime._run's conditions)."""
+def test_decode_slots_key_every_argument_that_changes(monkeypatch):
+    """The decode, combine and append launches of one kvcache plan (launch/decode.py): new tensors
+    each call (q misaligned on the second), the same plan."""
     from flash_attention_amd.params import AttnParams
 
-    calls = []
-    monkeypatch.setattr(runtime, "launch", lambda fn, grid, device, args, cx, opts: calls.append((fn, args, cx)))
+    seen: dict = {}
+
+    def record(self, grid, device, args, context=False, fast=None):
+        seen.setdefault(id(self), []).append((self, args, fast))
+
+    monkeypatch.setattr(runtime.KernelSlot, "launch", record)
+    monkeypatch.setattr(runtime, "launch_context", lambda device: (0, False, False, None))  # as on a GPU
     b, h, hk, d, cap = 2, 4, 2, 32, 40
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    q = torch.randn(b, 1, h, d, device=dev)
-    kc, vc = torch.randn(b, cap, hk, d, device=dev), torch.randn(b, cap, hk, d, device=dev)
-    decode.decode(q, kc, vc, torch.tensor([5, 40], dtype=torch.int32, device=dev), AttnParams(softmax_scale=0.2),
-                  num_splits=3)
-    assert {c[0].fn.__name__ for c in calls} == {"decode_split_kernel", "decode_combine_kernel"}
-    for fn, args, cx in calls:
-        jf = _jit(fn)
-        assert runtime.fn_info(jf)[1] == len(args)
-        assert list(jf.arg_names) == list(jf.arg_names[:len(args)]) + list(cx)
+    slot: dict = {}
+    for offset in (0, 1, 0):
+        flat = torch.randn(b * h * d + offset, device=dev)
+        q = flat[offset:].view(b, 1, h, d)
+        kc, vc = torch.randn(b, cap, hk, d, device=dev), torch.randn(b, cap, hk, d, device=dev)
+        knew, vnew = torch.randn(b, 1, hk, d, device=dev), torch.randn(b, 1, hk, d, device=dev)
+        lens = decode.append_kv(kc, vc, knew, vnew, torch.tensor([5, 30], dtype=torch.int32, device=dev), slot=slot)
+        decode.decode(q, kc, vc, lens, AttnParams(softmax_scale=0.2), num_splits=3, slot=slot)
+    assert {c[0][0].fn.__name__ for c in seen.values()} == {"decode_split_kernel", "decode_combine_kernel",
+                                                            "kv_append_kernel"}
+    _check_slot_calls(seen, 3)
 
 
 @pytest.mark.gpu

@@ -31,7 +31,7 @@ SMALL = FwdConfig(32, 16, 4, 1)  # interpreter default: BLOCK_N < BLOCK_M, sever
 
 @pytest.fixture(autouse=True)
 def _poison(monkeypatch):
-    """torch.empty returns NaN-filled float tensors while a test runs (the launcher's allocations)."""
+    """torch.empty / empty_like return NaN-filled float tensors while a test runs (the launcher's allocations)."""
     empty = torch.empty
 
     def poisoned(*a, **kw):
@@ -39,6 +39,13 @@ def _poison(monkeypatch):
         return t.fill_(math.nan) if t.is_floating_point() else t
 
     monkeypatch.setattr(torch, "empty", poisoned)
+    empty_like = torch.empty_like  # the forward allocates out with empty_like when it has q's shape
+
+    def poisoned_like(*a, **kw):
+        t = empty_like(*a, **kw)
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty_like", poisoned_like)
 
 
 def make_params(d, *, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,

@@ -142,11 +142,12 @@ class _Plan:
     """What validation derives from a call's metadata (shapes, dtypes, devices, strides, scalars)."""
 
     __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params",
-                 "num_splits", "backend", "launched")
+                 "num_splits", "backend", "launched", "slot")
 
     def __init__(self, **kw):
         for name, value in kw.items():
             setattr(self, name, value)
+        self.slot: dict = {}  # the backend's launch plans for this call signature
 
 
 def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
@@ -438,7 +439,8 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                      _read(v_cache, positions, cache_batch_idx, block_table, capacity))
         try:
             if hasattr(plan.backend, "append_kv"):  # triton: one kernel
-                seqlens = plan.backend.append_kv(k_cache, v_cache, k, v, seqlens, block_table, cache_batch_idx)
+                seqlens = plan.backend.append_kv(k_cache, v_cache, k, v, seqlens, block_table, cache_batch_idx,
+                                                 plan.slot)
             else:
                 positions = rotary_positions(seqlens, seqlen_new)
                 _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
@@ -450,7 +452,7 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                 _append(v_cache, saved[2], saved[0], cache_batch_idx, block_table, capacity)
             raise
     try:
-        out, lse = plan.backend.decode(q, k_cache, v_cache, seqlens, params, block_table=block_table,
+        out, lse = plan.backend.decode(q, k_cache, v_cache, seqlens, params, slot=plan.slot, block_table=block_table,
                                        cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
                                        num_splits=plan.num_splits)
     except BaseException:

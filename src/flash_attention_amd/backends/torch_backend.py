@@ -396,7 +396,7 @@ class TorchBackend(KernelBackend):
     def supports_decode(self, problem: Problem) -> str | None:
         return None
 
-    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, **cache_args):
+    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, slot=None, **cache_args):
         from . import torch_decode
 
         return torch_decode.decode(q, k_cache, v_cache, cache_seqlens, params, **cache_args)

@@ -69,13 +69,14 @@ class TritonBackend(KernelBackend):
 
         return decode.supports(problem)
 
-    def append_kv(self, k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None):
-        """flash_attn_with_kvcache's append of k / v at cache_seqlens in one kernel -> cache_seqlens + n."""
+    def append_kv(self, k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None, slot=None):
+        """flash_attn_with_kvcache's append of k / v at cache_seqlens in one kernel -> cache_seqlens + n.
+        ``slot``: the kvcache call plan's dict (the launch plan is kept there)."""
         from ..launch import decode
 
-        return decode.append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table, cache_batch_idx)
+        return decode.append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table, cache_batch_idx, slot)
 
-    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, **cache_args):
+    def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, slot=None, **cache_args):
         from ..launch import decode
 
-        return decode.decode(q, k_cache, v_cache, cache_seqlens, params, **cache_args)
+        return decode.decode(q, k_cache, v_cache, cache_seqlens, params, slot=slot, **cache_args)

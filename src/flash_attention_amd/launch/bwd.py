@@ -340,7 +340,8 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
     gradient reaching the LSE output: it enters as ``delta - dlse`` (in the preprocess kernel).
     ``slot`` (the call plan's dict, see core.py): the backward plan is kept there and reused.
     """
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:  # (a generator costs ~3 us per call)
+        q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     plan = slot.get("bwd") if slot is not None and config is None else None
     if plan is None:
         plan = plan_backward(q, k, v, params, config)

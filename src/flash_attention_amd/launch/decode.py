@@ -15,7 +15,7 @@ from ..kernels import decode as kernels
 from ..kernels.features import pack
 from ..params import AttnParams, Problem
 from . import runtime
-from .spec import CompileSpec
+from .spec import CompileSpec, arg_positions
 from .tiles import (
     DECODE,
     DECODE_SPLIT,
@@ -158,84 +158,180 @@ def _f32(t):
     return t if t.dtype == torch.float32 and t.is_contiguous() else t.to(torch.float32).contiguous()
 
 
-def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
-           cache_batch_idx=None, cache_leftpad=None, num_splits=0):
-    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode."""
+class DecodePlan:
+    """A decode call signature's launches, from metadata only (shapes, strides, dtypes, device and
+    the AttnParams scalars): grids, constexprs, options, the scalar arguments and the kernels'
+    slots. ``run_decode`` only allocates and launches."""
+
+    __slots__ = ("b", "sq", "h", "dv", "out_shape", "lse_shape", "part_shapes", "dtype", "device", "q_stride",
+                 "split", "grid", "combine_grid", "tail", "split_slot", "combine_slot", "combine_tail")
+
+
+# the split / combine kernels' arguments that change between the calls of one plan: the tensors
+_DECODE_DYNAMIC = ("Q", "K", "V", "Out", "Lse", "OPart", "LsePart", "CacheSeqlens", "BlockTable", "BatchIdx",
+                   "LeftPad", "Alibi", "Sinks")
+_COMBINE_DYNAMIC = ("OPart", "LsePart", "Out", "Lse", "Sinks")
+
+
+def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_splits=0) -> DecodePlan:
     b, sq, h, d = q.shape
     hk, dv = k_cache.shape[2], v_cache.shape[3]
     group = h // hk
     device = q.device
     paged = block_table is not None
     capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
-    out = _empty((b, sq, h, dv), q.dtype, device)
-    lse = _empty((b, h, sq), torch.float32, device)
-    if b == 0 or sq == 0:
-        return out, lse
+    plan = DecodePlan()
+    plan.b, plan.sq, plan.h, plan.dv = b, sq, h, dv
+    plan.out_shape, plan.lse_shape = (b, sq, h, dv), (b, h, sq)
+    plan.dtype, plan.device, plan.q_stride = q.dtype, device, q.stride()
     tile, heuristic = _launch_config(device, max(d, dv), paged)
     bm = block_m(sq * group, tile.block_m)
     m_blocks = cdiv(sq * group, bm)
     splits = (int(num_splits) if num_splits and num_splits > 0
               else _splits(b * hk * m_blocks, capacity, device, tile.block_n, heuristic))
-    split = splits > 1
+    plan.split = split = splits > 1
+    plan.part_shapes = ((b, h, sq, splits, dv), (b, h, sq, splits))
+    out_stride = (sq * h * dv, h * dv, dv)  # out is allocated contiguous
+    alibi = params.alibi_slopes
+    ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
+    plan.grid = (b * hk, splits, m_blocks)
+    # every argument after the thirteen tensors: the same on each call of the plan
+    plan.tail = ((q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out_stride,
+                  block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0),
+                 (float(params.softmax_scale), float(params.softcap), int(params.window_left),
+                  int(params.window_right)),
+                 (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits))
+    constexprs = dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
+                      PAGE_SIZE=k_cache.shape[1] if paged else 1,
+                      FEATURES=pack(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
+                                    HAS_SOFTCAP=params.softcap > 0, SPLIT_KV=split, IEEE_DOT=ieee),
+                      **_chunks(tile))
+    fn = kernels.decode_split_kernel
+    plan.split_slot = runtime.KernelSlot(fn, constexprs, tile.launch_options(False), arg_positions(fn, _DECODE_DYNAMIC))
+    plan.combine_grid, plan.combine_slot, plan.combine_tail = None, None, None
     if split:
-        o_part = _empty((b, h, sq, splits, dv), torch.float32, device)
-        lse_part = _empty((b, h, sq, splits), torch.float32, device)
+        fn = kernels.decode_combine_kernel
+        plan.combine_grid = (b * h * sq, 1, 1)
+        plan.combine_tail = (out_stride, splits, h, sq)
+        plan.combine_slot = runtime.KernelSlot(fn, dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)),
+                                               {"num_warps": 4}, arg_positions(fn, _COMBINE_DYNAMIC))
+    return plan
+
+
+def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
+               cache_batch_idx=None, cache_leftpad=None):
+    """Allocate out / lse (and the split partials) and launch the planned kernels -> (out, lse)."""
+    device = plan.device
+    out = _empty(plan.out_shape, plan.dtype, device)
+    lse = _empty(plan.lse_shape, torch.float32, device)
+    if plan.b == 0 or plan.sq == 0:
+        return out, lse
+    if plan.split:
+        o_part = _empty(plan.part_shapes[0], torch.float32, device)
+        lse_part = _empty(plan.part_shapes[1], torch.float32, device)
     else:
         o_part, lse_part = out, lse
-
     alibi = params.alibi_slopes
     if alibi is not None:
         alibi = _f32(alibi)
     sinks = None if params.sinks is None else _f32(params.sinks)
-    ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
-    launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
-    launch(
-        kernels.decode_split_kernel, (b * hk, splits, m_blocks), device,
-        (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
-         None if paged else _int32(cache_batch_idx), _int32(cache_leftpad), alibi, None if split else sinks,
-         (q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out.stride()[:3],
-          block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0),
-         (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right)),
-         (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits)),
-        dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
-             PAGE_SIZE=k_cache.shape[1] if paged else 1,
-             FEATURES=pack(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
-                           SPLIT_KV=split, IEEE_DOT=ieee), **_chunks(tile)),
-        tile.launch_options(False),
-    )
-    if split:
-        launch(
-            kernels.decode_combine_kernel, (b * h * sq, 1, 1), device,
-            (o_part, lse_part, out, lse, out.stride()[:3], splits, h, sq, sinks),
-            dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)), {"num_warps": 4},
-        )
+    tensors = (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
+               None if block_table is not None else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
+               None if plan.split else sinks)
+    if not FAST_LAUNCH:
+        slot = plan.split_slot
+        runtime.launch_through_triton(slot.fn, plan.grid, device, (*tensors, *plan.tail), slot.constexprs,
+                                      slot.options)
+        if plan.split:
+            slot = plan.combine_slot
+            runtime.launch_through_triton(slot.fn, plan.combine_grid, device,
+                                          (o_part, lse_part, out, lse, *plan.combine_tail, sinks), slot.constexprs,
+                                          slot.options)
+        return out, lse
+    ptr = 0
+    for t in tensors:
+        if t is not None:
+            ptr |= t.data_ptr()
+    fast = ptr & 15 == 0  # dtypes, None-ness and strides are fixed by the plan: only the alignment changes
+    context = runtime.launch_context(device)
+    plan.split_slot.launch(plan.grid, device, (*tensors, *plan.tail), context, fast)
+    if plan.split:
+        plan.combine_slot.launch(plan.combine_grid, device, (o_part, lse_part, out, lse, *plan.combine_tail, sinks),
+                                 context, fast)
     return out, lse
 
 
-def append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None):
+def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
+           cache_batch_idx=None, cache_leftpad=None, num_splits=0, slot: dict | None = None):
+    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode.
+
+    ``slot`` (the kvcache call plan's dict): the DecodePlan is kept there and reused while q's
+    strides stay the plan's (every other tensor's metadata is fixed by the call plan's key)."""
+    plan = slot.get("decode") if slot is not None else None
+    if plan is None or plan.q_stride != q.stride():
+        plan = plan_decode(q, k_cache, v_cache, params, block_table, num_splits)
+        if slot is not None:
+            slot["decode"] = plan
+    return run_decode(plan, q, k_cache, v_cache, cache_seqlens, params, block_table, cache_batch_idx, cache_leftpad)
+
+
+class AppendPlan:
+    """The append launch of a kvcache call signature (kernels/decode.kv_append_kernel)."""
+
+    __slots__ = ("grid", "tail", "slot", "k_stride", "v_stride", "empty")
+
+
+_APPEND_DYNAMIC = ("KCache", "VCache", "KNew", "VNew", "CacheSeqlens", "SeqlensOut", "BlockTable", "BatchIdx")
+
+
+def plan_append(k_cache, v_cache, k, v, block_table=None) -> AppendPlan:
+    b, n, hk, d = k.shape
+    dv = v.shape[3]
+    paged = block_table is not None
+    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    plan = AppendPlan()
+    plan.empty = b == 0 or n == 0
+    plan.k_stride, plan.v_stride = k.stride(), v.stride()
+    plan.grid = (b * n, hk, 1)
+    plan.tail = (k_cache.stride()[:3], v_cache.stride()[:3], k.stride()[:3], v.stride()[:3],
+                 block_table.stride(0) if paged else 0,
+                 (n, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1))
+    fn = kernels.kv_append_kernel
+    plan.slot = runtime.KernelSlot(fn, dict(HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_D=next_pow2(d), BLOCK_DV=next_pow2(dv),
+                                            PAGE_SIZE=k_cache.shape[1] if paged else 1),
+                                   {"num_warps": 1 if max(d, dv) <= 128 else 2}, arg_positions(fn, _APPEND_DYNAMIC))
+    return plan
+
+
+def append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table=None, cache_batch_idx=None,
+              slot: dict | None = None):
     """k / v [b, n, hk, d|dv] written into the caches at positions cache_seqlens[b] + i, in one
     launch (kernels/decode.kv_append_kernel) -> the new ends, int32 [b] = cache_seqlens + n.
     Replaces the ~10 PyTorch ops of the plain path (kvcache.py: positions, index tensors, two
-    index_put_, the sum) for the triton backend."""
-    b, n, hk, d = k.shape
-    dv = v.shape[3]
-    k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (k, v))  # the kernel reads rows as vectors
-    paged = block_table is not None
+    index_put_, the sum) for the triton backend. ``slot``: as for ``decode``."""
+    if k.stride(-1) != 1 or v.stride(-1) != 1:  # the kernel reads rows as vectors
+        k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (k, v))
+    plan = slot.get("append") if slot is not None else None
+    if plan is None or plan.k_stride != k.stride() or plan.v_stride != v.stride():
+        plan = plan_append(k_cache, v_cache, k, v, block_table)
+        if slot is not None:
+            slot["append"] = plan
     seqlens = _int32(cache_seqlens)
-    out = torch.empty_like(seqlens)
-    if b == 0 or n == 0:
+    if plan.empty:
         return seqlens
-    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
-    launch = runtime.launch if FAST_LAUNCH else runtime.launch_through_triton
-    launch(
-        kernels.kv_append_kernel, (b * n, hk, 1), k.device,
-        (k_cache, v_cache, k, v, seqlens, out, _int32(block_table), None if paged else _int32(cache_batch_idx),
-         k_cache.stride()[:3], v_cache.stride()[:3], k.stride()[:3], v.stride()[:3],
-         block_table.stride(0) if paged else 0, (n, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1)),
-        dict(HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_D=next_pow2(d), BLOCK_DV=next_pow2(dv),
-             PAGE_SIZE=k_cache.shape[1] if paged else 1),
-        {"num_warps": 1 if max(d, dv) <= 128 else 2},
-    )
+    out = torch.empty_like(seqlens)
+    paged = block_table is not None
+    args = (k_cache, v_cache, k, v, seqlens, out, _int32(block_table), None if paged else _int32(cache_batch_idx),
+            *plan.tail)
+    if not FAST_LAUNCH:
+        runtime.launch_through_triton(plan.slot.fn, plan.grid, k.device, args, plan.slot.constexprs,
+                                      plan.slot.options)
+        return out
+    ptr = 0
+    for t in args[:8]:
+        if t is not None:
+            ptr |= t.data_ptr()
+    plan.slot.launch(plan.grid, k.device, args, False, ptr & 15 == 0)
     return out
 
 

@@ -155,8 +155,8 @@ class FwdPlan:
     arguments. ``run_forward`` only allocates and launches."""
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
-                 "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors", "dropout",
-                 "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "tensor_pos")
+                 "out_like_q", "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors",
+                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "tensor_pos")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -183,6 +183,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.out_stride = o_str
     fp8 = params.q_descale is not None
     plan.dtype, plan.device, plan.varlen = torch.bfloat16 if fp8 else q.dtype, q.device, varlen
+    # out has q's shape and dtype: torch.empty_like costs about half the host time of torch.empty
+    plan.out_like_q = plan.out_shape == tuple(q.shape) and plan.dtype == q.dtype
     plan.zero_tensors = params.zero_tensors
     plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
@@ -259,7 +261,8 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     """Allocate out / lse (unless given) and launch the planned kernel."""
     given = out is not None or lse is not None
     if out is None:
-        out = torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device)
+        out = (torch.empty_like(q, memory_format=torch.contiguous_format) if plan.out_like_q
+               else torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device))
     if lse is None:
         lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=plan.device)
     if plan.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
