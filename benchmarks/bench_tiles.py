@@ -21,7 +21,8 @@ kernel choice; TFLOP/s counted as for ours, padding included).
 Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`` ``/dvV``
 (head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q); bwd
 ``dkdv:dq`` each ``MxNxWxS`` (dkdv + ``u``: one masked loop instead of three), then optional
-``/dkK/dvV`` for both; ``default`` = the table's row for the call.
+``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``);
+``default`` = the table's row for the call.
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
         --seqlens 16384 --fwd default,128x128x8x2,128x64x8x4
@@ -79,9 +80,10 @@ def parse_bwd(s: str):
     s, *parts = s.split("/")
     a, b = s.split(":")
     one_loop = a.endswith("u")
-    opts = _chunk_opts(parts)
+    atomic = "a" in parts  # dQ by fp32 atomics inside the dK/dV kernel (the dq tile is unused)
+    opts = _chunk_opts([p for p in parts if p != "a"])
     return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
-                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)))
+                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic)
 
 
 def params_for(d, causal, feat, h, descales=None, bias=None):

@@ -10,7 +10,10 @@ dropout 0.1 as BERT trains):
 - ``attn call``: us of host time for one self-attention module call, forward and backward
   (layer 0's ``BertSelfAttention`` on a fixed hidden state, the mask as the model builds it for
   that implementation), the GPU held busy: what each implementation adds per layer;
-- with ``--profile``: a cProfile of fa_amd's attention call (where our Python time goes).
+- with ``--profile``: a cProfile of fa_amd's attention call (where our Python time goes);
+- with ``--compare MODULE``: also ``fa_amd_base``, the integration of another copy of the library
+  importable as MODULE (an older checkout renamed, its HF name ``fa_amd_base``; see
+  benchmarks/callpath_device_pass.sh), in the same process and the same model.
 
     PYTHONPATH=src python benchmarks/bert_host.py [--seqlen 128 --batch 32] [--json out.json]
 """
@@ -85,12 +88,21 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=7)
     ap.add_argument("--json", default="")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--compare", default="", help="an importable copy of the library to time as fa_amd_base")
     args = ap.parse_args()
     from flash_attention_amd.bench import models
 
+    impls = IMPLS
+    if args.compare:
+        import importlib
+
+        base_hf = importlib.import_module(args.compare + ".integrations.hf")
+        assert base_hf.NAME == "fa_amd_base", base_hf.NAME
+        base_hf.register()
+        impls = IMPLS + ("fa_amd_base",)
     model, data, opt = _setup(args.seqlen, args.batch)
     rows = {}
-    for impl in IMPLS:
+    for impl in impls:
         models.set_impl(model, impl)
         step = models.train_step(model, data, opt)
         for _ in range(3):
@@ -129,6 +141,9 @@ def main() -> None:
     print(f"# BERT-base s={args.seqlen} b={args.batch}: fa_amd step / best of eager and sdpa = "
           f"{rows['fa_amd']['step_ms'] / base:.3f} (samples/s ratio {base / rows['fa_amd']['step_ms']:.3f}x); "
           f"attn call fa_amd - sdpa = {rows['fa_amd']['attn_call_us'] - rows['sdpa']['attn_call_us']:+.1f} us")
+    if args.compare:
+        print(f"# fa_amd / fa_amd_base: step {rows['fa_amd']['step_ms'] / rows['fa_amd_base']['step_ms']:.3f}, "
+              f"attn call {rows['fa_amd']['attn_call_us'] / rows['fa_amd_base']['attn_call_us']:.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), seqlen=args.seqlen, batch=args.batch, rows=rows), f,

@@ -8,6 +8,15 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 start=$(date +%s)
+# BASE_SRC's package also importable as flash_attention_amd_base (its op namespace and HF name renamed), so
+# that host_overhead.py / bert_host.py --compare time the old code in the same process as the new
+CMP=""
+if [ -n "${BASE_SRC:-}" ]; then
+  rm -rf /tmp/basepkg && mkdir -p /tmp/basepkg && cp -r "$BASE_SRC/flash_attention_amd" /tmp/basepkg/flash_attention_amd_base
+  grep -rl "flash_attention_amd::" /tmp/basepkg | xargs -r sed -i 's/flash_attention_amd::/flash_attention_amd_base::/g'
+  sed -i 's/^NAME = "fa_amd"/NAME = "fa_amd_base"/' /tmp/basepkg/flash_attention_amd_base/integrations/hf.py
+  CMP="--compare flash_attention_amd_base"
+fi
 if [ "${TESTS:-1}" != 0 ]; then
   PYTHONPATH=src timeout ${TEST_TIMEOUT:-260} python3 -m pytest tests -q -n 12 -p no:cacheprovider \
     --ignore=tests/test_check_amd.py > "$OUT/gpu_tests.txt" 2>&1
@@ -20,18 +29,18 @@ if [ "${KERNELS:-0}" != 0 ]; then  # short sequences: ours vs SDPA's FA2 / cuDNN
     > "$OUT/kernels.txt" 2>&1
   echo "kernels done at $(( $(date +%s) - start )) s"; grep "^|" "$OUT/kernels.md" | head -30
 fi
+if [ "${HOST:-1}" != 0 ]; then  # new and (with BASE_SRC) base in the same loops
+  PYTHONPATH=src:/tmp/basepkg timeout 300 python3 benchmarks/host_overhead.py --loops ${LOOPS:-11} --calls 40 $CMP \
+    --json "$OUT/host_new.json" > "$OUT/host_new.txt" 2>&1
+  echo "host done at $(( $(date +%s) - start )) s"
+fi
+if [ "${BERT:-0}" != 0 ]; then  # BERT-base step and per-layer attention host cost (benchmarks/bert_host.py)
+  PYTHONPATH=src:/tmp/basepkg timeout 300 python3 benchmarks/bert_host.py ${BERT_ARGS:-} $CMP \
+    --json "$OUT/bert_host_new.json" > "$OUT/bert_host_new.txt" 2>&1
+  echo "bert host done at $(( $(date +%s) - start )) s"
+fi
 for tag in new ${BASE_SRC:+base}; do
   src=src; [ "$tag" = base ] && src=$BASE_SRC
-  if [ "${HOST:-1}" != 0 ]; then
-    PYTHONPATH=$src timeout 200 python3 benchmarks/host_overhead.py --loops ${LOOPS:-11} --calls 40 \
-      --json "$OUT/host_$tag.json" > "$OUT/host_$tag.txt" 2>&1
-    echo "host $tag done at $(( $(date +%s) - start )) s"
-  fi
-  if [ "${BERT:-0}" != 0 ]; then  # BERT-base step and per-layer attention host cost (benchmarks/bert_host.py)
-    PYTHONPATH=$src timeout 200 python3 benchmarks/bert_host.py ${BERT_ARGS:-} --json "$OUT/bert_host_$tag.json" \
-      > "$OUT/bert_host_$tag.txt" 2>&1
-    echo "bert host $tag done at $(( $(date +%s) - start )) s"
-  fi
   if [ "${DECODE:-0}" != 0 ]; then
     PYTHONPATH=$src timeout 200 python3 -m flash_attention_amd bench --suite decode --device cuda --quick --no-progress \
       --json "$OUT/decode_$tag.json" --markdown "$OUT/decode_$tag.md" > "$OUT/decode_$tag.txt" 2>&1

@@ -9,9 +9,12 @@ within a run) slows every path alike; the ratios to raw SDPA come from the same 
 
 Paths: ``triton`` (``flash_attn_func`` under ``use_backend("triton")``), ``sdpa`` (the same
 under ``use_backend("sdpa")``, where that backend serves the call), ``torch-sdpa`` (raw
-``F.scaled_dot_product_attention`` on [b, h, s, d] tensors: the floor).
+``F.scaled_dot_product_attention`` on [b, h, s, d] tensors: the floor). ``--compare MODULE``
+adds ``triton-base``: the triton path of another copy of the library importable as MODULE (an
+older checkout's package renamed, see benchmarks/callpath_device_pass.sh), measured in the same
+loops, so that a before / after comparison does not depend on the host's drift between processes.
 
-    python benchmarks/host_overhead.py [--json results.json] [--calls 50] [--loops 15]
+    python benchmarks/host_overhead.py [--json results.json] [--calls 50] [--loops 15] [--compare MODULE]
 """
 from __future__ import annotations
 
@@ -23,10 +26,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from flash_attention_amd import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
-from flash_attention_amd.dispatch import BackendUnavailable, use_backend
+import flash_attention_amd
+from flash_attention_amd.dispatch import BackendUnavailable
 
 DTYPE = torch.bfloat16
+LIBS = {"triton": flash_attention_amd, "sdpa": flash_attention_amd}  # path -> the library it calls
 
 
 def cases():
@@ -45,15 +49,16 @@ def cases():
 def make_call(path, b, s, h, d, causal, bwd, varlen):
     """A no-argument function issuing one call, or None where the path does not serve it."""
     dev = "cuda"
+    lib = LIBS.get(path, flash_attention_amd)
     if varlen == "kvcache":  # one decoding step: q [b, 1, h, d] against a cache of s, appending one k / v
         hk = h // 4
         q = torch.randn(b, 1, h, d, device=dev, dtype=DTYPE)
         kc, vc = (torch.randn(b, s, hk, d, device=dev, dtype=DTYPE) for _ in range(2))
         knew, vnew = (torch.randn(b, 1, hk, d, device=dev, dtype=DTYPE) for _ in range(2))
         lens = torch.full((b,), s // 2, dtype=torch.int32, device=dev)
-        if path == "triton":
-            def call():
-                flash_attn_with_kvcache(q, kc, vc, k=knew, v=vnew, cache_seqlens=lens, causal=True)
+        if path.startswith("triton"):
+            def call():  # automatic choice: triton serves decoding on NVIDIA
+                lib.flash_attn_with_kvcache(q, kc, vc, k=knew, v=vnew, cache_seqlens=lens, causal=True)
         elif path == "torch-sdpa":  # the floor: SDPA over the whole cache, no append, no lengths
             qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
 
@@ -65,14 +70,14 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
         torch.cuda.synchronize()
         return call
     if varlen:
-        if path != "triton" and path != "sdpa":
+        if path == "torch-sdpa":
             return None
         q, k, v = (torch.randn(b * s, h, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
         cu = torch.arange(0, (b + 1) * s, s, dtype=torch.int32, device=dev)
         dout = torch.randn(b * s, h, d, device=dev, dtype=DTYPE)
 
         def fn():
-            return flash_attn_varlen_func(q, k, v, cu, cu, s, s, causal=causal)
+            return lib.flash_attn_varlen_func(q, k, v, cu, cu, s, s, causal=causal)
     elif path == "torch-sdpa":
         q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
         dout = torch.randn(b, h, s, d, device=dev, dtype=DTYPE)
@@ -84,15 +89,15 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
         dout = torch.randn(b, s, h, d, device=dev, dtype=DTYPE)
 
         def fn():
-            return flash_attn_func(q, k, v, causal=causal)
+            return lib.flash_attn_func(q, k, v, causal=causal)
 
-    backend = {"triton": "triton", "sdpa": "sdpa"}.get(path)
+    backend = "triton" if path.startswith("triton") else "sdpa" if path == "sdpa" else None
 
     def call():
         if backend is None:
             out = fn()
         else:
-            with use_backend(backend):
+            with lib.use_backend(backend):
                 out = fn()
         if bwd:
             torch.autograd.grad(out, (q, k, v), dout)
@@ -100,7 +105,7 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
     try:
         call()
         torch.cuda.synchronize()
-    except BackendUnavailable:
+    except (BackendUnavailable, lib.BackendUnavailable):
         return None
     return call
 
@@ -132,8 +137,14 @@ def main():
     ap.add_argument("--json", default="", help="write the results here")
     ap.add_argument("--calls", type=int, default=50, help="calls per timed loop")
     ap.add_argument("--loops", type=int, default=15, help="timed loops per path (median and min reported)")
+    ap.add_argument("--compare", default="", help="also time this importable copy of the library (triton-base)")
     args = ap.parse_args()
     paths = ("triton", "sdpa", "torch-sdpa")
+    if args.compare:
+        import importlib
+
+        LIBS["triton-base"] = importlib.import_module(args.compare)
+        paths = ("triton", "triton-base", "sdpa", "torch-sdpa")
     rows = []
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}, {DTYPE}, host us per call "
           f"(median and min of {args.loops} loops of {args.calls} calls per path, paths interleaved, "
@@ -166,14 +177,14 @@ def main():
         print(name, {p: None if row[p] is None else (round(row[p], 1), round(row[p + "_min"], 1)) for p in paths},
               flush=True)
     print()
-    print("median (min) host us per call over the loops; ratios: ours over raw SDPA")
-    print("| case | " + " | ".join(paths) + " | triton / torch-sdpa | sdpa / torch-sdpa |")
-    print("|---|" + "---|" * (len(paths) + 2))
+    print("median (min) host us per call over the loops; ratios of the medians")
+    ratios = [("triton", "torch-sdpa"), ("sdpa", "torch-sdpa")] + ([("triton", "triton-base")] if args.compare else [])
+    print("| case | " + " | ".join(paths) + " | " + " | ".join(f"{a} / {b}" for a, b in ratios) + " |")
+    print("|---|" + "---|" * (len(paths) + len(ratios)))
     for row in rows:
         cells = ["n/a" if row[p] is None else f"{row[p]:.1f} ({row[p + '_min']:.1f})" for p in paths]
-        base = row["torch-sdpa"]
-        for p in ("triton", "sdpa"):
-            cells.append("n/a" if row[p] is None or base is None else f"{row[p] / base:.2f}x")
+        for a, b in ratios:
+            cells.append("n/a" if row[a] is None or row[b] is None else f"{row[a] / row[b]:.2f}x")
         print(f"| {row['case']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:

@@ -287,6 +287,36 @@ def test_bias_with_dropout(backend):
     _check(backend, 2, 27, 31, 2, 2, 16, bias_shape=(2, 2, 27, 31), sinks=True, dropout_p=0.25, causal=True)
 
 
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not importable")
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_key_mask_dropout_atomic_dq(monkeypatch, kind):
+    """dQ by atomics inside the dK/dV kernel (the sm90 dropout rows): a key mask, or a float bias that
+    needs no gradient, with dropout gives the oracle's gradients; a bias with dbias keeps the dQ kernel."""
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import bwd
+    from flash_attention_amd.launch.tiles_bwd import bwd_config
+
+    picked = []
+
+    def atomic(*args, **kwargs):
+        picked.append(args)
+        return bwd_config((16, 32, 4, 1), (32, 16, 4, 1), dq_atomic=True)
+
+    monkeypatch.setattr(bwd, "pick_config", atomic)
+    core.clear_plans()
+    try:
+        _check("triton", 2, 27, 31, 3, 1, 16, bias_shape=(2, 1, 1, 31), kind=kind, bias_grad=False,
+               dropout_p=0.25, hide_rows=0)
+        plans = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot]
+        assert plans and all(p.use_atomic for p in plans)
+        _check("triton", 2, 27, 31, 3, 1, 16, bias_shape=(2, 3, 27, 31), dropout_p=0.25)  # dbias: no atomics
+        with_dbias = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot and p.problem.bias_grad]
+        assert with_dbias and not any(p.use_atomic for p in with_dbias)
+    finally:
+        core.clear_plans()
+    assert picked
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bias_without_grad_and_transposed(backend):
     """A bias that needs no gradient (no dbias computed), read through a transposed (copied) view."""

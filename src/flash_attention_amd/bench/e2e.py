@@ -27,11 +27,11 @@ TITLE = "Hugging Face models: eager, sdpa and fa_amd (ours)"
 SIZES = {
     "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
-                 gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=10,
+                 gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=25,
                  gen_reps=3),
     "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                   llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
-                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=2, steps=5,
+                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=15,
                   gen_reps=2),
     "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
                 llama=models.LLAMA_SMALL, llama_rows=[(2, 256, True), (1, 512, False)],

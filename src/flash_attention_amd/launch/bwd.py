@@ -7,8 +7,8 @@ of a GQA group inside one program: no race).
 
 Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ from the
 separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles_bwd.py BWD.
-A ``BwdConfig`` with ``dq_atomic`` (no table row has it; tests and experiments) adds dQ with
-atomics inside ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic``).
+A ``BwdConfig`` with ``dq_atomic`` (the sm90 dropout rows at d <= 64) adds dQ with atomics inside
+``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic`` or with dbias).
 
 Beyond flash_attn: with ``params.attn_bias`` both kernels read the bias tiles (options tier of
 the tile tables); a float bias that requires grad gets dbias from ``bwd_dq`` (plain stores, or
@@ -311,7 +311,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
                    (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                    *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str), ctx, fast)
     if plan.use_atomic:
-        dq.copy_(dq_target.mul_(params.softmax_scale))
+        torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
     else:
         k_dq.launch(g_dq, device,
                     (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k,
@@ -422,7 +422,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{'' if variant == 'plain' else ' ' + variant}")
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
-    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic and not bias else (False,),
+    # (the atomic twin: calls without dbias, which the dK/dV kernel never computes anyway)
+    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,),
                                          () if dq_only else (False, True)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
                      FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa), **_chunks(cfg.dkdv))

@@ -109,9 +109,9 @@ class BwdConfig:
     unmasked middle, masked tail) or in one masked loop (fewer registers).
 
     ``dq_atomic``: dQ from atomics inside the dK/dV kernel (one pass over the scores, not
-    bitwise reproducible) instead of the ``bwd_dq`` kernel. No table row uses it (it measured no
-    faster on sm90); tests keep it working for the d=256 experiments. ``deterministic`` calls
-    never take it.
+    bitwise reproducible) instead of the ``bwd_dq`` kernel: the sm90 dropout rows at d <= 64,
+    where it spares the second Philox evaluation (launch/tiles_bwd.py). ``deterministic`` calls
+    and calls that compute dbias never take it (they use the ``dq`` tile).
     """
 
     dkdv: Tile

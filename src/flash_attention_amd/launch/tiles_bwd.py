@@ -113,7 +113,18 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(512, _D512_BWD_NV),
     ],
 }
+# sm90 d<=64 with dropout: dQ by fp32 atomics inside the dK/dV kernel (one Philox evaluation per score in
+# the backward, not two; not bitwise reproducible, so ``deterministic=True`` calls keep the two-kernel
+# path with the same dK/dV tile and the options row's dQ tile). H100, d=64 h=12 8192 tokens, graph-timed
+# (benchmarks/results/h100_run5/bwd_atomic.txt): dropout 0.1 s=128/512/1024 72.2 / 137.1 / 157.2 TFLOP/s
+# against 60.6 / 99.6 / 112.6 for the options row (1.19-1.40x).
+_DROP_ATOMIC_H100 = ("H100, dropout 0.1, d=64 h=12 s=128-1024 (benchmarks/results/h100_run5/bwd_atomic.txt): "
+                     "1.19-1.40x the options row; dQ atomic only when deterministic=False")
 BWD_DROPOUT: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _bwd((16, 64, 4, 3), (128, 64, 8, 3), dq_atomic=True, reason=_DROP_ATOMIC_H100)),
+        *BWD_OPTIONS["sm90"][1:],
+    ],
     # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
     "gfx90a": [
         Row(64, _bwd((64, 64, 4, 1), (64, 64, 4, 1), split=False, amd=True)),
@@ -154,10 +165,12 @@ BWD_BIAS: dict[str, list[Row]] = {
 # every option on, causal or not (the 32x64 w4 dK/dV rows measured 1-2% slower spill 1-7 there).
 # H200 (tiles_kmask_h200.txt): 1.67-1.69x the static row, causal 1.65-1.67x.
 _KMASK_H100 = ("H100 sweeps, (b, 1, 1, s) key mask + dropout 0.1, d=64 h=12 s=128-1024 (benchmarks/results/"
-               "h100_run3/tiles_kmask_bwd2.txt): 1.63-1.68x the static row, H200 1.65-1.69x; spill-free by ptxas")
+               "h100_run3/tiles_kmask_bwd2.txt): 1.63-1.68x the static row, H200 1.65-1.69x; spill-free by ptxas; "
+               "dQ by atomics (deterministic=False; h100_run5/bwd_atomic.txt): 0.96 / 1.15 / 1.21x the two-kernel "
+               "path at s=128 / 512 / 1024")
 BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK_H100)),
+        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_KMASK_H100)),
         Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
         Row(256, _bwd((16, 32, 8, 2), (32, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
     ],
