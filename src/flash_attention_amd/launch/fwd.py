@@ -156,7 +156,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "out_like_q", "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors",
-                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "tensor_pos")
+                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "optional_pos")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -250,8 +250,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     dynamic = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
                                               "Descales", "seed_lo", "seed_hi", "Bias", "Sinks"))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
-    plan.tensor_pos = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
-                                                      "Bias", "Sinks"))
+    # the optional tensor arguments, checked one by one for None (Q, K, V, Out, Lse are read directly)
+    plan.optional_pos = arg_positions(attn_fwd_kernel, ("Alibi", "CuSeqlensQ", "CuSeqlensK", "Bias", "Sinks"))
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
     return plan
@@ -287,7 +287,7 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
         bn, bd, bdv = plan.tma_blocks
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
         kernel = plan.kernel_tma
-    seed = params.seed if plan.dropout else 0
+    seeds = (_i32_bits(params.seed), _i32_bits(params.seed >> 32)) if plan.dropout else (0, 0)
     descales = None
     if params.q_descale is not None:  # FP8: contiguous fp32 [b, hk] each
         descales = tuple(t if t.is_contiguous() else t.contiguous()
@@ -296,14 +296,17 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if sinks is not None and (sinks.dtype != torch.float32 or not sinks.is_contiguous()):
         sinks = sinks.float().contiguous()
     args = (q, k, v, out, lse, alibi, params.cu_seqlens_q, params.cu_seqlens_k, descales, *scalars,
-            _i32_bits(seed), _i32_bits(seed >> 32), plan.drop_tail,
+            *seeds, plan.drop_tail,
             None if params.attn_bias is None else bias_arg(params.attn_bias), sinks, plan.bias_stride)
     if given:  # other strides than the plan's: the general launch path
         from ..kernels.fwd import attn_fwd_kernel
 
         launch(attn_fwd_kernel, plan.grid, plan.device, args, kernel.constexprs, plan.options)
     else:
-        fast = _aligned(args, plan.tensor_pos) if descales is None and kernel is plan.kernel else None
+        fast = None
+        if descales is None and kernel is plan.kernel:  # q, k, v, out, lse are never None
+            ptr = q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr() | lse.data_ptr()
+            fast = ptr & 15 == 0 and _aligned(args, plan.optional_pos)
         kernel.launch(plan.grid, plan.device, args, fast=fast)
     return out, lse
 
