@@ -41,6 +41,7 @@ if [ "${BERT:-0}" != 0 ]; then  # BERT-base step and per-layer attention host co
 fi
 for tag in new ${BASE_SRC:+base}; do
   src=src; [ "$tag" = base ] && src=$BASE_SRC
+  [ "$tag" = base ] && [ "${SUITES_BASE:-1}" = 0 ] && continue  # decode / e2e suites for the new tree only
   if [ "${DECODE:-0}" != 0 ]; then
     PYTHONPATH=$src timeout 200 python3 -m flash_attention_amd bench --suite decode --device cuda --quick --no-progress \
       --json "$OUT/decode_$tag.json" --markdown "$OUT/decode_$tag.md" > "$OUT/decode_$tag.txt" 2>&1
