@@ -19,7 +19,7 @@ import time
 import torch
 
 import flash_attention_amd as fa
-from flash_attention_amd import use_backend
+from flash_attention_amd import core, use_backend
 
 
 def _busy(ms: float = 400.0) -> None:
@@ -126,6 +126,18 @@ def call_profiles(out_dir: str) -> None:
         out = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs)
         torch.autograd.grad(out, (qs, ks, vs), douts)
 
+    # BERT's call: a bool key mask [b, 1, 1, s] (a padded batch) and dropout 0.1, ours and raw SDPA's
+    keys = torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda")
+    mask = keys[:, None, None, :]
+
+    def bert_call():
+        out = core.attention(q, k, v, attn_bias=mask, dropout_p=0.1)
+        torch.autograd.grad(out, (q, k, v), dout)
+
+    def raw_sdpa_bert():
+        out = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, dropout_p=0.1)
+        torch.autograd.grad(out, (qs, ks, vs), douts)
+
     class Ident(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -140,7 +152,9 @@ def call_profiles(out_dir: str) -> None:
 
     with use_backend("triton"):
         for name, fn in (("raw_sdpa_fwd_bwd", raw_sdpa), ("ident_fn_fwd_bwd", ident), ("triton_fwd_nograd", dense_fwd),
-                         ("triton_dense_fwd_bwd", dense), ("triton_varlen_dropout_fwd_bwd", varlen_drop)):
+                         ("triton_dense_fwd_bwd", dense), ("triton_varlen_dropout_fwd_bwd", varlen_drop),
+                         ("raw_sdpa_bert_mask_dropout_fwd_bwd", raw_sdpa_bert),
+                         ("triton_bert_mask_dropout_fwd_bwd", bert_call)):
             for _ in range(5):
                 fn()
             torch.cuda.synchronize()
@@ -296,16 +310,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--parts", default="calls,bert")
+    ap.add_argument("--seqlen", type=int, default=128, help="BERT parts: sequence length")
+    ap.add_argument("--batch", type=int, default=32, help="BERT parts: batch")
     args = ap.parse_args()
+    shape = (args.seqlen, args.batch)
     parts = args.parts.split(",")
     if "calls" in parts:
         call_profiles(args.out)
     if "bert" in parts:
-        bert_profiles(args.out)
+        bert_profiles(args.out, *shape)
     if "bertpy" in parts:
-        bert_python(args.out)
+        bert_python(args.out, *shape)
     if "gaps" in parts:
-        bert_gaps(args.out)
+        bert_gaps(args.out, *shape)
 
 
 if __name__ == "__main__":

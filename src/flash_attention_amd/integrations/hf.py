@@ -51,7 +51,7 @@ class _Packing:
     cu_*: (b + 1,) int32 cumulative valid lengths.
     """
 
-    __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "cu_q", "cu_k")
+    __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "inverse_k", "cu_q", "cu_k")
 
     def __init__(self, mask: torch.Tensor, sq: int):
         self.mask, self.version, self.sq = mask, mask._version, sq
@@ -62,8 +62,14 @@ class _Packing:
             self.order_q, self.cu_q = self.order_k, self.cu_k
         else:
             self.order_q, self.cu_q = self._order(keep_q)
-        self.inverse_q = torch.empty_like(self.order_q)
-        self.inverse_q[self.order_q] = torch.arange(self.order_q.numel(), device=mask.device)
+        self.inverse_q = self._inverse(self.order_q)
+        self.inverse_k = self.inverse_q if self.order_k is self.order_q else self._inverse(self.order_k)
+
+    @staticmethod
+    def _inverse(order: torch.Tensor) -> torch.Tensor:
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel(), device=order.device)
+        return inverse
 
     @staticmethod
     def _order(keep: torch.Tensor):
@@ -86,6 +92,28 @@ _last_keys: list = []  # (mask, its version, the key mask [b, 1, 1, sk] bool) of
 # the e2e suite's models (H100; benchmarks/results/): BERT-base up to b=8 s=1024 (1e8 scores) runs
 # faster dense, the padded Llama b=4 s=2048 row (32 heads, 5.4e8) packed.
 PACK_MIN_SCORES = 1 << 28
+
+
+class _Permute(torch.autograd.Function):
+    """x [n, ...] -> its rows in the order ``order`` (a permutation of 0 .. n - 1). The backward
+    gathers the gradient with the inverse permutation: index_select's own backward adds the rows
+    into a zero-filled buffer with atomics (a fill and a scatter, not bitwise reproducible)."""
+
+    @staticmethod
+    def forward(ctx, x, order, inverse):
+        ctx.save_for_backward(inverse)
+        return x.index_select(0, order)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (inverse,) = ctx.saved_tensors
+        return grad.index_select(0, inverse), None, None
+
+
+def _permute(x: torch.Tensor, order: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _Permute.apply(x, order, inverse)
+    return x.index_select(0, order)
 
 
 def _key_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -135,12 +163,12 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     if b * q.shape[2] * sq * sk < PACK_MIN_SCORES:
         return core.attention(q, k, v, attn_bias=_key_mask(attention_mask), **options), None
     pack = _packing(attention_mask, sq)
-    q_packed = q.reshape(b * sq, *q.shape[2:]).index_select(0, pack.order_q)  # [b * sq, h, d]
-    k_packed = k.reshape(b * sk, *k.shape[2:]).index_select(0, pack.order_k)  # [b * sk, hk, d]
-    v_packed = v.reshape(b * sk, *v.shape[2:]).index_select(0, pack.order_k)  # [b * sk, hk, dv]
+    q_packed = _permute(q.reshape(b * sq, *q.shape[2:]), pack.order_q, pack.inverse_q)  # [b * sq, h, d]
+    k_packed = _permute(k.reshape(b * sk, *k.shape[2:]), pack.order_k, pack.inverse_k)  # [b * sk, hk, d]
+    v_packed = _permute(v.reshape(b * sk, *v.shape[2:]), pack.order_k, pack.inverse_k)  # [b * sk, hk, dv]
     out_packed = core.attention(q_packed, k_packed, v_packed, cu_seqlens_q=pack.cu_q, cu_seqlens_k=pack.cu_k,
                                 max_seqlen_q=sq, max_seqlen_k=sk, zero_tensors=True, **options)
-    out = out_packed.index_select(0, pack.inverse_q).view(b, sq, *out_packed.shape[1:])
+    out = _permute(out_packed, pack.inverse_q, pack.order_q).view(b, sq, *out_packed.shape[1:])
     return out, None
 
 
