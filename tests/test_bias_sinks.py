@@ -317,6 +317,58 @@ def test_key_mask_dropout_atomic_dq(monkeypatch, kind):
     assert picked
 
 
+def _padding_mask(sk, lens, side="right"):
+    """A bool key-padding mask [b, 1, 1, sk] keeping lens[i] keys of sequence i (right: the first ones)."""
+    pos = torch.arange(sk, device=DEVICE)[None, :]
+    n = torch.tensor(lens, device=DEVICE)[:, None]
+    keep = pos < n if side == "right" else pos >= sk - n
+    return keep[:, None, None, :]
+
+
+PADDING_CASES = [
+    ("right", dict()),
+    ("right-causal-dropout", dict(causal=True, dropout_p=0.2)),
+    ("left-window", dict(window_size=(20, 5))),
+    ("holes-gqa-dropout", dict(dropout_p=0.3)),
+]
+
+
+@pytest.mark.triton
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
+@pytest.mark.parametrize("case", PADDING_CASES, ids=[c[0] for c in PADDING_CASES])
+def test_padding_mask_skips_key_blocks(monkeypatch, case):
+    """A key-padding mask (bool, one row for every query): the kernels skip the key blocks outside its
+    kept keys (forward, dQ) and the dK/dV programs of blocks it keeps none of (KEY_MASK). Sequences
+    keep every key, some, one and none; sizes cross the interpreter's tiles (forward 32x16, dK/dV
+    16x32, dQ 32x16), so whole blocks are skipped; the result is the oracle's."""
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import bwd, fwd
+
+    seen = []
+
+    def key_mask(bias, strides):
+        seen.append(fwd.key_mask.__wrapped__(bias, strides))
+        return seen[-1]
+
+    key_mask.__wrapped__ = fwd.key_mask
+    monkeypatch.setattr(fwd, "key_mask", key_mask)
+    monkeypatch.setattr(bwd, "key_mask", key_mask)
+    name, opts = case
+    side = "left" if name.startswith("left") else "right"
+    mask = _padding_mask(77, [77, 30, 1, 0], side)
+    hk = 2 if "gqa" in name else 4
+    if name.startswith("holes"):
+        mask = mask.expand(4, 4, 1, 77).clone()  # per head: a hole in the middle, head 3 keeps fewer keys
+        mask[:, :, :, 33:49] = False
+        mask[:, 3, :, 20:] = False
+    core.clear_plans()
+    try:
+        _check("triton", 4, 37, 77, 4, hk, 16, mask=mask, **opts)
+    finally:
+        core.clear_plans()
+    assert seen and all(seen), seen  # every launch plan took the padding-mask path
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bias_without_grad_and_transposed(backend):
     """A bias that needs no gradient (no dbias computed), read through a transposed (copied) view."""

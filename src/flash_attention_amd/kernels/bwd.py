@@ -386,7 +386,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     a uint8 view of a bool mask when BIAS_BOOL. strides, sizes, scores, drop: the call's strides and
     scalars as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for
     every seed). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
-    IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N.
+    IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (a bool mask with query-row
+    stride 0: key blocks it keeps none of skip the query loop).
     """
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dk, dv, dq; the slopes' batch stride
@@ -401,6 +402,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     SPLIT: tl.constexpr = has(FEATURES, "SPLIT")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_n = tl.program_id(0)
@@ -449,6 +451,16 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     mask_hi = tl.minimum(full_lo, row_hi)
 
     off_h0 = off_hk * group  # the group's first query head
+    if KEY_MASK:  # a padding mask: a key block that no head of the group keeps gets dK = dV = 0, no loop
+        kept = tl.zeros([BLOCK_N], dtype=tl.int32)
+        for g in range(group):
+            kept += tl.load(Bias + off_b64 * stride_bias[0] + (off_h0 + g).to(tl.int64) * stride_bias[1] + offs_n,
+                            mask=col_ok, other=0).to(tl.int32)  # [BLOCK_N] uint8 -> int32
+        live = tl.max(kept, 0) > 0
+        row_hi = tl.where(live, row_hi, m_lo)
+        mask_hi = tl.where(live, mask_hi, m_lo)
+        full_lo = tl.where(live, full_lo, m_lo)
+        full_hi = tl.where(live, full_hi, m_lo)
     q_row0 = q_start.to(tl.int64)
     Qh = _head_base(Q, stride_q, off_b64, off_h0, q_row0)
     DOh = _head_base(DO, stride_do, off_b64, off_h0, q_row0)

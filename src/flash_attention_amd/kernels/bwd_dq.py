@@ -10,16 +10,19 @@ import triton.language as tl
 
 from .bwd import _head_base, _key_blocks, _load2, _mma
 from .common import (
+    KEY_SCAN,
     LOG2E,
     block_dim,
     dot_chunks,
     has,
+    key_mask_span,
     load_chunks,
     num_chunks,
     philox_keep,
     score_mod,
     seq_bounds,
     store_chunks,
+    trim_key_blocks,
     visible,
     with_flags,
 )
@@ -145,7 +148,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     dtype (plain stores). strides, sizes, scores, drop: the call's strides and scalars as tuples,
     unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
     FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
-    BIAS_BOOL, BIAS_BCAST_N and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
+    BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (as in the forward: the key loop keeps to the mask's kept keys)
+    and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
     dS summed over rows / keys) and DBIAS_ATOMIC (fp32 atomic adds)."""
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dq; the slopes' batch stride
@@ -159,6 +163,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
+    KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     DBIAS_SUM_M: tl.constexpr = has(FEATURES, "DBIAS_SUM_M")
     DBIAS_SUM_N: tl.constexpr = has(FEATURES, "DBIAS_SUM_N")
     DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
@@ -228,6 +233,9 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     # Key columns this block can see, and the unmasked middle (rows past seqlen_q have lse = +inf).
     n_lo, full_lo, full_hi, col_hi = _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
                                                  BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    if KEY_MASK:  # a padding mask (Biasm: this row's keys): skip the blocks outside its kept keys
+        span_lo, span_hi = key_mask_span(Biasm, seqlen_k, KEY_SCAN)
+        n_lo, full_lo, full_hi, col_hi = trim_key_blocks(n_lo, full_lo, full_hi, col_hi, span_lo, span_hi, BLOCK_N)
     mask_hi = tl.minimum(full_lo, col_hi)
     if BLOCK_DK > 0:
         dq = ()

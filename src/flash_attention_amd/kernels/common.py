@@ -172,6 +172,37 @@ def key_blocks(start_m, diag, seqlen_k, window_left, window_right,
     return lo, full_lo, full_hi, hi
 
 
+# Keys a key-mask row is scanned for at a time (uint8 loads: 1 KiB, a few registers a thread).
+KEY_SCAN = tl.constexpr(1024)
+
+
+@triton.jit
+def key_mask_span(row, seqlen_k, SCAN: tl.constexpr):
+    """[first, last + 1) of the keys a key-mask row keeps (uint8 [seqlen_k], key stride 1, nonzero =
+    kept); (seqlen_k, 0) when it keeps none."""
+    first = tl.zeros([], tl.int32) + seqlen_k
+    last = tl.full([], -1, tl.int32)
+    for start in range(0, seqlen_k, SCAN):
+        cols = start + tl.arange(0, SCAN)
+        keep = tl.load(row + cols, mask=cols < seqlen_k, other=0) != 0  # [SCAN]
+        first = tl.minimum(first, tl.min(tl.where(keep, cols, seqlen_k), 0))
+        last = tl.maximum(last, tl.max(tl.where(keep, cols, -1), 0))
+    return first, last + 1
+
+
+@triton.jit
+def trim_key_blocks(lo, full_lo, full_hi, hi, span_lo, span_hi, BLOCK_N: tl.constexpr):
+    """``key_blocks``' ranges (lo aligned to BLOCK_N) narrowed to a key mask's span [span_lo, span_hi):
+    the blocks before and after it keep no key, so skipping them changes nothing (their scores are
+    all -inf: p = 0, the row max and sum unchanged, no dropout draw read). A row keeping no key
+    gets the empty range: out 0, lse +inf, as a fully masked row."""
+    lo = tl.maximum(lo, (span_lo // BLOCK_N) * BLOCK_N)
+    hi = tl.maximum(tl.minimum(hi, span_hi), lo)
+    full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
+    full_hi = tl.maximum(tl.minimum(full_hi, (hi // BLOCK_N) * BLOCK_N), full_lo)
+    return lo, full_lo, full_hi, hi
+
+
 @triton.jit
 def score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope,
               HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr):

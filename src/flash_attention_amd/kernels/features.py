@@ -25,6 +25,7 @@ FLAGS = (
     "CHUNK",  # a chunk of a longer sequence: diag_offset and the Philox counter offsets are read
     "BIAS_BOOL",  # the bias is a uint8 view of a bool mask
     "BIAS_BCAST_N",  # the bias is broadcast over keys: its key stride (the kernels' BIAS_N) is 0, not 1
+    "KEY_MASK",  # a bool mask broadcast over query rows (a padding mask): key blocks it keeps none of are skipped
     # set by a kernel for its helpers
     "MASKED",  # this range of blocks applies the visibility mask and bounds checks
     "HAS_ALIBI",  # ALiBi slopes given (the kernel: ``Alibi is not None``)

@@ -34,12 +34,14 @@ import triton
 import triton.language as tl
 
 from .common import (
+    KEY_SCAN,
     LN2,
     LOG2E,
     block_dim,
     dot_chunks,
     has,
     key_blocks,
+    key_mask_span,
     load_chunks,
     num_chunks,
     philox_keep,
@@ -47,6 +49,7 @@ from .common import (
     score_mod,
     seq_bounds,
     store_chunks,
+    trim_key_blocks,
     visible,
     with_flags,
 )
@@ -264,7 +267,8 @@ def attn_fwd_kernel(
     seed_hi stay apart (do_not_specialize: one build for every seed; Triton specialises every element
     of a tuple). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
     IEEE_DOT (see ``_fwd_blocks``), HEAVY_FIRST, USE_TMA, POS_SCALE (sm_scale > 0), CHUNK, RELOAD_Q,
-    BIAS_BOOL, BIAS_BCAST_N (the bias key stride is 0), V_T.
+    BIAS_BOOL, BIAS_BCAST_N (the bias key stride is 0), KEY_MASK (a bool mask with query-row stride 0:
+    the key loop keeps to the span of kept keys, ``common.trim_key_blocks``), V_T.
     """
     # (batch, row, head) strides of q, k, v, out; (batch, head) of lse; the slopes' batch stride
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi = strides
@@ -282,6 +286,7 @@ def attn_fwd_kernel(
     USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
     RELOAD_Q: tl.constexpr = has(FEATURES, "RELOAD_Q")
+    KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid = tl.program_id(0)
@@ -370,6 +375,9 @@ def attn_fwd_kernel(
 
     lo, full_lo, full_hi, hi = key_blocks(start_m, diag, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, IS_CAUSAL, HAS_WINDOW)
+    if KEY_MASK:  # a padding mask (bias_src: this row's keys): skip the blocks outside its kept keys
+        span_lo, span_hi = key_mask_span(bias_src, seqlen_k, KEY_SCAN)
+        lo, full_lo, full_hi, hi = trim_key_blocks(lo, full_lo, full_hi, hi, span_lo, span_hi, BLOCK_N)
     # three ranges, one call site: left window edge (masked; only with a window: some rows see
     # these keys, some not), interior (every row sees every key: no masks), and the diagonal /
     # right window edge / end of the keys (masked)

@@ -26,7 +26,7 @@ import torch
 from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .fwd import bias_arg, bias_strides
+from .fwd import bias_arg, bias_strides, key_mask
 from .runtime import KernelSlot, launch_context
 from .spec import CompileSpec, arg_positions
 from .tiles import (
@@ -190,7 +190,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
     plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     # the kernels' FEATURES flags (kernels/features.py); the bias key stride is 0 or 1 (bias_arg)
-    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_BCAST_N=plan.bias_str[3] == 0)
+    bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_BCAST_N=plan.bias_str[3] == 0,
+                      KEY_MASK=key_mask(bias, plan.bias_str))
     plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
     plan.bias_str = plan.bias_str[:3]
     dbias_flags = {}  # dQ kernel only
@@ -416,7 +417,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
     bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
-    flags["BIAS_BOOL"] = bias == "bool"
+    flags["BIAS_BOOL"] = flags["KEY_MASK"] = bias == "bool"  # a bool bias built as a padding mask (fwd._spec)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")

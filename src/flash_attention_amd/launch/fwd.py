@@ -229,7 +229,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
         HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
-        BIAS_BCAST_N=plan.bias_stride[3] == 0, V_T=plan.v_t)
+        BIAS_BCAST_N=plan.bias_stride[3] == 0, KEY_MASK=key_mask(bias, plan.bias_stride), V_T=plan.v_t)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -351,6 +351,12 @@ def bias_arg(bias: torch.Tensor) -> torch.Tensor:
     if bias.shape[3] != 1 and bias.stride(3) not in (0, 1):
         bias = bias.contiguous()
     return bias.view(torch.uint8) if bias.dtype == torch.bool else bias
+
+
+def key_mask(bias, strides: tuple[int, int, int, int]) -> bool:
+    """A bool mask broadcast over query rows and not over keys (a padding mask: the kernels' KEY_MASK,
+    which skips the key blocks it keeps none of); strides: ``bias_strides`` of its view."""
+    return bias is not None and bias.dtype == torch.bool and strides[2] == 0 and strides[3] != 0
 
 
 def bias_strides(bias: torch.Tensor) -> tuple[int, int, int, int]:
@@ -498,9 +504,10 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
     """flags: the kernel's FEATURES flags by name (kernels/features.py; the rest off, but HEAVY_FIRST,
-    POS_SCALE, RELOAD_Q and BIAS_BOOL as the config and bias give them), plus HAS_ALIBI / IS_VARLEN /
-    HAS_SINKS (Alibi / cu_seqlens / Sinks given) and HAS_BIAS ("float": a bias of the data dtype,
-    "bool": a mask); dv: V's head dim (None: d)."""
+    POS_SCALE, RELOAD_Q, BIAS_BOOL and KEY_MASK as the config and bias give them: a "bool" bias is
+    built as a padding mask, the HF integration's call, whose build holds the full mask's code too),
+    plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens / Sinks given) and HAS_BIAS ("float": a
+    bias of the data dtype, "bool": a mask); dv: V's head dim (None: d)."""
     flags = dict(flags)
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     bias, sinks = flags.pop("HAS_BIAS", ""), flags.pop("HAS_SINKS", False)
@@ -508,7 +515,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     chunked = cfg.block_dk > 0
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_Q=chunked and cfg.reload_q,
-                      BIAS_BOOL=bias == "bool"), **flags)
+                      BIAS_BOOL=bias == "bool", KEY_MASK=bias == "bool"), **flags)
     flags["USE_TMA"] = tma
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
