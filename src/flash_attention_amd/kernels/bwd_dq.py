@@ -56,6 +56,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
     BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
     BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
+    KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     DBIAS_SUM_M: tl.constexpr = has(FEATURES, "DBIAS_SUM_M")
     DBIAS_SUM_N: tl.constexpr = has(FEATURES, "DBIAS_SUM_N")
     DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
@@ -83,11 +84,17 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
         s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
         if Bias is not None:
             b_rows, db_rows, row_ok = bias_offs
-            b_ptrs = Bias + b_rows[:, None] + (offs_n * BIAS_N)[None, :]
-            if MASK:
-                bias = tl.load(b_ptrs, mask=col_ok[None, :], other=0)  # [BLOCK_M, BLOCK_N]
+            if KEY_MASK:  # one row for every query
+                if MASK:
+                    bias = tl.load(Bias + offs_n, mask=col_ok, other=0)[None, :]  # [1, BLOCK_N]
+                else:
+                    bias = tl.load(Bias + offs_n)[None, :]  # [1, BLOCK_N]
             else:
-                bias = tl.load(b_ptrs)  # [BLOCK_M, BLOCK_N]
+                b_ptrs = Bias + b_rows[:, None] + (offs_n * BIAS_N)[None, :]
+                if MASK:
+                    bias = tl.load(b_ptrs, mask=col_ok[None, :], other=0)  # [BLOCK_M, BLOCK_N]
+                else:
+                    bias = tl.load(b_ptrs)  # [BLOCK_M, BLOCK_N]
             if BIAS_BOOL:
                 s = tl.where(bias != 0, s, float("-inf"))
             else:

@@ -192,14 +192,17 @@ def key_mask_span(row, seqlen_k, SCAN: tl.constexpr):
 
 @triton.jit
 def trim_key_blocks(lo, full_lo, full_hi, hi, span_lo, span_hi, BLOCK_N: tl.constexpr):
-    """``key_blocks``' ranges (lo aligned to BLOCK_N) narrowed to a key mask's span [span_lo, span_hi):
-    the blocks before and after it keep no key, so skipping them changes nothing (their scores are
+    """``key_blocks``' ranges (lo, full_lo, full_hi multiples of BLOCK_N) narrowed to a key mask's span
+    [span_lo, span_hi): the blocks before and after it keep no key, so skipping them changes nothing (their scores are
     all -inf: p = 0, the row max and sum unchanged, no dropout draw read). A row keeping no key
     gets the empty range: out 0, lse +inf, as a fully masked row."""
-    lo = tl.maximum(lo, (span_lo // BLOCK_N) * BLOCK_N)
+    lo = tl.multiple_of(tl.maximum(lo, (span_lo // BLOCK_N) * BLOCK_N), BLOCK_N)
     hi = tl.maximum(tl.minimum(hi, span_hi), lo)
-    full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
-    full_hi = tl.maximum(tl.minimum(full_hi, (hi // BLOCK_N) * BLOCK_N), full_lo)
+    floor_hi = (hi // BLOCK_N) * BLOCK_N  # >= lo: lo is aligned and <= hi
+    # the loops' starts stay multiples of BLOCK_N (told to the compiler: the pipeliner sizes the bias
+    # tile's asynchronous copies by it, and a 1-byte copy does not compile on sm90)
+    full_lo = tl.multiple_of(tl.minimum(tl.maximum(full_lo, lo), floor_hi), BLOCK_N)
+    full_hi = tl.multiple_of(tl.maximum(tl.minimum(full_hi, floor_hi), full_lo), BLOCK_N)
     return lo, full_lo, full_hi, hi
 
 

@@ -105,6 +105,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     HAS_BIAS: tl.constexpr = has(FEATURES, "HAS_BIAS")
     BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
     BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
+    KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     V_T: tl.constexpr = has(FEATURES, "V_T")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -129,7 +130,12 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             v_blk = v_src + start_lo.to(tl.int64) * stride_vn
     for start_n in tl.range(start_lo, start_hi, BLOCK_N):
         cols = start_n + offs_n
-        if HAS_BIAS:  # [BLOCK_M, BLOCK_N]: rows clamped to the sequence, keys past it masked
+        if HAS_BIAS and KEY_MASK:  # one row for every query: [1, BLOCK_N], keys past the sequence masked
+            if MASKED:
+                bias = tl.load(bias_src + cols, mask=cols < seqlen_k, other=0)[None, :]
+            else:
+                bias = tl.load(bias_src + cols)[None, :]
+        elif HAS_BIAS:  # [BLOCK_M, BLOCK_N]: rows clamped to the sequence, keys past it masked
             b_ptrs = bias_src + bias_offs[:, None] + (cols * BIAS_N)[None, :]
             if MASKED:
                 bias = tl.load(b_ptrs, mask=cols[None, :] < seqlen_k, other=0)

@@ -100,6 +100,13 @@ def supports(problem: Problem) -> str | None:
 def _chunks(tile: Tile) -> dict:
     """BLOCK_DK / BLOCK_DVK of a tile (head-dim chunks; 0: one product over the padded head dim)."""
     return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
+def bwd_key_mask(arch: str | None) -> bool:
+    """Whether the backward kernels skip a padding mask's dead key blocks (KEY_MASK): not on RDNA3
+    (gfx11), where it makes the mask + dropout builds spill (check-amd, d=64: dQ 43 VGPRs, GQA dK/dV
+    16, against none without it); there they read every key block, masked, as before."""
+    return not (arch or "").startswith("gfx11")
+
+
 def dbias_atomic(bias_shape, batch: int, nheads: int) -> bool:
     """dbias sums over programs (fp32 atomics): a bias broadcast over batch, heads or query rows."""
     return (bias_shape[0] == 1 and batch > 1) or (bias_shape[1] == 1 and nheads > 1) or bias_shape[2] == 1
@@ -191,7 +198,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     # the kernels' FEATURES flags (kernels/features.py); the bias key stride is 0 or 1 (bias_arg)
     bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_BCAST_N=plan.bias_str[3] == 0,
-                      KEY_MASK=key_mask(bias, plan.bias_str))
+                      KEY_MASK=key_mask(bias, plan.bias_str) and bwd_key_mask(_arch_of(q.device)))
     plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
     plan.bias_str = plan.bias_str[:3]
     dbias_flags = {}  # dQ kernel only
@@ -402,7 +409,8 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
              ("bias", _BIAS, BIAS_OPTIONS),
              ("bias-bcast", dict(HAS_BIAS="float", DBIAS="atomic", DQ_ONLY=True), BIAS_OPTIONS),
              ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
-             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT))
+             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT),
+             ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT))  # BERT's padded training call
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
@@ -417,7 +425,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
     bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
-    flags["BIAS_BOOL"] = flags["KEY_MASK"] = bias == "bool"  # a bool bias built as a padding mask (fwd._spec)
+    flags["BIAS_BOOL"] = bias == "bool"
+    flags["KEY_MASK"] = bias == "bool" and bwd_key_mask(arch)  # a bool bias built as a padding mask (fwd._spec)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")

@@ -415,6 +415,7 @@ _VARIANTS = (
     ("mask-sinks", dict(HAS_BIAS="bool", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
+    ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
 )
 
 
