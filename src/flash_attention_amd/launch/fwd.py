@@ -229,7 +229,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
         HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
-        BIAS_BCAST_N=plan.bias_stride[3] == 0, KEY_MASK=key_mask(bias, plan.bias_stride), V_T=plan.v_t)
+        BIAS_BCAST_N=plan.bias_stride[3] == 0,
+        KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -359,6 +360,12 @@ def key_mask(bias, strides: tuple[int, int, int, int]) -> bool:
     return bias is not None and bias.dtype == torch.bool and strides[2] == 0 and strides[3] != 0
 
 
+def fwd_key_mask(arch: str | None, dropout: bool, headdim: int) -> bool:
+    """Whether the forward skips a padding mask's dead key blocks (KEY_MASK): not with dropout above
+    d=64 on MI200 (gfx90a), where the mask + dropout build then spills 3 VGPRs (check-amd, d=128)."""
+    return not (arch == "gfx90a" and dropout and headdim > 64)
+
+
 def bias_strides(bias: torch.Tensor) -> tuple[int, int, int, int]:
     """Element strides (b, h, sq, sk) of a 4-D bias view, 0 on its size-1 (broadcast) dims."""
     return tuple(0 if n == 1 else st for n, st in zip(bias.shape, bias.stride()))
@@ -482,6 +489,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             for dtype in ("fp16", "bf16"):
                 for d in dims:
                     for label, fl in forms:
+                        fl = dict(fl, KEY_MASK=fl.get("HAS_BIAS") == "bool"
+                                  and fwd_key_mask(arch, fl.get("HAS_DROPOUT", False), d))
                         specs.append(_spec(attn_fwd_kernel, cfg, dtype, d, label, fl, amd))
     # FP8 (its own table, in the e4m3 flavour of the arch): plain, causal and every option (no dropout)
     fp8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}.get(FP8_OF_FAMILY.get(family, ""))
