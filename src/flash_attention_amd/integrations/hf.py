@@ -11,8 +11,9 @@ Example::
   installs), two ways, chosen per call by its size (``PACK_MIN_SCORES``):
   - small calls (host-bound: BERT-sized batches, generation steps): one dense call with the mask
     as a key mask (``attn_bias`` bool [b, 1, 1, sk], read with stride 0 over heads and queries),
-    as HF's eager and sdpa paths compute them: padding keys are left out, padding query rows are
-    computed (and ignored by the model's loss), a row that sees no valid key gives 0. No copies.
+    as HF's eager and sdpa paths compute them: padding keys are left out (the kernels skip the key
+    blocks the mask keeps none of: KEY_MASK), padding query rows are computed (and ignored by the
+    model's loss), a row that sees no valid key gives 0. No copies.
   - large calls (GPU-bound: long padded batches): the valid tokens are packed into varlen calls,
     so no work is spent on padding. The packing (a stable sort of the mask, cu_seqlens) is
     computed once per forward pass, for the mask tensor every layer shares, with fixed-size GPU
