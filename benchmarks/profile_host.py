@@ -5,7 +5,7 @@ functions, every thread on Python >= 3.12, where cProfile rides on sys.monitorin
 The GPU is held busy (``torch.cuda._sleep``) while the calls are issued, so only host time is
 measured. Usage on a GPU machine:
 
-    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts calls,bert,bertpy,gaps]
+    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts calls,split,bert,bertpy,gaps]
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import torch
 
 import flash_attention_amd as fa
 from flash_attention_amd import core, use_backend
+from flash_attention_amd.philox import new_seed
 
 
 def _busy(ms: float = 400.0) -> None:
@@ -175,6 +176,109 @@ def call_profiles(out_dir: str) -> None:
                 print(text[:5000], flush=True)
 
 
+def _loop_us(fn, loops: int = 9, calls: int = 40) -> tuple[float, float]:
+    """(median, min) host us per call of fn over loops of calls, the GPU held busy."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(loops):
+        _busy(calls * 3.0)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    times.sort()
+    return times[len(times) // 2], times[0]
+
+
+def _launch_paths(plan) -> str:
+    """How each kernel of a call plan launches: 'direct' (the C launcher), 'run' (CompiledKernel.run
+    with launch metadata) or 'triton' (no cached entry: fn[grid])."""
+    out = []
+    for name in ("fwd", "bwd"):
+        p = plan.slot.get(name)
+        if p is None:
+            continue
+        slots = list(getattr(p, "kernels", ()) or ()) or [getattr(p, "kernel", None)]
+        for ks in slots:
+            if ks is None or not hasattr(ks, "kernels"):
+                continue
+            kinds = ["direct" if e[1] is not None else "run" for e in ks.kernels.values()]
+            out.append(f"{name}:{getattr(ks.fn, '__name__', '?')}={'/'.join(kinds) or 'triton'} fast={len(ks.fast)}")
+    return ", ".join(out)
+
+
+def split_profiles(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
+    """BERT's call (key mask + dropout) taken apart: host us per call of fwd (grad on) and fwd + bwd with
+    neither, the mask, dropout, and both; each piece of the call path timed alone; the launch path of
+    every kernel; a cProfile of the whole call."""
+    b, s, h, d = batch, seqlen, 12, 64
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    dout = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    keys = torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda")
+    mask = keys[:, None, None, :]
+    lines = [f"# {torch.cuda.get_device_name()} b={b} s={s} h={h} d={d} bf16; host us per call, median (min)"]
+    variants = {"plain": {}, "mask": {"attn_bias": mask}, "dropout": {"dropout_p": 0.1},
+                "mask+dropout": {"attn_bias": mask, "dropout_p": 0.1}}
+    with use_backend("triton"):
+        for name, kw in variants.items():
+            def fwd(kw=kw):
+                core.attention(q, k, v, **kw)
+
+            def fwd_bwd(kw=kw):
+                out = core.attention(q, k, v, **kw)
+                torch.autograd.grad(out, (q, k, v), dout)
+
+            f, fb = _loop_us(fwd), _loop_us(fwd_bwd)
+            plan = next(p for key, p in core._PLANS.items() if key[0] == q.shape and p.params.dropout_p == kw.get(
+                "dropout_p", 0.0) and (p.problem.bias != "") == ("attn_bias" in kw) and p.problem.needs_grad)
+            lines.append(f"{name:13s} fwd {f[0]:6.1f} ({f[1]:6.1f})  fwd+bwd {fb[0]:6.1f} ({fb[1]:6.1f})  "
+                         f"launch: {_launch_paths(plan)}")
+        pieces = {
+            "new_seed": new_seed,
+            "empty_like(q) x5": lambda: [torch.empty_like(q) for _ in range(5)],
+            "mask.view(uint8)": lambda: mask.view(torch.uint8),
+            "autograd.grad(identity)": None,
+        }
+
+        class Ident(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        pieces["autograd.grad(identity)"] = lambda: torch.autograd.grad(Ident.apply(q), (q,), dout)
+        for name, fn in pieces.items():
+            m, lo = _loop_us(fn, calls=200)
+            lines.append(f"piece {name:24s} {m:6.1f} ({lo:6.1f})")
+
+        def both():
+            out = core.attention(q, k, v, attn_bias=mask, dropout_p=0.1)
+            torch.autograd.grad(out, (q, k, v), dout)
+
+        # one decoding step (host_overhead.py's kvcache row): q [8, 1, 32, 128], cache 4096, 8 KV heads, append 1
+        qd = torch.randn(8, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+        kc, vc = (torch.randn(8, 4096, 8, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        kn, vn = (torch.randn(8, 1, 8, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        lens = torch.full((8,), 2048, dtype=torch.int32, device="cuda")
+
+        def kvcache():
+            fa.flash_attn_with_kvcache(qd, kc, vc, k=kn, v=vn, cache_seqlens=lens, causal=True)
+
+        m, lo = _loop_us(kvcache, calls=100)
+        lines.append(f"kvcache decode step {m:6.1f} ({lo:6.1f})")
+        text = "\n".join(lines) + "\n\n" + cprofile_text(both, 200, busy_ms=1000, rows=40)
+        text += "\n\nkvcache\n" + cprofile_text(kvcache, 400, busy_ms=600, rows=30)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, "host_split.txt"), "w") as fh:
+        fh.write(text + "\n")
+
+
 class _GcTimer:
     """gc.callbacks entry: time spent in collections and their count per generation."""
 
@@ -317,6 +421,8 @@ def main() -> None:
     parts = args.parts.split(",")
     if "calls" in parts:
         call_profiles(args.out)
+    if "split" in parts:
+        split_profiles(args.out, *shape)
     if "bert" in parts:
         bert_profiles(args.out, *shape)
     if "bertpy" in parts:
