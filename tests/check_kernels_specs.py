@@ -33,7 +33,7 @@ def _tiny_attn_fwd(Q, K, V, Out, seqlen_q, seqlen_k, sm_scale, seed_lo, seed_hi,
         cols = start_n + offs_n
         kt = tl.load(K + cols[None, :] * HEAD_DIM + offs_d[:, None],
                      mask=cols[None, :] < seqlen_k, other=0.0)  # [HEAD_DIM, BLOCK_N]
-        s, _ = score_mod(tl.dot(q, kt), offs_m, cols, diag, sm_scale, 0.0, 0.0, False, False)
+        s, _ = score_mod(tl.dot(q, kt), offs_m, cols, diag, sm_scale, 0.0, 0.0, False, False, False)
         s = tl.where(visible(offs_m, cols, diag, seqlen_k, -1, -1, IS_CAUSAL, False, True), s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)

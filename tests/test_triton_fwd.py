@@ -19,6 +19,7 @@ from helpers import DEVICE, assert_matches, rel_err
 
 pytest.importorskip("triton")
 
+from flash_attention_amd.kernels.features import unpack  # noqa: E402
 from flash_attention_amd.launch import fwd as launch  # noqa: E402
 from flash_attention_amd.launch.fwd import FwdConfig, _forward, attention_forward, supports  # noqa: E402
 from flash_attention_amd.params import AttnParams, Problem  # noqa: E402
@@ -179,6 +180,55 @@ def test_softcap_only_and_scale():
     q, k, v = qkv(1, 33, 33, 2, 2, 16)
     check(q, k, v, make_params(16, softcap=1.5, softmax_scale=0.7), cfg=None if ON_GPU else SMALL)
     check(q, k, v, make_params(16, causal=True, softmax_scale=-0.3), cfg=None if ON_GPU else SMALL)
+
+
+@pytest.mark.parametrize("softcap,dtype,causal", [(50.0, torch.float32, True), (30.0, torch.bfloat16, False),
+                                                   (0.5, torch.float32, False), (53.0, torch.bfloat16, True)])
+def test_softcap_fixed_max(softcap, dtype, causal):
+    """SOFTCAP_MAX (softcap bounds the scores: the softmax runs against a fixed max, no rescaling), on
+    rows whose every score saturates near -softcap and near +softcap (the ends of P's range), ordinary
+    rows, and with sq > sk causal, rows with no visible key; each row checked on its own."""
+    b, sq, sk, h, d = 2, 45, 37, 2, 32
+    q, k, v = qkv(b, sq, sk, h, 1, d)
+    u = torch.randn(d, device=DEVICE)
+    u = u / u.norm()
+    k = k + 4.0 * u  # every key shares the direction u: rows along -u / +u score low / high on every key
+    push = 30.0 * softcap * d ** 0.5 / 4.0  # scaled scores of about -/+ 30 softcap: tanh saturates
+    q[:, -1] = -push * u  # the last rows see every key, causal too
+    q[:, -2] = push * u
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    params = make_params(d, causal=causal, softcap=softcap)
+    cfg = None if ON_GPU else SMALL
+    flags = unpack(launch.plan_forward(q, k, v, params, cfg).constexprs["FEATURES"])
+    assert flags["SOFTCAP_MAX"] and flags["HAS_SOFTCAP"]
+    out, lse, ro, rl = check(q, k, v, params, cfg=cfg)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    rows = ~torch.isinf(rl)  # [b, h, sq]
+    o_rows, r_rows = out.transpose(1, 2)[rows].double(), ro.transpose(1, 2)[rows]
+    row_err = (o_rows - r_rows).norm(dim=-1) / r_rows.norm(dim=-1).clamp_min(1e-30)
+    assert row_err.max() < tol, f"worst row rel err {row_err.max():.3e}"
+    assert ((lse[rows] - rl[rows]).abs() / rl[rows].abs().clamp_min(1.0)).max() < tol
+    if causal:
+        assert (~rows).any()  # sq > sk: the first rows see no key
+
+
+def test_softcap_fixed_max_only_where_exact():
+    """SOFTCAP_MAX stays off where softcap does not bound P's range (fp16's P, ALiBi, a float bias, sinks,
+    softcap * log2(e) above 77) and the forward keeps its running max there."""
+    q, k, v = qkv(1, 8, 8, 2, 2, 16)
+    half = [t.half() for t in (q, k, v)]
+
+    def on(params, tensors=(q, k, v)):
+        return unpack(launch.plan_forward(*tensors, params, SMALL).constexprs["FEATURES"])["SOFTCAP_MAX"]
+
+    assert on(make_params(16, softcap=53.0)) and not on(make_params(16, softcap=54.0))
+    assert not on(make_params(16, softcap=5.0), half)
+    assert not on(make_params(16, softcap=5.0, alibi_slopes=torch.rand(2, device=DEVICE)))
+    assert not on(make_params(16, softcap=5.0)._replace(sinks=torch.zeros(2, device=DEVICE)))
+    assert not on(make_params(16, softcap=5.0)._replace(attn_bias=torch.zeros(1, 1, 8, 8, device=DEVICE)))
+    assert on(make_params(16, softcap=5.0)._replace(attn_bias=torch.ones(1, 1, 8, 8, dtype=torch.bool,
+                                                                          device=DEVICE)))
+    assert not on(make_params(16))
 
 
 def _varlen(lens_q, lens_k, h, hk, d, dtype=torch.float32):

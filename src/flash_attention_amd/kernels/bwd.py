@@ -202,6 +202,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
     HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    FAST_TANH: tl.constexpr = has(FEATURES, "FAST_TANH")
     HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
     DQ_ATOMIC: tl.constexpr = has(FEATURES, "DQ_ATOMIC")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
@@ -240,7 +241,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     else:
         qkT = _mma(k, qT, None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     # score_mod with rows/cols swapped: |j - diag - i| == |i + diag - j|
-    sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
+    sT, tT = score_mod(qkT, offs_n, offs_m, -diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI, FAST_TANH)
     if Bias is not None:  # [BLOCK_N, BLOCK_M] (transposed), rows clamped to the sequence
         b_rows = (tl.minimum(offs_m, seqlen_q - 1) - start_m) * stride_bm  # [BLOCK_M] from row start_m
         row0 = tl.full([], 0, tl.int64) + start_m  # 64-bit (start_m is a plain int in the interpreter)

@@ -51,6 +51,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
     HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    FAST_TANH: tl.constexpr = has(FEATURES, "FAST_TANH")
     HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
@@ -81,7 +82,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
             v = _load2(V + offs_n[:, None] * stride_vn + offs_dv[None, :],
                        col_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_N, BLOCK_DV]
             qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
-        s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
+        s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI, FAST_TANH)
         if Bias is not None:
             b_rows, db_rows, row_ok = bias_offs
             if KEY_MASK:  # one row for every query

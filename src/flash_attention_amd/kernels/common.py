@@ -106,6 +106,15 @@ def tanh_f32(x):
 
 
 @triton.jit
+def tanh_approx_f32(x):
+    """tanh by NVIDIA's ``tanh.approx.f32`` (sm_75 and later): one special-function instruction, where
+    ``tanh_f32`` takes an exponential and a division (two). Largest relative error 2^-10.99 (PTX ISA);
+    flash_attn's own softcap uses the same instruction. Not in the interpreter, not on AMD."""
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
 def visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
             IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, MASK_N: tl.constexpr):
     """[BLOCK_M, BLOCK_N] bool: key offs_n visible from query offs_m; query i sits at key
@@ -208,14 +217,18 @@ def trim_key_blocks(lo, full_lo, full_hi, hi, span_lo, span_hi, BLOCK_N: tl.cons
 
 @triton.jit
 def score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope,
-              HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr):
+              HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr, FAST_TANH: tl.constexpr):
     """fp32 scores in log2 units from raw dot products qk [BLOCK_M, BLOCK_N].
 
     s = sm_scale * qk; softcap: s = softcap * tanh(s / softcap); ALiBi: s -= slope * |i + diag - j|.
     Returns (s * log2(e), tanh) where tanh is what the backward pass needs for softcap
-    (qk itself when HAS_SOFTCAP is off).
+    (qk itself when HAS_SOFTCAP is off). FAST_TANH: tanh by ``tanh_approx_f32`` (the forward and the
+    backward of one call take the same, so that the backward's P is the forward's).
     """
-    if HAS_SOFTCAP:
+    if HAS_SOFTCAP and FAST_TANH:
+        t = tanh_approx_f32(qk * (sm_scale / softcap))
+        s = t * (softcap * LOG2E)
+    elif HAS_SOFTCAP:
         t = tanh_f32(qk * (sm_scale / softcap))
         s = t * (softcap * LOG2E)
     else:

@@ -59,6 +59,7 @@ def decode_split_kernel(
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    FAST_TANH: tl.constexpr = has(FEATURES, "FAST_TANH")
     SPLIT: tl.constexpr = has(FEATURES, "SPLIT_KV")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
@@ -180,7 +181,7 @@ def decode_split_kernel(
             qk = tl.dot(q, tl.trans(k), input_precision="ieee")  # [BLOCK_M, BLOCK_N]
         else:
             qk = tl.dot(q, tl.trans(k))  # [BLOCK_M, BLOCK_N]
-        s, _ = score_mod(qk, offs_i, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, Alibi is not None)
+        s, _ = score_mod(qk, offs_i, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, Alibi is not None, FAST_TANH)
         ok = visible(offs_i, offs_n, diag, seqlen_k, window_left, window_right,
                      IS_CAUSAL, HAS_WINDOW, False) & n_ok[None, :]
         s = tl.where(ok, s, float("-inf"))

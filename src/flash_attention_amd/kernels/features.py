@@ -26,6 +26,7 @@ FLAGS = (
     "BIAS_BOOL",  # the bias is a uint8 view of a bool mask
     "BIAS_BCAST_N",  # the bias is broadcast over keys: its key stride (the kernels' BIAS_N) is 0, not 1
     "KEY_MASK",  # a bool mask broadcast over query rows (a padding mask): key blocks it keeps none of are skipped
+    "FAST_TANH",  # softcap's tanh by NVIDIA's tanh.approx.f32 (one instruction; forward and backward alike)
     # set by a kernel for its helpers
     "MASKED",  # this range of blocks applies the visibility mask and bounds checks
     "HAS_ALIBI",  # ALiBi slopes given (the kernel: ``Alibi is not None``)
@@ -36,6 +37,7 @@ FLAGS = (
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "RELOAD_Q",  # head-dim chunks: Q's chunks read again for every key block
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
+    "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)

@@ -95,6 +95,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
+    FAST_TANH: tl.constexpr = has(FEATURES, "FAST_TANH")
     HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
     HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
@@ -107,6 +108,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     V_T: tl.constexpr = has(FEATURES, "V_T")
+    SOFTCAP_MAX: tl.constexpr = has(FEATURES, "SOFTCAP_MAX")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -165,7 +167,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             qk = tl.dot(q, tl.trans(k))
         if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE or (HAS_BIAS and not BIAS_BOOL):
             if HAS_SOFTCAP or HAS_ALIBI:
-                s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI)
+                s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI, FAST_TANH)
             else:
                 s = qk * qk_scale
             if HAS_BIAS:
@@ -176,8 +178,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 s = tl.where(ok, s, float("-inf"))
-            # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
-            m_new = tl.maximum(m_i, tl.max(s, 1))
+            if SOFTCAP_MAX:  # m_i: the fixed max (attn_fwd_kernel); no rescaling below
+                m_new = m_i
+            else:  # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
+                m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
             if HAS_BIAS:  # a bool mask
@@ -187,10 +191,13 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 qk = tl.where(ok, qk, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
             p = tl.exp2(qk * qk_scale - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if BLOCK_DK == 0:
-            acc = acc * alpha[:, None]
+        if SOFTCAP_MAX:  # the max never moves: nothing to rescale (BLOCK_DK == 0, plan_forward)
+            l_i = l_i + tl.sum(p, 1)
+        else:
+            alpha = tl.exp2(m_i - m_new)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            if BLOCK_DK == 0:
+                acc = acc * alpha[:, None]
         if HAS_DROPOUT:
             if CHUNK:
                 keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
@@ -274,7 +281,9 @@ def attn_fwd_kernel(
     of a tuple). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
     IEEE_DOT (see ``_fwd_blocks``), HEAVY_FIRST, USE_TMA, POS_SCALE (sm_scale > 0), CHUNK, RELOAD_Q,
     BIAS_BOOL, BIAS_BCAST_N (the bias key stride is 0), KEY_MASK (a bool mask with query-row stride 0:
-    the key loop keeps to the span of kept keys, ``common.trim_key_blocks``), V_T.
+    the key loop keeps to the span of kept keys, ``common.trim_key_blocks``), V_T, FAST_TANH (softcap's tanh
+    by one instruction, NVIDIA), SOFTCAP_MAX (softcap bounds every score: P = exp2(s - m) against a fixed m,
+    no running max and no rescaling; bf16 / fp32 P, softcap * log2(e) <= 77, no ALiBi, float bias or sinks).
     """
     # (batch, row, head) strides of q, k, v, out; (batch, head) of lse; the slopes' batch stride
     stride_q, stride_k, stride_v, stride_o, stride_lse, stride_alibi = strides
@@ -367,7 +376,12 @@ def attn_fwd_kernel(
     else:
         acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
+    if has(FEATURES, "SOFTCAP_MAX"):  # |s| <= c = softcap * log2(e): a fixed max, P = exp2(s - m) in
+        # [2^(-c - m), 2^(c - m)] with m = max(c - 64, 0): at most 2^64 and, as plan_forward allows c <= 77,
+        # at least 2^-90 (fp32 / bf16 normals: P * v stays a normal for |v| in [2^-36, 2^44] over 2^20 keys)
+        m_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32) * tl.maximum(softcap * LOG2E - 64.0, 0.0)
+    else:
+        m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
     if Sinks is not None:  # the sink is one more logit: the softmax starts from it (m = sink, l = 1)
         sink = tl.load(Sinks + off_h) * LOG2E  # scalar fp32
         m_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32) * tl.maximum(sink, -1.0e30)

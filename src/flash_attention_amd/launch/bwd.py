@@ -26,7 +26,7 @@ import torch
 from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .fwd import bias_arg, bias_strides, key_mask
+from .fwd import bias_arg, bias_strides, fast_tanh, key_mask
 from .runtime import KernelSlot, launch_context
 from .spec import CompileSpec, arg_positions
 from .tiles import (
@@ -219,7 +219,9 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
-                 HAS_DROPOUT=dropout, CHUNK=params.has_offsets, **bias_flags,
+                 FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
+                 HAS_DROPOUT=dropout,
+                 CHUNK=params.has_offsets, **bias_flags,
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
@@ -427,6 +429,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     bias, dbias, dq_only = flags.pop("HAS_BIAS", ""), flags.pop("DBIAS", ""), flags.pop("DQ_ONLY", False)
     flags["BIAS_BOOL"] = bias == "bool"
     flags["KEY_MASK"] = bias == "bool" and bwd_key_mask(arch)  # a bool bias built as a padding mask (fwd._spec)
+    flags["FAST_TANH"] = not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float" and dtype != "fp32"
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")

@@ -15,6 +15,7 @@ from ..kernels import decode as kernels
 from ..kernels.features import pack
 from ..params import AttnParams, Problem
 from . import runtime
+from .fwd import fast_tanh
 from .spec import CompileSpec, arg_positions
 from .tiles import (
     DECODE,
@@ -204,7 +205,8 @@ def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_s
     constexprs = dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
                       PAGE_SIZE=k_cache.shape[1] if paged else 1,
                       FEATURES=pack(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
-                                    HAS_SOFTCAP=params.softcap > 0, SPLIT_KV=split, IEEE_DOT=ieee),
+                                    HAS_SOFTCAP=params.softcap > 0, SPLIT_KV=split, IEEE_DOT=ieee,
+                                    FAST_TANH=params.softcap > 0 and fast_tanh(device, q.dtype)),
                       **_chunks(tile))
     fn = kernels.decode_split_kernel
     plan.split_slot = runtime.KernelSlot(fn, constexprs, tile.launch_options(False), arg_positions(fn, _DECODE_DYNAMIC))

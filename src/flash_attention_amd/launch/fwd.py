@@ -230,7 +230,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
-        KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t)
+        KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t,
+        FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
+        SOFTCAP_MAX=softcap_max(params, q.dtype, arch) and not chunked)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -366,6 +368,38 @@ def fwd_key_mask(arch: str | None, dropout: bool, headdim: int) -> bool:
     return not (arch == "gfx90a" and dropout and headdim > 64)
 
 
+def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | None = None) -> bool:
+    """Whether the kernels take softcap's tanh by NVIDIA's ``tanh.approx.f32`` (FAST_TANH): on CUDA GPUs
+    (not ROCm, not the interpreter), for fp16 / bf16 / FP8 data (its 2^-11 relative error is below their
+    own rounding; fp32 calls keep the exact form: the H100 tests measured 1.0-1.8e-5 against 1e-5), not
+    with a float bias (check-kernels: its builds then spill 2-7 registers on sm80 / sm90, none without).
+    The forward, backward and decode launchers all ask here, so that the backward recomputes the
+    forward's scores exactly."""
+    return (device.type == "cuda" and torch.version.hip is None and dtype != torch.float32
+            and (bias is None or bias.dtype == torch.bool))
+
+
+# SOFTCAP_MAX: softcap * log2(e) up to this (softcap <= 53: Gemma 2's 50, Grok's 30); kernels/fwd.py says why
+SOFTCAP_MAX_LOG2 = 77.0
+_LOG2E = math.log2(math.e)
+
+
+# SOFTCAP_MAX where its builds were checked spill-free (check-kernels); sm80: the bf16 d=64 options row
+# (128x64 w4 s3) then spills 7 registers, none with the running max (and FAST_TANH)
+SOFTCAP_MAX_FAMILIES = (INTERPRETER, "sm90")
+
+
+def softcap_max(params: AttnParams, dtype: torch.dtype, arch: str | None) -> bool:
+    """Whether the forward runs the softmax against a fixed max (SOFTCAP_MAX): softcap bounds every score
+    (no ALiBi, float bias or sinks move it), and P is bf16 or fp32 (fp16's range is too short for
+    P in [2^-90, 2^64]), on the arch families of ``SOFTCAP_MAX_FAMILIES``."""
+    bias = params.attn_bias
+    return (0 < params.softcap * _LOG2E <= SOFTCAP_MAX_LOG2 and dtype in (torch.bfloat16, torch.float32)
+            and arch_family(arch) in SOFTCAP_MAX_FAMILIES
+            and params.alibi_slopes is None and params.sinks is None
+            and (bias is None or bias.dtype == torch.bool))
+
+
 def bias_strides(bias: torch.Tensor) -> tuple[int, int, int, int]:
     """Element strides (b, h, sq, sk) of a 4-D bias view, 0 on its size-1 (broadcast) dims."""
     return tuple(0 if n == 1 else st for n, st in zip(bias.shape, bias.stride()))
@@ -423,6 +457,7 @@ _VARIANTS = (
     ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
     ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
+    ("softcap", dict(HAS_SOFTCAP=True, SOFTCAP_MAX=True), OPTIONS),  # Gemma 2's call: the fixed-max softmax (bf16)
 )
 
 
@@ -476,6 +511,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             prev_d = max_d
             if (flags.get("HAS_BIAS") or flags.get("HAS_SINKS")) and max_d > CHUNKED_ABOVE:
                 continue  # bias and sinks: head dims up to 256 (supports() declines the rest)
+            if flags.get("SOFTCAP_MAX") and (cfg.block_dk > 0 or family not in SOFTCAP_MAX_FAMILIES):
+                continue  # not with head-dim chunks, nor where it is off (plan_forward)
             if tier == PLAIN:
                 if causal is not None and causal != flags.get("IS_CAUSAL", False):
                     continue
@@ -486,7 +523,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             forms = [(vname, vflags)] + ([(vname + "-dense", dict(vflags, IS_VARLEN=False))]
                                          if tier != PLAIN and cfg.use_tma and not amd and vflags.get("IS_VARLEN")
                                          else [])
-            for dtype in ("fp16", "bf16"):
+            for dtype in ("fp16", "bf16") if not flags.get("SOFTCAP_MAX") else ("bf16",):
                 for d in dims:
                     for label, fl in forms:
                         fl = dict(fl, KEY_MASK=fl.get("HAS_BIAS") == "bool"
@@ -527,6 +564,8 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_Q=chunked and cfg.reload_q,
                       BIAS_BOOL=bias == "bool", KEY_MASK=bias == "bool"), **flags)
     flags["USE_TMA"] = tma
+    flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
+                          and dtype != "fp32")  # as fast_tanh says
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
