@@ -88,7 +88,7 @@ def _time(call, q, k, v) -> tuple[float, float]:
     return _bench(fwd), _bench(fwd_bwd)
 
 
-def measure(rows) -> list[dict]:
+def measure(rows, peers: bool = True) -> list[dict]:
     torch.manual_seed(0)
     slopes = torch.rand(H, device="cuda") * 0.1
     results = []
@@ -104,12 +104,14 @@ def measure(rows) -> list[dict]:
             f, fb = _time(lambda a, b_, c, o=opts: fa.flash_attn_func(a, b_, c, causal=True, **o), q, k, v)
         rec["ours"] = (f, fb - f)
         try:
+            if not peers:
+                raise RuntimeError("peers not asked for (--no-peers)")
             flex = _flex(row, slopes)
             f, fb = _time(flex, qt, kt, vt)
             rec["flex"] = (f, fb - f)
         except Exception as exc:  # noqa: BLE001 - a peer that cannot run is reported, not fatal
             rec["flex_error"] = f"{type(exc).__name__}: {exc}"[:200]
-        if row in ("none", "gqa8"):
+        if peers and row in ("none", "gqa8"):
             gqa = row == "gqa8"
             f, fb = _time(lambda a, b_, c, g=gqa: F.scaled_dot_product_attention(a, b_, c, is_causal=True,
                                                                                 enable_gqa=g),
@@ -150,8 +152,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--json", default="")
+    ap.add_argument("--no-peers", action="store_true", help="ours only (a base tree timed in the same call)")
     args = ap.parse_args()
-    results = measure(args.rows.split(","))
+    results = measure(args.rows.split(","), not args.no_peers)
     text = table(results)
     print(text)
     if args.json:

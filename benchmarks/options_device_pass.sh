@@ -15,6 +15,6 @@ fi
 for tag in new ${BASE_DIR:+base}; do
   src=src; [ "$tag" = base ] && src=$BASE_DIR/src
   PYTHONPATH=$src timeout ${BENCH_TIMEOUT:-240} python3 benchmarks/bench_options.py --rows "${ROWS:-none,softcap30,softcap50,alibi,window1024,gqa8}" \
-    --json "$OUT/options_$tag.json" > "$OUT/options_$tag.txt" 2>&1
+    ${BASE_NO_PEERS:+$([ "$tag" = base ] && echo --no-peers)} --json "$OUT/options_$tag.json" > "$OUT/options_$tag.txt" 2>&1
   echo "options $tag: rc=$? at $(( $(date +%s) - start )) s"; grep "^|" "$OUT/options_$tag.txt"
 done
