@@ -384,9 +384,12 @@ SOFTCAP_MAX_LOG2 = 77.0
 _LOG2E = math.log2(math.e)
 
 
-# SOFTCAP_MAX where its builds were checked spill-free (check-kernels); sm80: the bf16 d=64 options row
-# (128x64 w4 s3) then spills 7 registers, none with the running max (and FAST_TANH)
-SOFTCAP_MAX_FAMILIES = (INTERPRETER, "sm90")
+# SOFTCAP_MAX where its builds were checked (check-kernels, the "softcap" variant against the same build
+# with the running max). sm90: timed (H100 / H200, benchmarks/results/run7). CDNA (gfx90a / gfx942 /
+# gfx950): 0 spills, the same occupancy, VGPRs -12 .. +8 (static only, never run on AMD hardware).
+# Off on sm80 (the bf16 d=64 options row, 128x64 w4 s3, then spills 7 registers, none with the running
+# max and FAST_TANH) and RDNA (gfx1100 d=64: 7 waves instead of 8; gfx12 not checked).
+SOFTCAP_MAX_FAMILIES = (INTERPRETER, "sm90", "gfx90a", "gfx942", "gfx950")
 
 
 def softcap_max(params: AttnParams, dtype: torch.dtype, arch: str | None) -> bool:
