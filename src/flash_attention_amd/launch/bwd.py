@@ -401,7 +401,10 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
              ("bias", _BIAS, BIAS_OPTIONS),
              ("bias-bcast", dict(HAS_BIAS="float", DBIAS="atomic", DQ_ONLY=True), BIAS_OPTIONS),
              ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
-             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT))
+             ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT),
+             # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode)
+             ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
+             ("bias-drop", dict(HAS_WINDOW=True, **_BIAS, HAS_DROPOUT=True), BIAS_DROPOUT))
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",

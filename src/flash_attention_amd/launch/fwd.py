@@ -409,6 +409,9 @@ _VARIANTS = (
     ("mask-sinks", dict(HAS_BIAS="bool", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
+    # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode), every other option on
+    ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
+    ("bias-drop", dict(HAS_WINDOW=True, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
 )
 
 
