@@ -20,10 +20,7 @@ dropout 0.1 as BERT trains):
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
-import pstats
 import statistics
 import time
 
@@ -128,15 +125,9 @@ def main() -> None:
               f"attn call fwd+bwd host {med:6.1f} us (min {low:6.1f})",
               flush=True)
         if args.profile and impl == "fa_amd":
-            prof = cProfile.Profile()
-            prof.enable()
-            for _ in range(50):
-                call()
-            prof.disable()
-            torch.cuda.synchronize()
-            buf = io.StringIO()
-            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
-            print(buf.getvalue(), flush=True)
+            from profile_host import cprofile_text  # benchmarks/, the script's own folder
+
+            print(cprofile_text(call, 50), flush=True)
     base = min(rows["eager"]["step_ms"], rows["sdpa"]["step_ms"])
     print(f"# BERT-base s={args.seqlen} b={args.batch}: fa_amd step / best of eager and sdpa = "
           f"{rows['fa_amd']['step_ms'] / base:.3f} (samples/s ratio {base / rows['fa_amd']['step_ms']:.3f}x); "

@@ -26,6 +26,21 @@ def _busy(ms: float = 400.0) -> None:
     torch.cuda._sleep(int(ms * 1.5e6))
 
 
+def cprofile_text(fn, calls: int, busy_ms: float = 0.0, rows: int = 30) -> str:
+    """cProfile of ``calls`` calls of fn (the GPU held busy ``busy_ms`` first), by self time."""
+    prof = cProfile.Profile()
+    if busy_ms:
+        _busy(busy_ms)
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(rows)
+    return buf.getvalue()
+
+
 def _bert_setup(seqlen: int, batch: int):
     """(model, padded batch, optimizer): HF BERT-base in bf16 on the GPU, as the e2e suite builds it."""
     from flash_attention_amd.bench import models
@@ -140,16 +155,7 @@ def call_profiles(out_dir: str) -> None:
             times.sort()
             print(f"{name:34s} host {times[3]:7.1f} us per call (min {times[0]:.1f})", flush=True)
             if name.startswith("triton"):
-                prof = cProfile.Profile()
-                _busy(800)
-                prof.enable()
-                for _ in range(100):
-                    fn()
-                prof.disable()
-                torch.cuda.synchronize()
-                buf = io.StringIO()
-                pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
-                text = buf.getvalue()
+                text = cprofile_text(fn, 100, busy_ms=800)
                 with open(os.path.join(out_dir, f"cprofile_{name}.txt"), "w") as f:
                     f.write(text)
                 print(text[:5000], flush=True)
