@@ -9,7 +9,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from flash_attention_amd.kernels.common import key_range, philox_keep, score_mod, visible
+from flash_attention_amd.kernels.common import dropout_keep, key_range, score_mod, visible
 from flash_attention_amd.launch.spec import CompileSpec
 
 
@@ -41,7 +41,7 @@ def _tiny_attn_fwd(Q, K, V, Out, seqlen_q, seqlen_k, sm_scale, seed_lo, seed_hi,
         alpha = tl.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
         if HAS_DROPOUT:
-            keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], tl.program_id(1), threshold)
+            keep = dropout_keep(seed_lo, seed_hi, threshold, start_m, cols, tl.program_id(1), BLOCK_M, True, False)
             p = tl.where(keep, p, 0.0)
         v = tl.load(V + cols[:, None] * HEAD_DIM + offs_d[None, :],
                     mask=cols[:, None] < seqlen_k, other=0.0)  # [BLOCK_N, HEAD_DIM]

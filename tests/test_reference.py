@@ -1,5 +1,5 @@
 """Sanity of the oracle itself: reference.py against the contract's formula written element by
-element in plain Python, and the Philox twins (philox.py, kernels/common.py:philox_keep)
+element in plain Python, and the Philox twins (philox.py, kernels/common.py:philox / dropout_keep)
 against Random123's known-answer vectors and each other."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from flash_attention_amd.philox import dropout_keep_mask, dropout_threshold, philox_word
+from flash_attention_amd.philox import dropout_keep_mask, dropout_threshold, philox_words, quad_mask
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
 from helpers import DEVICE, HAS_TRITON
 
@@ -48,16 +48,38 @@ def test_plain_philox_known_answers(rounds, ctr, key, expect):
 
 
 def test_torch_philox_matches_plain():
-    """philox_word = first word of Philox-4x32-7 with counter (c0, c1, c2, 0), key (seed lo, hi)."""
-    assert int(philox_word(0, torch.tensor(0), torch.tensor(0), torch.tensor(0))) == 0x5F6FB709
+    """philox_words = the four words of Philox-4x32-7 with counter (c0, c1, c2, 0), key (seed lo, hi)."""
+    zero = torch.tensor(0)
+    assert [int(w) for w in philox_words(0, zero, zero, zero)] == list(KAT[0][3])
     g = torch.Generator().manual_seed(1)
     for seed in (0, 1, 0x123456789ABCDEF0, 2**64 - 1):
         c = torch.randint(0, 2**32, (3, 200), generator=g, dtype=torch.int64)
         c[:, :4] = torch.tensor([[0, _MASK, 2**31, 2**31 - 1]] * 3)
-        got = philox_word(seed, c[0], c[1], c[2]).tolist()
+        got = list(zip(*(w.tolist() for w in philox_words(seed, c[0], c[1], c[2]))))
         key = (seed & _MASK, seed >> 32 & _MASK)
-        want = [philox4x32((a, b, e, 0), key, 7)[0] for a, b, e in zip(*c.tolist())]
+        want = [philox4x32((a, b, e, 0), key, 7) for a, b, e in zip(*c.tolist())]
         assert got == want
+
+
+def test_keep_mask_reads_word_i_mod_4():
+    """Row i of key j reads word i % 4 of counters (j, i // 4, bh): the contract of every twin."""
+    seed, p = 0x0123456789ABCDEF, 0.5
+    rows, cols = torch.arange(3, 14)[:, None], torch.arange(5)[None, :]
+    key = (seed & _MASK, seed >> 32)
+    want = torch.tensor([[philox4x32((j, i // 4, 7, 0), key, 7)[i % 4] >= 2**31 for j in range(5)]
+                         for i in range(3, 14)])
+    assert torch.equal(dropout_keep_mask(seed, p, 7, rows, cols), want)
+
+
+def test_classic_keep_mask_reads_word_0():
+    """quads=False (calls with ALiBi or softcap, quad_mask): word 0 of counters (j, i, bh)."""
+    seed, p = 0x0123456789ABCDEF, 0.5
+    rows, cols = torch.arange(3, 14)[:, None], torch.arange(5)[None, :]
+    key = (seed & _MASK, seed >> 32)
+    want = torch.tensor([[philox4x32((j, i, 7, 0), key, 7)[0] >= 2**31 for j in range(5)] for i in range(3, 14)])
+    assert torch.equal(dropout_keep_mask(seed, p, 7, rows, cols, quads=False), want)
+    assert not torch.equal(dropout_keep_mask(seed, p, 7, rows, cols), want)
+    assert quad_mask(False, 0.0) and not quad_mask(True, 0.0) and not quad_mask(False, 30.0)
 
 
 def test_keep_mask_statistics_and_threshold():
@@ -70,42 +92,98 @@ def test_keep_mask_statistics_and_threshold():
     a = dropout_keep_mask(42, 0.5, 3, rows, cols)
     assert not torch.equal(a, dropout_keep_mask(43, 0.5, 3, rows, cols))  # seed matters
     assert not torch.equal(a, dropout_keep_mask(42, 0.5, 4, rows, cols))  # head / batch matter
+    # neighbouring rows share a Philox evaluation but not a word: no correlation within a quad
+    kept = dropout_keep_mask(42, 0.5, 3, torch.arange(512)[:, None], cols).double()
+    for shift in (1, 2, 3):
+        agree = (kept[:-shift] == kept[shift:]).double().mean().item()
+        assert abs(agree - 0.5) < 0.01, shift
 
 
 if HAS_TRITON:  # conftest.py has set TRITON_INTERPRET=1 on machines without a GPU
     import triton
     import triton.language as tl
 
-    from flash_attention_amd.kernels.common import philox_keep
+    from flash_attention_amd.kernels.common import dropout_keep, philox, philox_keep
 
     @triton.jit
-    def _keep_kernel(c0_ptr, c1_ptr, c2_ptr, out_ptr, seed_lo, seed_hi, threshold, n, BLOCK: tl.constexpr):
-        """out[i] = philox_keep(seed, c0[i], c1[i], c2[i], threshold) as int32."""
+    def _words_kernel(c0_ptr, c1_ptr, c2_ptr, out_ptr, seed_lo, seed_hi, n, BLOCK: tl.constexpr):
+        """out[w, i] = word w of philox(seed, c0[i], c1[i], c2[i]) (uint32 bits as int32)."""
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inb = offs < n
         c0 = tl.load(c0_ptr + offs, mask=inb, other=0)  # [BLOCK]
         c1 = tl.load(c1_ptr + offs, mask=inb, other=0)  # [BLOCK]
         c2 = tl.load(c2_ptr + offs, mask=inb, other=0)  # [BLOCK]
-        keep = philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold)
-        tl.store(out_ptr + offs, keep.to(tl.int32), mask=inb)
+        w0, w1, w2, w3 = philox(seed_lo, seed_hi, c0, c1, c2)
+        tl.store(out_ptr + offs, w0.to(tl.int32, bitcast=True), mask=inb)
+        tl.store(out_ptr + n + offs, w1.to(tl.int32, bitcast=True), mask=inb)
+        tl.store(out_ptr + 2 * n + offs, w2.to(tl.int32, bitcast=True), mask=inb)
+        tl.store(out_ptr + 3 * n + offs, w3.to(tl.int32, bitcast=True), mask=inb)
+
+    @triton.jit
+    def _classic_kernel(out_ptr, seed_lo, seed_hi, threshold, col0, row0, bh, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr):
+        """out [BLOCK_M, BLOCK_N] = philox_keep (the classic mask) of rows row0.. and keys col0.."""
+        rows, cols = row0 + tl.arange(0, BLOCK_M), col0 + tl.arange(0, BLOCK_N)
+        keep = philox_keep(seed_lo, seed_hi, cols[None, :], rows[:, None], bh, threshold)  # [BLOCK_M, BLOCK_N]
+        om, on = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_N)
+        tl.store(out_ptr + om[:, None] * BLOCK_N + on[None, :], keep.to(tl.int32))
+
+    @triton.jit
+    def _tile_kernel(out_ptr, seed_lo, seed_hi, threshold, col0, row0, bh, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, QUADS: tl.constexpr, KEYS_FIRST: tl.constexpr):
+        """out [BLOCK_M, BLOCK_N] = dropout_keep of rows row0.. and keys col0.. (transposed back)."""
+        cols = col0 + tl.arange(0, BLOCK_N)
+        keep = dropout_keep(seed_lo, seed_hi, threshold, row0, cols, bh, BLOCK_M, QUADS, KEYS_FIRST)
+        if KEYS_FIRST:
+            keep = tl.trans(keep)  # [BLOCK_M, BLOCK_N]
+        om, on = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_N)
+        tl.store(out_ptr + om[:, None] * BLOCK_N + on[None, :], keep.to(tl.int32))
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
 def test_triton_philox_twin_matches_torch():
-    """kernels/common.py:philox_keep (interpreter on CPU) == philox.dropout_keep_mask bit for bit."""
-    import triton
-
+    """kernels/common.py:philox (interpreter on CPU) == philox.philox_words, all four words, bit for bit."""
     g = torch.Generator().manual_seed(2)
     n = 300
     c = torch.randint(0, 2**31, (3, n), generator=g, dtype=torch.int32)
     c[:, :3] = torch.tensor([[0, 1, 2**31 - 1]] * 3, dtype=torch.int32)
-    for seed, p in ((0, 0.5), (0x0123456789ABCDEF, 0.1), (2**64 - 1, 0.9), (12345, 0.0)):
-        thr = dropout_threshold(p)
-        out = torch.full((n,), -1, dtype=torch.int32, device=DEVICE)
+    for seed in (0, 0x0123456789ABCDEF, 2**64 - 1):
+        out = torch.full((4, n), -1, dtype=torch.int32, device=DEVICE)
         cd = c.to(DEVICE)
-        _keep_kernel[(triton.cdiv(n, 128),)](cd[0], cd[1], cd[2], out, seed & _MASK, seed >> 32, thr, n, BLOCK=128)
-        want = dropout_keep_mask(seed, p, c[2].long(), c[1].long(), c[0].long())
-        assert torch.equal(out.cpu().bool(), want), (seed, p)
+        _words_kernel[(triton.cdiv(n, 128),)](cd[0], cd[1], cd[2], out, seed & _MASK, seed >> 32, n, BLOCK=128)
+        want = torch.stack(philox_words(seed, c[0].long(), c[1].long(), c[2].long()))
+        assert torch.equal(out.cpu().long() & _MASK, want), seed
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
+@pytest.mark.parametrize("keys_first", [False, True])
+@pytest.mark.parametrize("row0,quads", [(0, True), (96, True), (4, True), (3, False), (97, False), (8, False)])
+def test_triton_keep_tile_matches_torch(row0, quads, keys_first):
+    """kernels/common.py:dropout_keep, one Philox per four rows (QUADS) or per element, in both tile
+    orientations == philox.dropout_keep_mask of the same rows and columns."""
+    seed, p, bh, col0 = 0x0123456789ABCDEF, 0.4, 5, 11
+    out = torch.full((16, 32), -1, dtype=torch.int32, device=DEVICE)
+    thr = dropout_threshold(p)
+    _tile_kernel[(1,)](out, seed & _MASK, seed >> 32, thr - 2**32 * (thr >= 2**31), col0, row0, bh,
+                       BLOCK_M=16, BLOCK_N=32, QUADS=quads, KEYS_FIRST=keys_first)
+    rows, cols = torch.arange(row0, row0 + 16)[:, None], torch.arange(col0, col0 + 32)[None, :]
+    want = dropout_keep_mask(seed, p, bh, rows, cols)
+    assert torch.equal(out.cpu().bool(), want)
+    assert 0 < int(want.sum()) < want.numel()
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
+def test_triton_classic_keep_matches_torch():
+    """kernels/common.py:philox_keep == philox.dropout_keep_mask(quads=False), bit for bit."""
+    seed, p, bh, col0, row0 = 0x0123456789ABCDEF, 0.4, 5, 11, 7
+    out = torch.full((16, 32), -1, dtype=torch.int32, device=DEVICE)
+    thr = dropout_threshold(p)
+    _classic_kernel[(1,)](out, seed & _MASK, seed >> 32, thr - 2**32 * (thr >= 2**31), col0, row0, bh,
+                          BLOCK_M=16, BLOCK_N=32)
+    rows, cols = torch.arange(row0, row0 + 16)[:, None], torch.arange(col0, col0 + 32)[None, :]
+    want = dropout_keep_mask(seed, p, bh, rows, cols, quads=False)
+    assert torch.equal(out.cpu().bool(), want)
+    assert 0 < int(want.sum()) < want.numel()
 
 
 # --------------------------------------------------------------------------- plain-Python attention
@@ -146,8 +224,11 @@ def naive_attention(q, k, v, *, scale, causal=False, window=(-1, -1), softcap=0.
                 lse[bi][hi][i] = m + math.log(total)
                 for j, s in scores.items():
                     pij = math.exp(s - m) / total
-                    if dropout_p > 0:
+                    if dropout_p > 0 and (slopes is not None or softcap > 0):  # the classic mask
                         word = philox4x32((j, i, (batch_index + bi) * h + hi, 0), key, 7)[0]
+                        pij = pij / (1 - dropout_p) if word >= thr else 0.0
+                    elif dropout_p > 0:  # the four-row mask
+                        word = philox4x32((j, i // 4, (batch_index + bi) * h + hi, 0), key, 7)[i % 4]
                         pij = pij / (1 - dropout_p) if word >= thr else 0.0
                     for x in range(dv):
                         out[bi][i][hi][x] += pij * v[bi][j][kh][x]
@@ -162,6 +243,7 @@ CASES = {
     "softcap_alibi1d": dict(softcap=1.5, slopes="1d"),
     "causal_alibi2d_softcap": dict(causal=True, softcap=2.0, slopes="2d"),
     "dropout_window": dict(window=(3, -1), dropout_p=0.4, seed=0xDEADBEEF12345),
+    "dropout_softcap": dict(softcap=2.0, dropout_p=0.4, seed=0xDEADBEEF12345),
 }
 
 

@@ -4,10 +4,12 @@ Every backend that implements dropout draws the mask from the same counter-based
 function, so a mask is never stored: the backward pass regenerates it, and the Triton
 kernels and the PyTorch path agree bit for bit (tests check this). Element (b, h, i, j)
 (sequence b, query head h, query row i and key column j, counted inside the sequence)
-uses counter ``(j, i, b * nheads + h, 0)`` and key ``(seed & 0xffffffff, seed >> 32)``;
-it is kept when the first output word is ``>= dropout_threshold(p)``.
+is kept when word ``i % 4`` of Philox with counter ``(j, i // 4, b * nheads + h, 0)`` and key
+``(seed & 0xffffffff, seed >> 32)`` is ``>= dropout_threshold(p)``: four neighbouring query rows
+share one Philox evaluation (the kernels evaluate it once per four rows). Calls with ALiBi or
+softcap draw the classic mask instead: word 0 of counter ``(j, i, b * nheads + h, 0)`` (``quad_mask``).
 
-The Triton twin is ``kernels/common.py:philox_keep``.
+The Triton twins are ``kernels/common.py:dropout_keep`` and ``philox_keep``.
 """
 from __future__ import annotations
 
@@ -42,8 +44,8 @@ def _mulhilo(a: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
     return hi & _MASK32, lo & _MASK32
 
 
-def philox_word(seed: int, c0: torch.Tensor, c1: torch.Tensor, c2: torch.Tensor) -> torch.Tensor:
-    """First output word of Philox-4x32-7 for counters (c0, c1, c2, 0), as int64 in [0, 2**32)."""
+def philox_words(seed: int, c0, c1, c2) -> tuple[torch.Tensor, ...]:
+    """The four output words of Philox-4x32-7 for counters (c0, c1, c2, 0), as int64 in [0, 2**32)."""
     k0, k1 = seed & _MASK32, (seed >> 32) & _MASK32
     c0, c1, c2 = (torch.as_tensor(c).to(torch.int64) & _MASK32 for c in (c0, c1, c2))
     c0, c1, c2 = torch.broadcast_tensors(c0, c1, c2)
@@ -53,12 +55,26 @@ def philox_word(seed: int, c0: torch.Tensor, c1: torch.Tensor, c2: torch.Tensor)
         hi1, lo1 = _mulhilo(c2, _M1)
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
         k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
-    return c0
+    return c0, c1, c2, c3
+
+
+def quad_mask(alibi: bool, softcap: float) -> bool:
+    """Whether a call draws the four-row mask: every call without ALiBi and softcap (the kernels'
+    ``drop_mode``; their builds with ALiBi or softcap keep the classic per-element mask, whose every-
+    option builds fit the registers where the four-row one spilled)."""
+    return not (alibi or softcap > 0)
 
 
 def dropout_keep_mask(
-    seed: int, p: float, bh: torch.Tensor | int, rows: torch.Tensor, cols: torch.Tensor
+    seed: int, p: float, bh: torch.Tensor | int, rows: torch.Tensor, cols: torch.Tensor, quads: bool = True
 ) -> torch.Tensor:
-    """Bool keep mask for rows x cols (broadcast), bh = b * nheads + h (broadcastable)."""
-    word = philox_word(seed, cols, rows, torch.as_tensor(bh, device=rows.device))
+    """Bool keep mask for rows x cols (broadcast), bh = b * nheads + h (broadcastable). quads: the
+    four-row mask (word rows % 4 of counters (cols, rows // 4, bh)), else the classic one (word 0 of
+    (cols, rows, bh)); ``quad_mask`` says which a call draws."""
+    rows = torch.as_tensor(rows).to(torch.int64)
+    bh = torch.as_tensor(bh, device=rows.device)
+    if not quads:
+        return philox_words(seed, cols, rows, bh)[0] >= dropout_threshold(p)
+    words = philox_words(seed, cols, rows // 4, bh)
+    word = torch.stack(words, -1).gather(-1, (rows % 4).expand(words[0].shape).unsqueeze(-1)).squeeze(-1)
     return word >= dropout_threshold(p)

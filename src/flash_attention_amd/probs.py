@@ -33,7 +33,7 @@ import math
 import torch
 
 from .params import AttnParams
-from .philox import dropout_keep_mask
+from .philox import dropout_keep_mask, quad_mask
 
 ROUND = 128
 TILE_ELEMS = 1 << 22  # score elements of one block of query rows (all heads of a slice)
@@ -95,7 +95,8 @@ def _slice_probs(q, k, params: AttnParams, batch_offset: int, dst) -> None:
         p = torch.exp(s - row_max)
         keep = dropout_keep_mask(params.seed, params.dropout_p, bh,
                                  torch.arange(m0, m1, device=dev)[:, None] + params.dropout_offset_q,
-                                 j + params.dropout_offset_k)
+                                 j + params.dropout_offset_k,
+                                 quad_mask(params.alibi_slopes is not None, params.softcap))
         dst[:, :, m0:m1, :sk] = torch.where(keep, p, -p).to(dst.dtype)
 
 

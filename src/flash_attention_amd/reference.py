@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from .philox import dropout_keep_mask
+from .philox import dropout_keep_mask, quad_mask
 
 
 def scores_ref(q, k, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
@@ -100,7 +100,8 @@ def attention_ref(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1,
         bh = (torch.arange(b, device=q.device)[:, None] + batch_index) * h + torch.arange(h, device=q.device)
         keep = dropout_keep_mask(seed, dropout_p, bh[:, :, None, None],
                                  torch.arange(sq, device=q.device)[:, None] + dropout_offsets[0],
-                                 torch.arange(s.shape[-1], device=q.device)[None, :] + dropout_offsets[1])
+                                 torch.arange(s.shape[-1], device=q.device)[None, :] + dropout_offsets[1],
+                                 quad_mask(alibi_slopes is not None, softcap))
         p = p * keep / (1.0 - dropout_p)
     v = v.repeat_interleave(h // v.shape[2], dim=2)
     out = torch.einsum("bhij,bjhd->bihd", p.to(v.dtype), v)

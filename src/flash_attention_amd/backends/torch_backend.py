@@ -36,7 +36,7 @@ import math
 import torch
 
 from ..params import AttnParams, Problem
-from ..philox import dropout_keep_mask
+from ..philox import dropout_keep_mask, quad_mask
 from ..validation import FP8_DTYPES
 from .base import KernelBackend
 
@@ -206,7 +206,8 @@ class _Tiles:
         p = self.params.dropout_p
         rows = torch.arange(m0, m1, device=self.device)[:, None] + self.params.dropout_offset_q
         cols = torch.arange(n0, n1, device=self.device)[None, :] + self.params.dropout_offset_k
-        keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols)
+        keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols,
+                                 quad_mask(self.params.alibi_slopes is not None, self.params.softcap))
         return keep.to(self.cdt).mul_(1.0 / (1.0 - p))
 
 

@@ -43,6 +43,8 @@ from .common import (
     LOG2E,
     block_dim,
     dot_chunks,
+    drop_mode,
+    dropout_keep,
     has,
     load_chunks,
     num_chunks,
@@ -264,12 +266,21 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     else:
         dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
-        if CHUNK:
-            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
-                               offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
+        if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)
+            if CHUNK:
+                keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + drop_offset_k + tl.zeros_like(qkT).to(tl.int32),
+                                   offs_m[None, :] + drop_offset_q + tl.zeros_like(qkT).to(tl.int32), bh,
+                                   drop_threshold)
+            else:
+                keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
+                                   offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
+        elif CHUNK:  # [BLOCK_N, BLOCK_M]
+            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m + drop_offset_q, offs_n + drop_offset_k,
+                                bh, BLOCK_M, False, True)
         else:
-            keep = philox_keep(seed_lo, seed_hi, offs_n[:, None] + tl.zeros_like(qkT).to(tl.int32),
-                               offs_m[None, :] + tl.zeros_like(qkT).to(tl.int32), bh, drop_threshold)
+            # per element (no interleave: the four-row evaluation's join and reshape cost the 16-row
+            # dK/dV tiles more than the Philox work it saves; h100_run5 quads_hybrid_bert_bwd_*.txt)
+            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m, offs_n, bh, BLOCK_M, False, True)
         pdT = tl.where(keep, pT * drop_scale, 0.0)
         dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:

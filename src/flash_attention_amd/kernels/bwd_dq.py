@@ -14,6 +14,8 @@ from .common import (
     LOG2E,
     block_dim,
     dot_chunks,
+    drop_mode,
+    dropout_keep,
     has,
     key_mask_span,
     load_chunks,
@@ -37,7 +39,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     stride_n = (stride_kn, stride_vn) their row strides. FEATURES: the kernel's flags plus MASKED (here
     MASK: bound checks and the visibility mask) and HAS_ALIBI, decoded below.
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
-    drop_threshold, drop_scale, drop_rows, drop_offset_k), drop_rows the Philox row counters.
+    drop_threshold, drop_scale, drop_row0, drop_offset_k), drop_row0 the Philox row counter of the block's first row.
     BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring).
     Bias / DBias (or None): the bias / its gradient at this block's first row, key 0; bias_offs =
     (bias row offsets [BLOCK_M] (rows clamped), dbias row offsets [BLOCK_M], row_ok [BLOCK_M]); key
@@ -45,7 +47,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     returned with dq."""
     stride_kn, stride_vn = stride_n
     sm_scale, softcap, window_left, window_right = scores
-    seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k = drop
+    seed_lo, seed_hi, drop_threshold, drop_scale, drop_row0, drop_offset_k = drop
     MASK: tl.constexpr = has(FEATURES, "MASKED")
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
@@ -110,12 +112,18 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
         else:
             dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         if HAS_DROPOUT:
-            if CHUNK:
-                keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + tl.zeros_like(qk).to(tl.int32),
-                                   drop_rows[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
+            if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)
+                if CHUNK:
+                    zeros = tl.zeros_like(qk).to(tl.int32)  # [BLOCK_M, BLOCK_N]
+                    keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + drop_offset_k + zeros,
+                                       (drop_row0 + tl.arange(0, BLOCK_M))[:, None] + zeros, bh, drop_threshold)
+                else:
+                    keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + tl.zeros_like(qk).to(tl.int32),
+                                       offs_m[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
             else:
-                keep = philox_keep(seed_lo, seed_hi, offs_n[None, :] + tl.zeros_like(qk).to(tl.int32),
-                                   offs_m[:, None] + tl.zeros_like(qk).to(tl.int32), bh, drop_threshold)
+                drop_cols = offs_n + drop_offset_k if CHUNK else offs_n  # [BLOCK_N] Philox key counters
+                keep = dropout_keep(seed_lo, seed_hi, drop_threshold, drop_row0, drop_cols, bh, BLOCK_M,
+                                    False, False)  # [BLOCK_M, BLOCK_N], per element (as in dK/dV)
             dp = tl.where(keep, dp * drop_scale, 0.0)
         ds = p * (dp - delta[:, None])
         if DBias is not None:  # dBias = dS (before the softcap factor); rows past the sequence hold 0
@@ -216,9 +224,9 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     if Alibi is not None:
         slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
     bh = off_b * nheads + off_h
-    drop_rows = offs_m
+    drop_row0 = start_m  # the Philox row counter of this block's first row
     if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
-        drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
+        drop_row0 = start_m + drop_offset_q
     k_row0 = k_start.to(tl.int64)
     Kh = _head_base(K, stride_k, off_b64, off_hk, k_row0)
     Vh = _head_base(V, stride_v, off_b64, off_hk, k_row0)
@@ -262,7 +270,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
         dq, dbias_row = _dq_inner(dq, q, do, lse2, delta, Kh, Vh, offs_m, range_lo, range_hi,
                                   (stride_k[1], stride_v[1]), diag, seqlen_k, slope, bh,
                                   (sm_scale, softcap, window_left, window_right),
-                                  (seed_lo, seed_hi, drop_threshold, drop_scale, drop_rows, drop_offset_k),
+                                  (seed_lo, seed_hi, drop_threshold, drop_scale, drop_row0, drop_offset_k),
                                   Biasm, DBiasm, bias_offs, dbias_row, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                                   with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None),
                                   BLOCK_DK, BLOCK_DVK)

@@ -8,8 +8,9 @@ Conventions inside every kernel:
   two (>= 16) they are padded to in registers (``block_dim``).
 - Strides are tuples in elements, (batch, row, head) for q/k/v-like tensors (batch stride 0 when
   varlen), (batch, head) for lse-like ones; the last dim is contiguous.
-- Dropout: element (b, h, i, j) keeps or drops by ``philox_keep`` of counters
-  (j + drop_offset_k, i + drop_offset_q, b * nheads + h).
+- Dropout: element (b, h, i, j), i' = i + drop_offset_q, j' = j + drop_offset_k, keeps or drops by
+  word i' % 4 of the Philox counters (j', i' // 4, b * nheads + h) (``dropout_keep``), or, in calls
+  with ALiBi or softcap, by word 0 of (j', i', b * nheads + h) (``philox_keep``): ``drop_mode``.
 - Feature flags (causal, window, dropout, ...) come packed in one ``FEATURES`` constexpr
   (``features.py``), decoded at the top of each kernel / helper under the names the body uses
   (``IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")``).
@@ -27,9 +28,10 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 @triton.jit
 def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
-    """Dropout keep mask: Philox-4x32-7 word of counters (c0, c1, c2, 0) >= threshold.
+    """Classic dropout keep mask (calls with ALiBi or softcap, ``drop_mode`` 0): Philox-4x32-7 word 0
+    of counters (c0, c1, c2, 0) >= threshold, one evaluation per element.
 
-    Twin of ``flash_attention_amd.philox.dropout_keep_mask``; c0 = key column, c1 = query
+    Twin of ``flash_attention_amd.philox.dropout_keep_mask`` (quads=False); c0 = key column, c1 = query
     row, c2 = b * nheads + h. All uint32 (broadcastable tensors).
     """
     c0 = c0.to(tl.uint32)
@@ -49,6 +51,106 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
         k0 = k0 + 0x9E3779B9
         k1 = k1 + 0xBB67AE85
     return c0 >= threshold.to(tl.uint32)
+
+
+PHILOX_M0 = tl.constexpr(0xD2511F53)
+PHILOX_M1 = tl.constexpr(0xCD9E8D57)
+
+
+@triton.jit
+def _philox_rounds(seed_lo, seed_hi, c0, c1, c2, ROUNDS: tl.constexpr):
+    """(c0, c1, c2, c3, k0, k1) after ROUNDS rounds of Philox-4x32 from counters (c0, c1, c2, 0) and
+    key (seed_lo, seed_hi); the key is already bumped for the next round. c0 and c1 are broadcast
+    together first (the words have their common shape); c2 may be a scalar."""
+    c0, c1 = tl.broadcast(c0.to(tl.uint32), c1.to(tl.uint32))
+    c2 = c2.to(tl.uint32)
+    c3 = tl.zeros_like(c0)
+    k0 = seed_lo.to(tl.uint32)
+    k1 = seed_hi.to(tl.uint32)
+    m0 = tl.full([1], PHILOX_M0, tl.uint32)
+    m1 = tl.full([1], PHILOX_M1, tl.uint32)
+    for _ in tl.static_range(ROUNDS):
+        hi0 = tl.umulhi(m0, c0)
+        lo0 = m0 * c0
+        hi1 = tl.umulhi(m1, c2)
+        lo1 = m1 * c2
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = k0 + 0x9E3779B9
+        k1 = k1 + 0xBB67AE85
+    return c0, c1, c2, c3, k0, k1
+
+
+@triton.jit
+def philox(seed_lo, seed_hi, c0, c1, c2):
+    """The four uint32 words of Philox-4x32-7 for counters (c0, c1, c2, 0), key (seed_lo, seed_hi).
+    Twin of ``flash_attention_amd.philox.philox_words``."""
+    c0, c1, c2, c3, _, _ = _philox_rounds(seed_lo, seed_hi, c0, c1, c2, 7)
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def philox_word(seed_lo, seed_hi, c0, c1, c2, sel):
+    """Word ``sel`` (0..3, per element) of ``philox(seed_lo, seed_hi, c0, c1, c2)``, the per-element
+    path of ``dropout_keep``. Words 0 / 1 read only (c1, c2) of round six, words 2 / 3 only (c3, c0),
+    so round six keeps per element just the pair its word needs (X multiplied, Y xored in round
+    seven): two live tiles at the end, as one word of plain Philox needs, instead of four."""
+    c0, c1, c2, c3, k0, k1 = _philox_rounds(seed_lo, seed_hi, c0, c1, c2, 5)
+    m0 = tl.full([1], PHILOX_M0, tl.uint32)
+    m1 = tl.full([1], PHILOX_M1, tl.uint32)
+    low = sel < 2
+    # round six: c0' = hi(m1 c2) ^ c1 ^ k0, c1' = lo(m1 c2), c2' = hi(m0 c0) ^ c3 ^ k1, c3' = lo(m0 c0)
+    x = tl.where(low, tl.umulhi(m0, c0) ^ c3 ^ k1, tl.umulhi(m1, c2) ^ c1 ^ k0)  # c2' or c0'
+    y = tl.where(low, m1 * c2, m0 * c0)  # c1' or c3'
+    # round seven (keys bumped): word 0 = hi(m1 c2') ^ c1' ^ k0, 1 = lo(m1 c2'),
+    # 2 = hi(m0 c0') ^ c3' ^ k1, 3 = lo(m0 c0')
+    m = tl.where(low, m1, m0)
+    kk = tl.where(low, k0 + 0x9E3779B9, k1 + 0xBB67AE85)
+    return tl.where(sel % 2 == 0, tl.umulhi(m, x) ^ y ^ kk, m * x)
+
+
+@triton.jit
+def dropout_keep(seed_lo, seed_hi, threshold, row0, cols, bh, BLOCK_M: tl.constexpr,
+                 QUADS: tl.constexpr, KEYS_FIRST: tl.constexpr):
+    """Dropout keep mask of query rows row0 .. row0 + BLOCK_M - 1 and key columns ``cols``
+    [BLOCK_N] (Philox counters: offsets included), bh = b * nheads + h: [BLOCK_M, BLOCK_N], or
+    [BLOCK_N, BLOCK_M] with KEYS_FIRST (the dK/dV kernel's transposed tiles).
+
+    Row i of key j is kept when word i % 4 of ``philox(j, i // 4, bh)`` is >= threshold, so four
+    neighbouring query rows share one Philox evaluation. QUADS (row0 % 4 == 0): one evaluation per
+    four rows, the words interleaved back with join + reshape; otherwise one per element, the same
+    mask at four times the integer work (chunk calls, whose row offset need not be a multiple of 4).
+    """
+    thr = threshold.to(tl.uint32)
+    if QUADS:
+        quad = row0 // 4 + tl.arange(0, BLOCK_M // 4)  # [BLOCK_M // 4]
+        if KEYS_FIRST:
+            w0, w1, w2, w3 = philox(seed_lo, seed_hi, cols[:, None], quad[None, :], bh)  # [BLOCK_N, BLOCK_M // 4]
+            keep = tl.join(tl.join(w0 >= thr, w2 >= thr), tl.join(w1 >= thr, w3 >= thr))  # [.., 2, 2]: word 2a + b
+            keep = keep.reshape(cols.shape[0], BLOCK_M)
+        else:
+            w0, w1, w2, w3 = philox(seed_lo, seed_hi, cols[None, :], quad[:, None], bh)  # [BLOCK_M // 4, BLOCK_N]
+            keep = tl.join(tl.join(w0 >= thr, w2 >= thr), tl.join(w1 >= thr, w3 >= thr))  # [.., 2, 2]: word 2a + b
+            keep = tl.permute(keep, (0, 2, 3, 1)).reshape(BLOCK_M, cols.shape[0])
+    else:
+        rows = row0 + tl.arange(0, BLOCK_M)  # [BLOCK_M]
+        if KEYS_FIRST:
+            c, r = cols[:, None], rows[None, :]
+        else:
+            c, r = cols[None, :], rows[:, None]
+        keep = philox_word(seed_lo, seed_hi, c, r // 4, bh, r % 4) >= thr
+    return keep
+
+
+@triton.constexpr_function
+def drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI):
+    """Which dropout mask a build draws (philox.py): 0 the classic one (one Philox evaluation per element,
+    word 0; calls with ALiBi or softcap, whose every-option builds spill with the four-row mask), else
+    the four-row mask. The forward evaluates it once per four rows (``dropout_keep``'s QUADS) in mode 1,
+    per element in mode 2 (chunk calls: their row offset need not be a multiple of 4); the backward
+    kernels evaluate it per element in both (the same words, no interleave)."""
+    if HAS_SOFTCAP or HAS_ALIBI:
+        return 0
+    return 2 if CHUNK else 1
 
 
 @triton.constexpr_function

@@ -19,9 +19,11 @@ the diagonal / right window edge / end of the sequence. Key blocks no row sees a
 visited. Online softmax in log2 units (exp2); the LSE is written in natural log, ``+inf``
 on rows with no visible key (their output is 0).
 
-Dropout regenerates the Philox mask of ``kernels/common.py:philox_keep`` with counters
-(key column + drop_offset_k, query row + drop_offset_q, b * h + head), rows and columns
-counted inside the sequence, as the backward pass and ``philox.py`` do.
+Dropout regenerates the Philox mask of ``kernels/common.py`` (key column + drop_offset_k, query
+row + drop_offset_q, b * h + head; rows and columns counted inside the sequence), as the backward
+pass and ``philox.py`` do: ``drop_mode`` picks the four-row mask (``dropout_keep``: one Philox
+evaluation per four query rows, or per element in a chunk call, whose row offset need not be a
+multiple of 4) or, with ALiBi or softcap, the classic one (``philox_keep``, one per element).
 
 Beyond flash_attn: an attention bias (dense only) is read tile by tile from its 4-D view
 [b|1, h|1, sq|1, sk|1] (stride 0 on broadcast dims; rows past the sequence read its last row,
@@ -39,6 +41,8 @@ from .common import (
     LOG2E,
     block_dim,
     dot_chunks,
+    drop_mode,
+    dropout_keep,
     has,
     key_blocks,
     key_mask_span,
@@ -75,8 +79,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
-    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_rows,
-    drop_offset_k, bh_id), drop_rows the Philox row counters. bias_src (HAS_BIAS): pointer to
+    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_row0,
+    drop_offset_k, bh_id), drop_row0 the Philox row counter of the block's first row. bias_src (HAS_BIAS): pointer to
     the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
     offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
     0 for a bias broadcast over keys). V_T: V lies as [.., d, seqlen_k] (keys contiguous, head-dim
@@ -90,7 +94,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     (from L1 / L2) instead of being held in registers.
     """
     qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
-    seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id = drop
+    seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id = drop
     MASKED: tl.constexpr = has(FEATURES, "MASKED")
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
@@ -199,11 +203,16 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if BLOCK_DK == 0:
                 acc = acc * alpha[:, None]
         if HAS_DROPOUT:
-            if CHUNK:
-                keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :], drop_rows[:, None], bh_id,
-                                   drop_threshold)
+            if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)
+                if CHUNK:
+                    keep = philox_keep(seed_lo, seed_hi, (cols + drop_offset_k)[None, :],
+                                       (drop_row0 + tl.arange(0, offs_m.shape[0]))[:, None], bh_id, drop_threshold)
+                else:
+                    keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
             else:
-                keep = philox_keep(seed_lo, seed_hi, cols[None, :], offs_m[:, None], bh_id, drop_threshold)
+                drop_cols = cols + drop_offset_k if CHUNK else cols  # [BLOCK_N] Philox key counters
+                keep = dropout_keep(seed_lo, seed_hi, drop_threshold, drop_row0, drop_cols, bh_id, offs_m.shape[0],
+                                    drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 1, False)  # [BLOCK_M, BLOCK_N]
             p = tl.where(keep, p, 0.0)
         if BLOCK_DK > 0:  # per chunk of this program's V columns: acc_i = acc_i * alpha + P V_i
             v = load_chunks(v_blk + v_offs, cols < seqlen_k, dv0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, MASKED,
@@ -363,9 +372,9 @@ def attn_fwd_kernel(
         sm_scale = sm_scale * (tl.load(Descales[0] + ds_off) * tl.load(Descales[1] + ds_off))  # scalar fp32
     qk_scale = sm_scale * LOG2E
     bh_id = off_b * nheads + off_h
-    drop_rows = offs_m
+    drop_row0 = start_m  # the Philox row counter of this block's first row
     if CHUNK:  # a chunk of a longer sequence: its rows' and keys' Philox counters start there
-        drop_rows = offs_m + drop_offset_q  # [BLOCK_M] Philox row counters
+        drop_row0 = start_m + drop_offset_q
 
     NUM_DVK: tl.constexpr = num_chunks(num_chunks(HEAD_DIM_V, BLOCK_DVK), DV_SPLIT)  # V column chunks per program
     dv0 = pid_dv * (NUM_DVK * BLOCK_DVK)  # this program's first column of V
@@ -412,7 +421,7 @@ def attn_fwd_kernel(
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
                 diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
-                (seed_lo, seed_hi, drop_threshold, drop_rows, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
+                (seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
                 BLOCK_N, HEAD_DIM, HEAD_DIM_V,
                 with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None, HAS_BIAS=Bias is not None),
                 BLOCK_DK, BLOCK_DVK, DV_SPLIT)

@@ -412,7 +412,10 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
              ("bias-bcast", dict(HAS_BIAS="float", DBIAS="atomic", DQ_ONLY=True), BIAS_OPTIONS),
              ("mask", dict(HAS_BIAS="bool"), BIAS_OPTIONS),
              ("bias-all", dict(_OPTS, **_BIAS, IS_VARLEN=False, HAS_DROPOUT=True), BIAS_DROPOUT),
-             ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT))  # BERT's padded training call
+             ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
+             # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode)
+             ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
+             ("bias-drop", dict(HAS_WINDOW=True, **_BIAS, HAS_DROPOUT=True), BIAS_DROPOUT))
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",

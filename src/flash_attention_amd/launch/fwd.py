@@ -461,6 +461,9 @@ _VARIANTS = (
     ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
     ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
     ("softcap", dict(HAS_SOFTCAP=True, SOFTCAP_MAX=True), OPTIONS),  # Gemma 2's call: the fixed-max softmax (bf16)
+    # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode), every other option on
+    ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
+    ("bias-drop", dict(HAS_WINDOW=True, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
 )
 
 

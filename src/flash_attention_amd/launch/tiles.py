@@ -362,8 +362,16 @@ FWD_OPTIONS: dict[str, list[Row]] = {
 
 # With dropout (check-amd variant "all": every option on, dropout included).
 FWD_DROPOUT: dict[str, list[Row]] = {
-    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40),
-        Row(64, _T(64, 64, 8, 2, reason=_STATIC)),  # 64x64 w8 s2 16 at d=160 / 256
+    # Hopper d=512: the options row (128x32 w8 s2, V in two column splits) took 234 KB of shared memory
+    # with the four-row mask's interleave ("drop") and spilled 10-48 registers at s1; four V splits fit
+    # (check-amd, not timed)
+    "sm90": [
+        *FWD_OPTIONS["sm90"][:-1],
+        Row(512, _D512_SM90.replace(dv_split=4, reason=_STATIC)),
+    ],
+    "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40), 64x64 w8 s2 2
+        # with the four-row mask ("drop"); 64x64 w8 s2 16 at d=160 / 256
+        Row(64, _T(64, 32, 4, 2, reason=_STATIC)),
         Row(128, _T(128, 64, 8, 2, reason=_STATIC)),
         Row(256, _T(32, 64, 4, 1, reason=_STATIC)),
         Row(512, _T(32, 32, 8, 2, block_dk=64, block_dvk=64,
@@ -422,10 +430,13 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         Row(128, _T(128, 32, 8, 2, reason=_STATIC + "; 244 registers")),
         Row(256, _T(32, 64, 8, 2, reason=_STATIC + "; 255 registers")),
     ],
-    "sm80": [
-        Row(64, _T(64, 64, 8, 2, reason=_STATIC)),
+    "sm80": [  # d<=64: 64x64 w8 s2 spilled 2 registers with the four-row mask ("bias-drop")
+        Row(64, _T(64, 32, 4, 2, reason=_STATIC)),
         Row(128, _T(64, 64, 8, 2, reason=_STATIC)),
         Row(256, _T(32, 64, 8, 1, reason=_STATIC)),
+    ],
+    "gfx1100": [  # the dropout row's 64x32 spilled 1 VGPR with a bias and the four-row mask ("bias-drop")
+        Row(64, _T(64, 16, 4, 1, reason=_STATIC)),
     ],
     "gfx942": [
         Row(64, _cdna(64, 32, 4, 2)),
