@@ -241,6 +241,19 @@ def test_dropout_same_mask_as_reference(atomic):
            dropout_p=0.25, seed=seed, causal=atomic)
 
 
+@pytest.mark.parametrize("atomic", [False, True])
+def test_dropout_four_row_evaluation_in_dkdv(monkeypatch, atomic):
+    """DROP_QUADS (RDNA3's dK/dV builds): the four-row mask evaluated once per four rows in the dK/dV
+    kernel gives the same gradients as the reference's mask; sizes cross the tiles, rows not a
+    multiple of 4."""
+    from flash_attention_amd.launch import bwd as launch_bwd
+
+    monkeypatch.setattr(launch_bwd, "drop_quads", lambda arch: True)
+    seed = (0x9E3779B9 << 32) | 0x7F4A7C15
+    _check(2, 21, 26, 2, 1, 16, config=_atomic_cfg() if atomic else None,
+           dropout_p=0.25, seed=seed, causal=atomic)
+
+
 def test_dropout_wrong_seed_differs():
     """A test that can fail: the kernel with seed 11 is far from the reference with seed 12."""
     b, sq, sk, h, d = 1, 17, 23, 2, 16

@@ -279,8 +279,10 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                                 bh, BLOCK_M, False, True)
         else:
             # per element (no interleave: the four-row evaluation's join and reshape cost the 16-row
-            # dK/dV tiles more than the Philox work it saves; h100_run5 quads_hybrid_bert_bwd_*.txt)
-            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m, offs_n, bh, BLOCK_M, False, True)
+            # dK/dV tiles more than the Philox work it saves; h100_run5 quads_hybrid_bert_bwd_*.txt),
+            # unless DROP_QUADS (RDNA3, where the per-element words spilled: launch/bwd.drop_quads)
+            keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m, offs_n, bh, BLOCK_M,
+                                has(FEATURES, "DROP_QUADS"), True)  # [BLOCK_N, BLOCK_M]
         pdT = tl.where(keep, pT * drop_scale, 0.0)
         dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:

@@ -42,6 +42,7 @@ FLAGS = (
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)
     "GQA",  # group may exceed 1
+    "DROP_QUADS",  # the four-row dropout mask evaluated once per four rows (join + reshape), not per element
     # backward dQ (bwd_dq): dbias
     "DBIAS_SUM_M",  # the bias has one query row: dS summed over rows
     "DBIAS_SUM_N",  # the bias has one key: dS summed over keys

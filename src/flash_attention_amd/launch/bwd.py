@@ -173,6 +173,14 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
                       "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
 
 
+def drop_quads(arch: str | None) -> bool:
+    """Whether the dK/dV kernel evaluates the four-row dropout mask once per four query rows (DROP_QUADS)
+    rather than per element: on RDNA3 (gfx11), where check-kernels found the per-element words spilling
+    1 VGPR in the bf16 d<=64 dropout build ("drop"; the four-row evaluation fits, 0 spills). The mask is
+    the same either way (only the classic-mask builds, with ALiBi or softcap, ignore the flag)."""
+    return arch is not None and arch.startswith("gfx11")
+
+
 def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) -> BwdPlan:
     plan = BwdPlan()
     varlen = params.is_varlen
@@ -222,6 +230,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
                  HAS_DROPOUT=dropout,
                  CHUNK=params.has_offsets, **bias_flags,
+                 DROP_QUADS=dropout and drop_quads(_arch_of(q.device)),
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
@@ -433,6 +442,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     flags["BIAS_BOOL"] = bias == "bool"
     flags["KEY_MASK"] = bias == "bool" and bwd_key_mask(arch)  # a bool bias built as a padding mask (fwd._spec)
     flags["FAST_TANH"] = not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float" and dtype != "fp32"
+    flags["DROP_QUADS"] = bool(flags.get("HAS_DROPOUT")) and drop_quads(arch)
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
     what = (f"{dtype} d={headdim}{'' if headdim_v == headdim else f'/{headdim_v}'} {'causal' if causal else 'full'}"
             f"{'' if variant == 'plain' else ' ' + variant}")

@@ -122,14 +122,15 @@ _DROP_ATOMIC_H100 = ("H100, dropout 0.1, d=64 h=12 s=128-1024 (benchmarks/result
                      "1.19-1.40x the options row; dQ atomic only when deterministic=False")
 BWD_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
-        # the dQ tile (deterministic calls): 128x64 w8 s3 spilled 5 registers at d=48 with the four-row mask
-        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_DROP_ATOMIC_H100)),
+        Row(64, _bwd((16, 64, 4, 3), (128, 64, 8, 3), dq_atomic=True, reason=_DROP_ATOMIC_H100)),
         *BWD_OPTIONS["sm90"][1:],
     ],
-    # A100: the options row's dQ 128x64 w8 s2 spilled 8-16 registers with the four-row mask ("drop")
+    # A100, dropout without ALiBi / softcap (the four-row mask per element, check-amd "drop"): the options
+    # rows' dQ 128x64 w8 s2 spilled at d<=64 and dK/dV 32x64 w8 s2 at d=96 (static check only)
     "sm80": [
         Row(64, _bwd((16, 64, 4, 2), (64, 64, 8, 2), split=False)),
-        *BWD_OPTIONS["sm80"][1:],
+        Row(128, _bwd((16, 64, 8, 2), (64, 64, 8, 2))),
+        *BWD_OPTIONS["sm80"][2:],
     ],
     # MI200: the main dK/dV rows spilled with dropout at d <= 128; one loop fits (216-457 VGPRs)
     "gfx90a": [
@@ -181,13 +182,14 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_KMASK_H100)),
         Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
-        # 16x32 w8 s2 + 32x32 w4 s2 spilled 2-6 registers at d=192/256 with the four-row mask ("bias-drop")
-        Row(256, _bwd((16, 16, 8, 2), (16, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+        # dQ 32x32 w4 s2 spilled at d=192 / 256 with a float bias, dropout and a window ("bias-drop")
+        Row(256, _bwd((16, 32, 8, 2), (16, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
     ],
     "sm80": [
         Row(64, _bwd((16, 64, 4, 2), (32, 64, 4, 2), split=False, reason=_BIAS_STATIC)),
         Row(128, _bwd((16, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_STATIC, spills_ok=_MASK_DROP_SM80)),
-        Row(256, _bwd((16, 32, 8, 1), (32, 32, 8, 1), split=False, reason=_BIAS_STATIC)),
+        # dQ 32x32 w8 s1 spilled 1 register at d=192 ("bias-drop")
+        Row(256, _bwd((16, 32, 8, 1), (16, 32, 8, 1), split=False, reason=_BIAS_STATIC)),
     ],
     # MI200 d<=64: the dropout row's 64x64 one-loop dK/dV used 20 B of scratch in the GQA build
     "gfx90a": [
