@@ -34,23 +34,8 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
     Twin of ``flash_attention_amd.philox.dropout_keep_mask`` (quads=False); c0 = key column, c1 = query
     row, c2 = b * nheads + h. All uint32 (broadcastable tensors).
     """
-    c0 = c0.to(tl.uint32)
-    c1 = c1.to(tl.uint32)
-    c2 = c2.to(tl.uint32)
-    c3 = tl.zeros_like(c0)
-    k0 = seed_lo.to(tl.uint32)
-    k1 = seed_hi.to(tl.uint32)
-    m0 = tl.full([1], 0xD2511F53, tl.uint32)
-    m1 = tl.full([1], 0xCD9E8D57, tl.uint32)
-    for _ in tl.static_range(7):
-        hi0 = tl.umulhi(m0, c0)
-        lo0 = m0 * c0
-        hi1 = tl.umulhi(m1, c2)
-        lo1 = m1 * c2
-        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-        k0 = k0 + 0x9E3779B9
-        k1 = k1 + 0xBB67AE85
-    return c0 >= threshold.to(tl.uint32)
+    word, _, _, _, _, _ = _philox_rounds(seed_lo, seed_hi, c0, c1, c2, 7)
+    return word >= threshold.to(tl.uint32)
 
 
 PHILOX_M0 = tl.constexpr(0xD2511F53)
