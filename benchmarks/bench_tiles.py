@@ -7,7 +7,8 @@ driver reports for each compiled kernel (a cross-check of the offline numbers).
 Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/s = 4 * b * h *
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
 Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1;
-fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); bias = a (b, h, s, s) bf16
+fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); win = a window of 1024 keys
+to the left (TFLOP/s of its visible pairs); bias = a (b, h, s, s) bf16
 attn_bias; dbias = the same bias requiring grad (dbias written by the backward); kmask = a (b, 1, 1, s)
 bool key-padding mask (lengths uniform in [s/4, s]: the HF integration's dense padded calls);
 kmaskdrop = the same with dropout 0.1. ``--peer-sdpa`` adds torch SDPA on the same call (its own
@@ -47,6 +48,7 @@ from flash_attention_amd.launch.tiles_bwd import bwd_config  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048
+WINDOW = 1024  # feature "win": keys up to WINDOW positions to the left
 
 
 def _chunk_opts(parts: list[str]) -> dict:
@@ -94,6 +96,8 @@ def params_for(d, causal, feat, h, descales=None, bias=None):
         kw.update(dropout_p=0.1, seed=1234)
     elif feat in ("bias", "dbias"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written)
         kw.update(attn_bias=bias.requires_grad_(feat == "dbias"))
+    elif feat == "win":  # a sliding window of WINDOW keys to the left (with causal: issue 13's window row)
+        kw.update(window_left=WINDOW)
     elif feat in ("kmask", "kmaskdrop"):  # a (b, 1, 1, s) bool key-padding mask (the HF integration's)
         kw.update(attn_bias=bias, **({"dropout_p": 0.1, "seed": 1234} if feat == "kmaskdrop" else {}))
     return AttnParams(**kw)
@@ -115,7 +119,8 @@ def sdpa_peer(q, k, v, do, causal, feat, mask, pass_):
     qt, kt, vt = (t.transpose(1, 2).detach().requires_grad_(pass_ == "bwd") for t in (q, k, v))
     drop = 0.1 if feat in ("drop", "kmaskdrop") else 0.0
     fwd = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
-        qt, kt, vt, attn_mask=mask, dropout_p=drop, is_causal=bool(causal) and mask is None)
+        qt, kt, vt, attn_mask=mask, dropout_p=drop, is_causal=bool(causal) and mask is None,
+        enable_gqa=q.shape[2] != k.shape[2])
     if pass_ == "fwd":
         return triton.testing.do_bench(fwd, warmup=25, rep=100, return_mode="median")
     out = fwd()
@@ -192,7 +197,10 @@ def main(argv=None):
                     bias = (torch.randn(b, h, s, s, device="cuda", dtype=torch.bfloat16)
                             if feat in ("bias", "dbias") else key_mask(b, s) if feat.startswith("kmask") else None)
                     p = params_for(d, causal, feat, h, descales, bias)
-                    flops = 4 * b * h * s * s * d / (2 if causal else 1) * (2.5 if args.pass_ == "bwd" else 1)
+                    pairs = s * s / (2 if causal else 1)
+                    if feat == "win":  # visible pairs of one (batch, head): row i sees min(i, W) + 1 keys (+ W right)
+                        pairs = sum(min(i, WINDOW) + 1 + (0 if causal else min(s - 1 - i, WINDOW)) for i in range(s))
+                    flops = 4 * b * h * pairs * d * (2.5 if args.pass_ == "bwd" else 1)
                     pre = cache_keys(fns)
                     out, lse = F._forward(q, k, v, p)
                     ref = None

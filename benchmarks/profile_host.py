@@ -5,7 +5,9 @@ functions, every thread on Python >= 3.12, where cProfile rides on sys.monitorin
 The GPU is held busy (``torch.cuda._sleep``) while the calls are issued, so only host time is
 measured. Usage on a GPU machine:
 
-    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts calls,split,bert,bertpy,gaps]
+    PYTHONPATH=src python benchmarks/profile_host.py [--out DIR] [--parts PART,...]
+
+PARTS: calls, split, variants, phases, bwdops, bert, bertpy, gaps.
 """
 from __future__ import annotations
 
@@ -402,6 +404,254 @@ def bert_gaps(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
         f.write(text + "\n")
 
 
+def variant_profiles(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
+    """BERT's call (key mask + dropout, ours through triton) with parts of the call path switched off,
+    to find what its host time is made of: TMA descriptors off (the same tile through pointers), the
+    kernel launches skipped (Python, allocations and autograd only), and the torch ops of the backward's
+    atomic dQ path alone; next to raw SDPA and the cheapest autograd node; then torch.profiler's self
+    CPU time per op of ours and of raw SDPA."""
+    from flash_attention_amd.launch import runtime
+
+    b, s, h, d = batch, seqlen, 12, 64
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    dout = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    keys = torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda")
+    mask = keys[:, None, None, :]
+    qs, ks, vs = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
+    douts = dout.transpose(1, 2)
+
+    def ours():
+        out = core.attention(q, k, v, attn_bias=mask, dropout_p=0.1)
+        torch.autograd.grad(out, (q, k, v), dout)
+
+    def ours_fwd():
+        core.attention(q, k, v, attn_bias=mask, dropout_p=0.1)
+
+    def raw():
+        out = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, dropout_p=0.1)
+        torch.autograd.grad(out, (qs, ks, vs), douts)
+
+    def raw_fwd():
+        torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, dropout_p=0.1)
+
+    def ident():
+        torch.autograd.grad(_Ident.apply(q), (q,), dout)
+
+    def atomic_ops():
+        acc = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
+        torch.mul(acc, 0.125, out=torch.empty_like(q))
+
+    lines = [f"# {torch.cuda.get_device_name()} b={b} s={s} h={h} d={d} bf16, key mask + dropout 0.1; "
+             "host us per call, median (min) of 9 loops of 40 calls, GPU held busy"]
+    with use_backend("triton"):
+        ours()
+        plan = next(p for key, p in core._PLANS.items() if key[0] == q.shape and p.problem.needs_grad)
+        fwd_plan = plan.slot["fwd"]
+        lines.append(f"launch paths: {_launch_paths(plan)}; fwd TMA: {fwd_plan.tma_blocks is not None}; "
+                     f"bwd atomic dQ: {plan.slot['bwd'].use_atomic if 'bwd' in plan.slot else '?'}")
+        rows = [("ours fwd+bwd", ours), ("ours fwd (grad on)", ours_fwd), ("raw sdpa fwd+bwd", raw),
+                ("raw sdpa fwd", raw_fwd), ("identity Function fwd+bwd", ident),
+                ("zeros fp32 + mul (atomic dQ ops)", atomic_ops), ("new_seed", new_seed)]
+        for name, fn in rows:
+            m, lo = _loop_us(fn)
+            lines.append(f"{name:34s} {m:7.1f} ({lo:7.1f})")
+        tma = fwd_plan.tma_blocks
+        if tma is not None:
+            fwd_plan.tma_blocks = None
+            for name, fn in (("ours fwd+bwd, TMA off", ours), ("ours fwd, TMA off", ours_fwd)):
+                m, lo = _loop_us(fn)
+                lines.append(f"{name:34s} {m:7.1f} ({lo:7.1f})")
+            fwd_plan.tma_blocks = tma
+        real = runtime.KernelSlot.launch
+        runtime.KernelSlot.launch = lambda self, *a, **kw: None
+        try:
+            for name, fn in (("ours fwd+bwd, no launches", ours), ("ours fwd, no launch", ours_fwd)):
+                m, lo = _loop_us(fn)
+                lines.append(f"{name:34s} {m:7.1f} ({lo:7.1f})")
+        finally:
+            runtime.KernelSlot.launch = real
+        torch.cuda.synchronize()
+        from torch.profiler import ProfilerActivity, profile
+
+        for name, fn in (("ours", ours), ("raw sdpa", raw)):
+            _busy(600)
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(50):
+                    fn()
+            torch.cuda.synchronize()
+            lines.append(f"\n== torch.profiler {name}, 50 calls (self CPU us per call)")
+            avg = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:25]
+            for e in avg:
+                lines.append(f"{e.self_cpu_time_total / 50:8.1f} {e.count / 50:5.1f}x {e.key[:90]}")
+    text = "\n".join(lines)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, "host_variants.txt"), "w") as fh:
+        fh.write(text + "\n")
+
+
+def _backward_variants(model, inputs, opt, rounds: int) -> list[str]:
+    """The backward's host time (GPU held busy) of sdpa and of fa_amd as is, with its kernel launches
+    skipped, with its attention backward replaced by three empty_like (results wrong: timing only),
+    and with a 10 us GIL switch interval, taking turns round by round; and the time spent inside
+    fa_amd's 12 attention backward calls (what the engine's Python node runs)."""
+    import statistics
+    import sys
+    import threading
+
+    from flash_attention_amd.backends.triton_backend import TritonBackend
+    from flash_attention_amd.bench import models
+    from flash_attention_amd.launch import runtime
+
+    real_launch, real_bwd, real_switch = runtime.KernelSlot.launch, TritonBackend.backward, sys.getswitchinterval()
+    inside = []
+
+    def timed_bwd(self, *args, **kw):
+        t0 = time.perf_counter()
+        try:
+            return real_bwd(self, *args, **kw)
+        finally:
+            inside.append(time.perf_counter() - t0)
+
+    def no_work(self, dout, q, k, v, *args, **kw):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    variants = {
+        "sdpa": ("sdpa", lambda: None),
+        "fa_amd as is": ("fa_amd", lambda: setattr(TritonBackend, "backward", timed_bwd)),
+        "fa_amd, no launches": ("fa_amd", lambda: setattr(runtime.KernelSlot, "launch", lambda *a, **kw: None)),
+        "fa_amd, empty grads": ("fa_amd", lambda: setattr(TritonBackend, "backward", no_work)),
+        "fa_amd, switch 10 us": ("fa_amd", lambda: sys.setswitchinterval(1e-5)),
+        "sdpa, switch 10 us": ("sdpa", lambda: sys.setswitchinterval(1e-5)),
+    }
+    host = {name: [] for name in variants}
+    spent = []
+    names = list(variants)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            impl, patch = variants[name]
+            models.set_impl(model, impl)
+            loss = model(**inputs).loss
+            torch.cuda.synchronize()
+            patch()
+            inside.clear()
+            _busy(200)
+            t0 = time.perf_counter()
+            loss.backward()
+            host[name].append((time.perf_counter() - t0) * 1e3)
+            runtime.KernelSlot.launch, TritonBackend.backward = real_launch, real_bwd
+            sys.setswitchinterval(real_switch)
+            if name == "fa_amd as is":
+                spent.append(sum(inside) * 1e3)
+            torch.cuda.synchronize()
+            opt.zero_grad(set_to_none=True)
+    out = [f"threads: {[t.name for t in threading.enumerate()]}; switch interval {real_switch}"]
+    for name, vals in host.items():
+        out.append(f"backward host, {name:22s} {statistics.median(vals):6.2f} ({min(vals):6.2f}) ms")
+    out.append(f"inside fa_amd's 12 attention backward calls: {statistics.median(spent):6.2f} ({min(spent):6.2f}) ms")
+    return out
+
+
+def bert_phases(out_dir: str, seqlen: int = 128, batch: int = 32, rounds: int = 15) -> None:
+    """A BERT training step cut in phases, per attention implementation: forward, backward and optimizer
+    wall times (each phase between device synchronisations, the implementations taking turns round by
+    round), the backward's host time alone (the GPU held busy while it is issued: the backward has no
+    synchronisation), and the GPU kernel time of each phase (torch.profiler)."""
+    import statistics
+
+    from torch.profiler import ProfilerActivity, profile
+
+    model, data, opt = _bert_setup(seqlen, batch)
+    impls = ("eager", "sdpa", "fa_amd")
+    from flash_attention_amd.bench import models
+
+    inputs = dict(data)
+    times = {impl: {"fwd": [], "bwd": [], "opt": [], "bwd host": []} for impl in impls}
+    for impl in impls:
+        _warm_step(model, data, opt, impl)
+    for r in range(rounds):
+        for impl in impls[r % 3:] + impls[:r % 3]:
+            models.set_impl(model, impl)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            loss = model(**inputs).loss
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            loss.backward()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            t3 = time.perf_counter()
+            loss = model(**inputs).loss
+            torch.cuda.synchronize()
+            _busy(200)
+            t4 = time.perf_counter()
+            loss.backward()
+            t5 = time.perf_counter()
+            torch.cuda.synchronize()
+            opt.zero_grad(set_to_none=True)
+            for key, val in (("fwd", t1 - t0), ("bwd", t2 - t1), ("opt", t3 - t2), ("bwd host", t5 - t4)):
+                times[impl][key].append(val * 1e3)
+    variant_lines = _backward_variants(model, inputs, opt, rounds)
+    lines = [f"# {torch.cuda.get_device_name()} BERT-base s={seqlen} b={batch}: ms per phase, median (min) of "
+             f"{rounds} rounds, implementations taking turns; GPU ms from torch.profiler (3 steps)"]
+    for impl in impls:
+        models.set_impl(model, impl)
+        gpu = {}
+        for phase in ("fwd", "bwd"):
+            total = 0.0
+            for _ in range(3):
+                torch.cuda.synchronize()
+                if phase == "fwd":
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        loss = model(**inputs).loss
+                        torch.cuda.synchronize()
+                else:
+                    loss = model(**inputs).loss
+                    torch.cuda.synchronize()
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        loss.backward()
+                        torch.cuda.synchronize()
+                    opt.zero_grad(set_to_none=True)
+                total += sum(e.self_device_time_total for e in prof.key_averages()
+                             if e.device_type == torch.autograd.DeviceType.CUDA) / 1e3
+            gpu[phase] = total / 3
+        row = "  ".join(f"{k} {statistics.median(v):6.2f} ({min(v):6.2f})" for k, v in times[impl].items())
+        lines.append(f"{impl:7s} {row}  GPU fwd {gpu['fwd']:5.2f} bwd {gpu['bwd']:5.2f}")
+    text = "\n".join(lines + variant_lines)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, f"bert_phases_s{seqlen}.txt"), "w") as fh:
+        fh.write(text + "\n")
+
+
+def bert_backward_ops(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
+    """torch.profiler of one BERT backward per implementation (sdpa, fa_amd): self CPU time and count of
+    every op, to compare what each backward runs besides attention."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from flash_attention_amd.bench import models
+
+    model, data, opt = _bert_setup(seqlen, batch)
+    out = []
+    for impl in ("sdpa", "fa_amd"):
+        _warm_step(model, data, opt, impl)
+        models.set_impl(model, impl)
+        loss = model(**data).loss
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            loss.backward()
+            torch.cuda.synchronize()
+        opt.zero_grad(set_to_none=True)
+        rows = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+        out.append(f"== {impl} backward: self CPU ms {sum(e.self_cpu_time_total for e in rows) / 1e3:.2f}")
+        out += [f"{e.self_cpu_time_total / 1e3:8.3f} ms {e.count:5d}x {e.key[:100]}" for e in rows[:45]]
+    text = "\n".join(out)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, f"bert_bwd_ops_s{seqlen}.txt"), "w") as fh:
+        fh.write(text + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -415,6 +665,12 @@ def main() -> None:
         call_profiles(args.out)
     if "split" in parts:
         split_profiles(args.out, *shape)
+    if "variants" in parts:
+        variant_profiles(args.out, *shape)
+    if "phases" in parts:
+        bert_phases(args.out, *shape)
+    if "bwdops" in parts:
+        bert_backward_ops(args.out, *shape)
     if "bert" in parts:
         bert_profiles(args.out, *shape)
     if "bertpy" in parts:

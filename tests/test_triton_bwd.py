@@ -404,6 +404,14 @@ def test_compile_specs_cover_every_config(arch):
                            and has(s.constexprs["FEATURES"], "HAS_SOFTCAP") and dtype in s.label
                            for s in specs if s.kernel == "bwd_dkdv")
     assert {has(s.constexprs["FEATURES"], "GQA") for s in specs if s.kernel == "bwd_dkdv"} == {False, True}
+    # a window alone: its tier's row (sm90: its own; elsewhere the options row) is compiled ("win")
+    win = bwd.pick_config(arch, 128, 128, True, False, True, False, window_only=True) if largest >= 128 else None
+    assert win is None or any(" win " in s.label and s.constexprs.get("BLOCK_M") == win.dkdv.block_m
+                              and s.constexprs.get("BLOCK_N") == win.dkdv.block_n
+                              for s in specs if s.kernel == "bwd_dkdv")
+    if arch == "sm90":
+        assert (win.dkdv.block_m, win.dkdv.block_n, win.dkdv.num_warps, win.dkdv.num_stages) == (32, 64, 4, 3)
+        assert win != bwd.pick_config(arch, 128, 128, True, False, True)  # the options row
     for s in specs:
         # typed arguments (stride tuples of i32, the sizes / scores / drop tuples of i32 and fp32);
         # "constexpr": group == 1 (the MHA build Triton specialises; the last element of sizes) and

@@ -407,6 +407,10 @@ def test_configs_and_compile_specs(arch):
         assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, False).block_m == 128
     specs = launch.compile_specs(arch)
     assert specs and all(s.kernel == "fwd" for s in specs)
+    # a window alone (dense) takes the window tier's row, compiled as check-amd variant "win"
+    win = launch.select_config(arch, torch.bfloat16, 128, 128, True, 8192, False, True, window_only=True)
+    assert any(" win " in s.label and s.constexprs["BLOCK_M"] == win.block_m and s.constexprs["BLOCK_N"] == win.block_n
+               and s.constexprs["HEAD_DIM"] == 128 for s in specs)
     variants = {s.label.split()[2] for s in specs}
     assert {"plain", "causal", "opts", "all"} <= variants
     labels = [s.label for s in specs]
@@ -414,6 +418,29 @@ def test_configs_and_compile_specs(arch):
     for s in specs:  # every non-constexpr argument typed, every constexpr given
         names = set(s.fn.arg_names)
         assert set(s.signature) | set(s.constexprs) == names, s.label
+
+
+def test_window_tier():
+    """A sliding window alone, dense and causal, takes the window tier's row on sm90 (64x64 w4 through
+    TMA); with ALiBi or softcap, varlen, or not causal, the options row as before; other arches (no
+    window table) the options row."""
+    sel = launch.select_config
+    bf16 = torch.bfloat16
+    options = sel("sm90", bf16, 128, 128, True, 8192, False, True)
+    win = sel("sm90", bf16, 128, 128, True, 8192, False, True, window_only=True)
+    assert (win.block_m, win.block_n, win.num_warps, win.use_tma) == (64, 64, 4, True)
+    assert (options.block_m, options.use_tma) == (128, False)
+    assert sel("sm90", bf16, 128, 128, True, 8192, False, True, varlen=True, window_only=True) == options
+    assert sel("sm90", bf16, 128, 128, False, 8192, False, True, window_only=True) == \
+        sel("sm90", bf16, 128, 128, False, 8192, False, True)
+    for arch in ("sm80", "gfx942", "gfx1100"):
+        assert sel(arch, bf16, 128, 128, True, 8192, False, True, window_only=True) == \
+            sel(arch, bf16, 128, 128, True, 8192, False, True)
+    # the plan reads the rule from the call: a window alone, not with softcap
+    from flash_attention_amd.launch import tiles
+    assert tiles.tier_of(False, True, window_only=True) == tiles.WINDOW
+    assert tiles.tier_of(True, True, window_only=True) == tiles.DROPOUT
+    assert tiles.tier_of(False, True, True, window_only=True) == tiles.BIAS_OPTIONS
 
 
 # ----------------------------------------------------------------------------- GPU, realistic sizes

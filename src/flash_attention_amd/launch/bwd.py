@@ -37,6 +37,7 @@ from .tiles import (
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
+    WINDOW,
     BwdConfig,
     Row,
     Tile,
@@ -56,11 +57,12 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
-                dropout: bool = False, options: bool = False, bias: bool = False) -> BwdConfig:
+                dropout: bool = False, options: bool = False, bias: bool = False,
+                window_only: bool = False) -> BwdConfig:
     """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
-    bias: an attn_bias)."""
+    window_only: a window alone; bias: an attn_bias)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    cfg = pick(_rows(arch, tier_of(dropout, options, bias)), d, causal)
+    cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only)), d, causal)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -86,7 +88,8 @@ def supports(problem: Problem) -> str | None:
                                                                     problem.nheads):
         return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
                 f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
-    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias)))
+    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias),
+                                       problem.has_window and not problem.has_alibi and problem.softcap == 0))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
     largest = max(row.max_d for row in rows)
@@ -199,7 +202,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
-                                bias is not None)
+                                bias is not None, params.has_window and params.alibi_slopes is None
+                                and params.softcap == 0)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
@@ -424,7 +428,8 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
              ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
              # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode)
              ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
-             ("bias-drop", dict(HAS_WINDOW=True, **_BIAS, HAS_DROPOUT=True), BIAS_DROPOUT))
+             ("bias-drop", dict(HAS_WINDOW=True, **_BIAS, HAS_DROPOUT=True), BIAS_DROPOUT),
+             ("win", dict(HAS_WINDOW=True, IS_VARLEN=True), WINDOW))  # a window alone
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",

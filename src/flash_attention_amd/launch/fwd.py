@@ -38,6 +38,7 @@ from .tiles import (
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
+    WINDOW,
     Tile,
     arch_family,
     cdiv,
@@ -59,11 +60,11 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
-                  bias: bool = False, varlen: bool = False) -> Tile | None:
+                  bias: bool = False, varlen: bool = False, window_only: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on; ``dropout``: dropout is on; ``bias``: an
-    attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8 for dense calls without
+    ``options``: a window, ALiBi or softcap is on (``window_only``: a window alone); ``dropout``:
+    dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8 for dense calls without
     options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
     family = arch_family(arch)
@@ -73,7 +74,9 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    return pick(family_table(FWD, family, tier_of(dropout, options, bias)), d, causal, seqlen_k)
+    # the window tier's rows were measured on dense calls (TMA on sm90); varlen windows keep the options rows
+    return pick(family_table(FWD, family, tier_of(dropout, options, bias, window_only and not varlen)), d, causal,
+                seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -113,7 +116,8 @@ def supports(problem: Problem) -> str | None:
     options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
-            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias)) is None:
+            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias),
+            window_only=problem.has_window and not problem.has_alibi and problem.softcap == 0) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -192,7 +196,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None, varlen)
+                            params.attn_bias is not None, varlen,
+                            params.has_window and params.alibi_slopes is None and params.softcap == 0)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
@@ -464,6 +469,7 @@ _VARIANTS = (
     # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode), every other option on
     ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
     ("bias-drop", dict(HAS_WINDOW=True, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
+    ("win", dict(HAS_WINDOW=True), WINDOW),  # a window alone, dense (varlen windows: the options tier)
 )
 
 

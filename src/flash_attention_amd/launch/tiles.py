@@ -31,17 +31,23 @@ MAX_HEADDIM_DECODE = 576  # q/k head dim of the decode kernel (MLA: 512 latent +
 # more registers); dropout (its Philox rounds hold more still); an attn_bias without / with
 # dropout (the bias tile on top of the options / dropout tier). A family without a table for a
 # tier uses the next lighter tier's table: BIAS_OPTIONS -> OPTIONS -> PLAIN, BIAS_DROPOUT ->
-# DROPOUT -> OPTIONS -> PLAIN (``TIER_FALLBACK``).
-PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT = 0, 1, 2, 3, 4
+# DROPOUT -> OPTIONS -> PLAIN (``TIER_FALLBACK``). WINDOW: a sliding window and no other option
+# (no ALiBi, softcap, dropout or bias: its programs are short, the score math light), else the
+# options tier's rows.
+PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT, WINDOW = 0, 1, 2, 3, 4, 5
 TIER_FALLBACK = {PLAIN: (PLAIN,), OPTIONS: (OPTIONS, PLAIN), DROPOUT: (DROPOUT, OPTIONS, PLAIN),
-                 BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN)}
+                 BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN),
+                 WINDOW: (WINDOW, OPTIONS, PLAIN)}
 
 
-def tier_of(dropout: bool, options: bool, bias: bool = False) -> int:
-    """The feature tier of a call; ``bias``: an attn_bias is given."""
+def tier_of(dropout: bool, options: bool, bias: bool = False, window_only: bool = False) -> int:
+    """The feature tier of a call; ``options``: a window, ALiBi or softcap; ``bias``: an attn_bias is
+    given; ``window_only``: the options are a window alone."""
     if bias:
         return BIAS_DROPOUT if dropout else BIAS_OPTIONS
-    return DROPOUT if dropout else OPTIONS if options else PLAIN
+    if dropout:
+        return DROPOUT
+    return (WINDOW if window_only else OPTIONS) if options else PLAIN
 
 
 @dataclass(frozen=True)
@@ -447,7 +453,23 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         *FWD_DROPOUT["gfx90a"][1:],
     ],
 }
-FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT)
+# A sliding window alone (issue 13's window row: causal, 1024 keys to the left). Its programs are short
+# (a query block sees ~window / BLOCK_N key blocks, against ~seqlen / 2 / BLOCK_N causal); on Hopper the
+# smaller 64x64 w4 s3 tile through TMA measured 1.13-1.19x the options row's 128x64 w8 s3 there (H100 and
+# H200), not the plain causal call (why is not established: check-kernels counts one program per SM by
+# shared memory for both). Dense calls only (fwd.select_config): the varlen build (plain pointers)
+# spills 7-8 registers (ptxas).
+_WINDOW_H100 = ("H100, causal + window 1024, d=128 b=4 s=4096 h=32 and b=1 s=16384 (benchmarks/results/run9/"
+                "h100_sweep_win_fwd.txt): 374 / 361 TFLOP/s against 330 / 330 for the options row, best of 7; "
+                "H200 391 / 377 against 328 / 333 (h200_win_fwd.txt); 168 registers, 0 spills (driver and ptxas)")
+FWD_WINDOW: dict[str, list[Row]] = {
+    "sm90": [
+        Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_WINDOW_H100), causal=True),
+        *FWD_OPTIONS["sm90"],
+    ],
+}
+
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW)
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).

@@ -201,7 +201,25 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
     ],
 }
-BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT)
+# A sliding window alone (tiles.py WINDOW). H100, causal + window 1024, d=128 (benchmarks/results/run9/
+# h100_sweep_win_bwd_g*.txt): dK/dV 32x64 w4 s3 was the fastest of 6 for MHA and GQA 32/8 alike.
+_WINDOW_BWD_H100 = ("H100, causal + window 1024, d=128, s=4096 / 16384 (benchmarks/results/run9/"
+                    "h100_sweep_win_bwd_g1.txt, _g4.txt): 310 / 304 TFLOP/s MHA and 289 / 292 GQA 32/8 "
+                    "against 297 / 285 and 247 / 250 for the options row, best of 6; H200 303 / 318 and "
+                    "295 / 293 against 285 / 289 and 248 / 249 (h200_win_bwd_g*.txt)")
+_WINDOW_BWD_SPILLS = ("the d=96 / 128 dK/dV builds spill 11-13 registers per ptxas (the options row it replaces: "
+                      "15 in MHA), 0 (MHA) and 4 (GQA) per the H100 driver: accepted on the measurement of "
+                      + _WINDOW_BWD_H100)
+BWD_WINDOW: dict[str, list[Row]] = {
+    "sm90": [
+        BWD_OPTIONS["sm90"][0],
+        Row(128, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason=_WINDOW_BWD_H100, spills_ok=_WINDOW_BWD_SPILLS),
+            causal=True),
+        *BWD_OPTIONS["sm90"][1:],
+    ],
+}
+
+BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT, BWD_WINDOW)
 
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
