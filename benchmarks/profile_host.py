@@ -608,12 +608,7 @@ def bert_phases(out_dir: str, seqlen: int = 128, batch: int = 32, rounds: int = 
                         loss = model(**inputs).loss
                         torch.cuda.synchronize()
                 else:
-                    loss = model(**inputs).loss
-                    torch.cuda.synchronize()
-                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                        loss.backward()
-                        torch.cuda.synchronize()
-                    opt.zero_grad(set_to_none=True)
+                    prof = _profiled_backward(model, inputs, opt, ProfilerActivity.CUDA)
                 total += sum(e.self_device_time_total for e in prof.key_averages()
                              if e.device_type == torch.autograd.DeviceType.CUDA) / 1e3
             gpu[phase] = total / 3
@@ -625,10 +620,23 @@ def bert_phases(out_dir: str, seqlen: int = 128, batch: int = 32, rounds: int = 
         fh.write(text + "\n")
 
 
+def _profiled_backward(model, inputs: dict, opt, activity):
+    """torch.profiler (one activity) of one training backward, the forward run first, outside it."""
+    from torch.profiler import profile
+
+    loss = model(**inputs).loss
+    torch.cuda.synchronize()
+    with profile(activities=[activity]) as prof:
+        loss.backward()
+        torch.cuda.synchronize()
+    opt.zero_grad(set_to_none=True)
+    return prof
+
+
 def bert_backward_ops(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
     """torch.profiler of one BERT backward per implementation (sdpa, fa_amd): self CPU time and count of
     every op, to compare what each backward runs besides attention."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     from flash_attention_amd.bench import models
 
@@ -637,12 +645,7 @@ def bert_backward_ops(out_dir: str, seqlen: int = 128, batch: int = 32) -> None:
     for impl in ("sdpa", "fa_amd"):
         _warm_step(model, data, opt, impl)
         models.set_impl(model, impl)
-        loss = model(**data).loss
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
-            loss.backward()
-            torch.cuda.synchronize()
-        opt.zero_grad(set_to_none=True)
+        prof = _profiled_backward(model, data, opt, ProfilerActivity.CPU)
         rows = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
         out.append(f"== {impl} backward: self CPU ms {sum(e.self_cpu_time_total for e in rows) / 1e3:.2f}")
         out += [f"{e.self_cpu_time_total / 1e3:8.3f} ms {e.count:5d}x {e.key[:100]}" for e in rows[:45]]
@@ -663,21 +666,11 @@ def main() -> None:
     parts = args.parts.split(",")
     if "calls" in parts:
         call_profiles(args.out)
-    if "split" in parts:
-        split_profiles(args.out, *shape)
-    if "variants" in parts:
-        variant_profiles(args.out, *shape)
-    if "phases" in parts:
-        bert_phases(args.out, *shape)
-    if "bwdops" in parts:
-        bert_backward_ops(args.out, *shape)
-    if "bert" in parts:
-        bert_profiles(args.out, *shape)
-    if "bertpy" in parts:
-        bert_python(args.out, *shape)
-    if "gaps" in parts:
-        bert_gaps(args.out, *shape)
-
+    by_shape = {"split": split_profiles, "variants": variant_profiles, "phases": bert_phases,
+                "bwdops": bert_backward_ops, "bert": bert_profiles, "bertpy": bert_python, "gaps": bert_gaps}
+    for name, part in by_shape.items():
+        if name in parts:
+            part(args.out, *shape)
 
 if __name__ == "__main__":
     main()
