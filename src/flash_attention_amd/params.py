@@ -69,6 +69,11 @@ class AttnParams(NamedTuple):
         """True when some key is hidden by a window bound other than plain causal."""
         return self.window_left >= 0 or (self.window_right >= 0 and not self.causal)
 
+    @property
+    def window_only(self) -> bool:
+        """A window and no other option of the options tier (no ALiBi, no softcap): launch/tiles.py WINDOW."""
+        return self.has_window and self.alibi_slopes is None and self.softcap == 0
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -108,6 +113,11 @@ class Problem:
     @property
     def has_window(self) -> bool:
         return self.window_left >= 0 or (self.window_right >= 0 and not self.causal)
+
+    @property
+    def window_only(self) -> bool:
+        """A window and no other option of the options tier (no ALiBi, no softcap): launch/tiles.py WINDOW."""
+        return self.has_window and not self.has_alibi and self.softcap == 0
 
     def describe(self) -> str:
         opts = [self.kind, str(self.dtype).replace("torch.", ""), self.device_type]

@@ -88,8 +88,7 @@ def supports(problem: Problem) -> str | None:
                                                                     problem.nheads):
         return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
                 f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
-    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias),
-                                       problem.has_window and not problem.has_alibi and problem.softcap == 0))
+    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias), problem.window_only))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
     largest = max(row.max_d for row in rows)
@@ -202,8 +201,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
-                                bias is not None, params.has_window and params.alibi_slopes is None
-                                and params.softcap == 0)
+                                bias is not None, params.window_only)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad

@@ -64,8 +64,8 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
     ``options``: a window, ALiBi or softcap is on (``window_only``: a window alone); ``dropout``:
-    dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8 for dense calls without
-    options, FWD_FP8_OPTIONS (where the family has one) for the others.
+    dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8
+    for dense calls without options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
     family = arch_family(arch)
     if dtype.itemsize == 1:
@@ -117,7 +117,7 @@ def supports(problem: Problem) -> str | None:
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
             problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias),
-            window_only=problem.has_window and not problem.has_alibi and problem.softcap == 0) is None:
+            window_only=problem.window_only) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -196,8 +196,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None, varlen,
-                            params.has_window and params.alibi_slopes is None and params.softcap == 0)
+                            params.attn_bias is not None, varlen, params.window_only)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
