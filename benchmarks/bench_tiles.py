@@ -61,7 +61,7 @@ def _chunk_opts(parts: list[str]) -> dict:
         elif p.startswith("x"):
             opts["dv_split"] = int(p[1:])
         elif p == "rq":
-            opts["reload_q"] = True
+            opts["reload"] = True
         else:
             raise ValueError(f"unknown config part {p!r}")
     return opts

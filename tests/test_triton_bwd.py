@@ -153,6 +153,75 @@ def test_options_one_loop_dkdv(case):
     _check(b, sq, sk, h, hk, d, config=cfg, **_resolve(b, h, opts))
 
 
+def _two_pass_cfg(split=False, atomic=False):
+    """RDNA3's d=128 shape of the backward (tiles_bwd._RDNA3_D128) at interpreter sizes: dK and dV in two
+    launches, K / V and Q / dO read per block."""
+    from flash_attention_amd.launch.tiles import Tile
+
+    return _bwd().BwdConfig(dkdv=Tile(16, 32, 4, 1, reload=True), dq=Tile(32, 16, 4, 1, reload=True),
+                            split=split, kv_passes=2, dq_atomic=atomic)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[5], CASES[8], CASES[10], CASES[13]],
+                         ids=lambda c: c[0])
+def test_options_two_passes_reload(case):
+    """dK and dV from two launches of the dK/dV kernel (DV_ONLY, then DK_ONLY) with K / V, Q / dO read per
+    block (RELOAD_TILES): the oracle's gradients, every option, GQA and MQA; poisoned outputs (the autouse
+    fixture) show a gradient neither launch writes."""
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, config=_two_pass_cfg(), **_resolve(b, h, opts))
+
+
+@pytest.mark.parametrize("split,atomic", [(True, False), (False, True)])
+def test_two_passes_dropout_varlen(split, atomic):
+    """The two launches draw the forward's dropout mask alike (varlen, GQA, causal); three loops per launch,
+    or dQ by atomics in the dK launch."""
+    lens_q, lens_k = [5, 30, 1, 13], [17, 26, 20, 13]
+    h, hk, d = 4, 2, 24
+    cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
+                  for x in (lens_q, lens_k))
+    q, dout = (torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP) for _ in range(2))
+    k, v = (torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP) for _ in range(2))
+    params = _params(d, causal=True, dropout_p=0.2, seed=77, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+                     max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params,
+                                      config=_two_pass_cfg(split, atomic))
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+
+
+def test_two_pass_plan_launches_dkdv_twice(monkeypatch):
+    """kv_passes=2 plans two dK/dV launches, DV_ONLY then DK_ONLY, both with RELOAD_TILES, and the dQ
+    kernel with RELOAD_TILES; one pass: one launch with neither role flag."""
+    bwd = _bwd()
+    q, k, v = (torch.randn(1, 20, 2, 16, device=DEVICE, dtype=FP) for _ in range(3))
+    plan = bwd.plan_backward(q, k, v, _params(16), _two_pass_cfg())
+    roles = [(has(c["FEATURES"], "DV_ONLY"), has(c["FEATURES"], "DK_ONLY"), has(c["FEATURES"], "RELOAD_TILES"))
+             for c in plan.constexprs[1]]
+    assert roles == [(True, False, True), (False, True, True)] and len(plan.dkdv_kernels) == 2
+    assert has(plan.constexprs[2]["FEATURES"], "RELOAD_TILES")
+    one = bwd.plan_backward(q, k, v, _params(16), replace(_two_pass_cfg(), kv_passes=1))
+    assert [(has(c["FEATURES"], "DV_ONLY"), has(c["FEATURES"], "DK_ONLY")) for c in one.constexprs[1]] == [
+        (False, False)]
+
+
+def test_rdna3_rows_two_passes():
+    """RDNA3 (and RDNA4, which uses its tables) serves the backward up to head dim 128 in every feature
+    tier through the two-launch config; above 128 it still declines, with the reason."""
+    bwd = _bwd()
+    for arch in ("gfx1100", "gfx1201"):
+        for flags in (dict(), dict(options=True), dict(dropout=True), dict(bias=True),
+                      dict(bias=True, dropout=True)):
+            cfg = bwd.pick_config(arch, 128, 128, causal=True, **flags)
+            assert cfg.kv_passes == 2 and cfg.dkdv.reload and cfg.dq.reload, (arch, flags)
+            assert bwd.pick_config(arch, 64, 64, **flags).kv_passes == 1
+    problem = Problem(device_type="cuda", is_rocm=True, arch="gfx1100", dtype=torch.bfloat16, batch=1, seqlen_q=64,
+                      seqlen_k=64, nheads=2, nheads_k=2, headdim=192, headdim_v=192, needs_grad=True)
+    assert "above head dim 128" in bwd.supports(problem)
+    assert bwd.supports(replace(problem, headdim=128, headdim_v=128)) is None
+
+
 @pytest.mark.parametrize("d", [160, 256])
 def test_large_headdims(d):
     _check(1, 20, 35, 2, 1, d, causal=True)
@@ -366,7 +435,8 @@ def _problem(**kw):
 def test_rdna3_declines_head_dims_without_a_spill_free_tile():
     bwd = _bwd()
     assert bwd.supports(_problem(arch="gfx1100", headdim=64, headdim_v=64)) is None
-    assert "gfx1100 above head dim 64" in bwd.supports(_problem(arch="gfx1100", headdim=128, headdim_v=128))
+    assert bwd.supports(_problem(arch="gfx1100", headdim=128, headdim_v=128)) is None  # two dK/dV launches
+    assert "gfx1100 above head dim 128" in bwd.supports(_problem(arch="gfx1100", headdim=160, headdim_v=160))
     assert bwd.supports(_problem(arch="gfx942", headdim=256, headdim_v=256)) is None
 
 

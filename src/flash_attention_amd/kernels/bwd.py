@@ -15,6 +15,12 @@ batch stride 0, lse/delta [h, total_q], rows offset by cu_seqlens).
   into a zeroed buffer with atomics (not bitwise reproducible; no table row uses it).
 - ``bwd_dq``: one program per (query block, batch, head): dQ without atomics.
 
+RDNA3 above head dim 64 (``BwdConfig.kv_passes`` = 2, ``Tile.reload``): a wave32 lane holds a
+replicated copy of each WMMA operand, so a [16, 128] bf16 tile costs 64 VGPRs and a dK/dV program
+that holds K, V, Q, dO and both accumulators passes the 256-VGPR limit. There the dK/dV kernel runs
+twice, DV_ONLY (scores and dV) then DK_ONLY (scores, dP and dK), and RELOAD_TILES reads the tiles a
+program would hold across its loop (K / V here, Q / dO in ``bwd_dq``) again for every block.
+
 Masks are applied only on boundary blocks: each loop is split into a masked head, an
 unmasked middle (no mask arithmetic, no bound checks but head-dim padding) and a masked
 tail. IEEE_DOT: every product in fp32
@@ -222,6 +228,12 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     PAD_DV: tl.constexpr = BLOCK_DV != HEAD_DIM_V
     offs_m = start_m + tl.arange(0, BLOCK_M)
     row_ok = offs_m < seqlen_q
+    RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
+    DV_ONLY: tl.constexpr = has(FEATURES, "DV_ONLY")
+    DK_ONLY: tl.constexpr = has(FEATURES, "DK_ONLY")
+    if RELOAD_TILES:  # k / v: (pointers, mask) of the KV block, read for each query block; the mask's
+        # start_m term keeps the read in the caller's loop (a loop-invariant load would be hoisted out)
+        k = tl.load(k[0], mask=k[1] & (start_m >= 0), other=0.0)  # [BLOCK_N, BLOCK_D]
     if BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] / [BLOCK_M, BLOCK_DVK]
         q_c = load_chunks(Q + offs_m[:, None] * stride_qm + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0,
                           num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
@@ -261,9 +273,13 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
                               IS_CAUSAL, HAS_WINDOW, True))  # [BLOCK_N, BLOCK_M]
         sT = tl.where(ok, sT, float("-inf"))
     pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
-    if BLOCK_DK > 0:
+    if DV_ONLY:  # dP is not needed for dV
+        dpT = pT
+    elif BLOCK_DK > 0:
         dpT = dot_chunks(v, do_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     else:
+        if RELOAD_TILES:
+            v = tl.load(v[0], mask=v[1] & (start_m >= 0), other=0.0)  # [BLOCK_N, BLOCK_DV]
         dpT = _mma(v, tl.trans(do), None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     if HAS_DROPOUT:
         if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)
@@ -284,10 +300,13 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
             keep = dropout_keep(seed_lo, seed_hi, drop_threshold, start_m, offs_n, bh, BLOCK_M,
                                 has(FEATURES, "DROP_QUADS"), True)  # [BLOCK_N, BLOCK_M]
         pdT = tl.where(keep, pT * drop_scale, 0.0)
-        dpT = tl.where(keep, dpT * drop_scale, 0.0)
+        if not DV_ONLY:
+            dpT = tl.where(keep, dpT * drop_scale, 0.0)
     else:
         pdT = pT
-    if BLOCK_DK > 0:
+    if DK_ONLY:  # dV is the other launch's
+        pass
+    elif BLOCK_DK > 0:
         pdT = pdT.to(DO.dtype.element_ty)
         dv_new = ()
         for i in tl.static_range(len(dv)):
@@ -295,6 +314,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
         dv = dv_new
     else:
         dv = _mma(pdT.to(do.dtype), do, dv, IEEE_DOT)
+    if DV_ONLY:  # dK is the other launch's
+        return dk, dv
     dsT = pT * (dpT - delta[None, :])
     if HAS_SOFTCAP:
         dsT = dsT * (1.0 - tT * tT)
@@ -401,7 +422,9 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     scalars as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for
     every seed). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
     IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (a bool mask with query-row
-    stride 0: key blocks it keeps none of skip the query loop).
+    stride 0: key blocks it keeps none of skip the query loop), DROP_QUADS, RELOAD_TILES (K / V read per
+    query block; no head-dim chunks), DV_ONLY / DK_ONLY (this launch writes dV / dK only; see the module
+    docstring).
     """
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dk, dv, dq; the slopes' batch stride
@@ -419,6 +442,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
+    tl.static_assert(BLOCK_DK == 0 or not has(FEATURES, "RELOAD_TILES"))
+    tl.static_assert(not (has(FEATURES, "DV_ONLY") and has(FEATURES, "DK_ONLY")))
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     off_b = pid_bh // nheads_k
@@ -449,6 +474,13 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         dv = ()
         for _c in tl.static_range(NUM_DVK):
             dv = dv + (tl.zeros([BLOCK_N, BLOCK_DVK], dtype=tl.float32),)
+    elif has(FEATURES, "RELOAD_TILES"):  # (pointers, mask) of K / V: read per query block (_dkdv_block)
+        k = (K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1] + offs_d[None, :],
+             col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+        v = (V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1] + offs_dv[None, :],
+             col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
+        dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+        dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
     else:
         k = tl.load(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
                     + offs_d[None, :], mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM),
@@ -507,17 +539,19 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
                              Biash, HEAD_DIM, HEAD_DIM_V, BLOCK_M, BLOCK_N,
                              with_flags(FEATURES, MASKED=not SPLIT or part != 1), BLOCK_DK, BLOCK_DVK)
 
-    if BLOCK_DK > 0:
-        store_chunks(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
-                     + tl.arange(0, BLOCK_DK)[None, :], dk, tl.full([BLOCK_N], sm_scale, tl.float32), col_ok, 0,
-                     NUM_DK, BLOCK_DK, HEAD_DIM, False)
-        store_chunks(DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1]
-                     + tl.arange(0, BLOCK_DVK)[None, :], dv, tl.full([BLOCK_N], 1.0, tl.float32), col_ok, 0,
-                     NUM_DVK, BLOCK_DVK, HEAD_DIM_V, False)
-    else:
-        dk = dk * sm_scale
-        tl.store(DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
-                 + offs_d[None, :], dk.to(DK.dtype.element_ty), mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
-        tl.store(DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1]
-                 + offs_dv[None, :], dv.to(DV.dtype.element_ty),
-                 mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
+    dk_ptrs = DK + off_b64 * stride_dk[0] + off_hk * stride_dk[2] + kv_row[:, None] * stride_dk[1]
+    dv_ptrs = DV + off_b64 * stride_dv[0] + off_hk * stride_dv[2] + kv_row[:, None] * stride_dv[1]
+    if not has(FEATURES, "DV_ONLY"):
+        if BLOCK_DK > 0:
+            store_chunks(dk_ptrs + tl.arange(0, BLOCK_DK)[None, :], dk, tl.full([BLOCK_N], sm_scale, tl.float32),
+                         col_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, False)
+        else:
+            tl.store(dk_ptrs + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty),
+                     mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))  # [BLOCK_N, BLOCK_D]
+    if not has(FEATURES, "DK_ONLY"):
+        if BLOCK_DK > 0:
+            store_chunks(dv_ptrs + tl.arange(0, BLOCK_DVK)[None, :], dv, tl.full([BLOCK_N], 1.0, tl.float32),
+                         col_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, False)
+        else:
+            tl.store(dv_ptrs + offs_dv[None, :], dv.to(DV.dtype.element_ty),
+                     mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))  # [BLOCK_N, BLOCK_DV]

@@ -69,21 +69,27 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     offs_dv = tl.arange(0, BLOCK_DV)
     PAD_D: tl.constexpr = BLOCK_D != HEAD_DIM
     PAD_DV: tl.constexpr = BLOCK_DV != HEAD_DIM_V
+    RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
     for start_n in range(n_lo, n_hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
+        if RELOAD_TILES:  # q / do: (pointers, mask), read for each key block; the mask's start_n term keeps
+            # the read in the loop (a loop-invariant load would be hoisted out)
+            q_now = tl.load(q[0], mask=q[1] & (start_n >= 0), other=0.0)  # [BLOCK_M, BLOCK_D]
+        else:
+            q_now = q
         if BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] / [BLOCK_N, BLOCK_DVK]
             k = load_chunks(K + offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0,
                             num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
             v = load_chunks(V + offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0,
                             num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK, HEAD_DIM_V, MASK, False)
-            qk = dot_chunks(q, k, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+            qk = dot_chunks(q_now, k, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         else:
             k = _load2(K + offs_n[:, None] * stride_kn + offs_d[None, :],
                        col_ok[:, None], offs_d[None, :] < HEAD_DIM, MASK, PAD_D)  # [BLOCK_N, BLOCK_D]
             v = _load2(V + offs_n[:, None] * stride_vn + offs_dv[None, :],
                        col_ok[:, None], offs_dv[None, :] < HEAD_DIM_V, MASK, PAD_DV)  # [BLOCK_N, BLOCK_DV]
-            qk = _mma(q, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+            qk = _mma(q_now, tl.trans(k), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         s, t = score_mod(qk, offs_m, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI, FAST_TANH)
         if Bias is not None:
             b_rows, db_rows, row_ok = bias_offs
@@ -107,10 +113,14 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
                          IS_CAUSAL, HAS_WINDOW, True)  # [BLOCK_M, BLOCK_N]
             s = tl.where(ok, s, float("-inf"))
         p = tl.exp2(s - lse2[:, None])  # [BLOCK_M, BLOCK_N]
-        if BLOCK_DK > 0:
-            dp = dot_chunks(do, v, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        if RELOAD_TILES:
+            do_now = tl.load(do[0], mask=do[1] & (start_n >= 0), other=0.0)  # [BLOCK_M, BLOCK_DV]
         else:
-            dp = _mma(do, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+            do_now = do
+        if BLOCK_DK > 0:
+            dp = dot_chunks(do_now, v, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        else:
+            dp = _mma(do_now, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         if HAS_DROPOUT:
             if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)
                 if CHUNK:
@@ -164,8 +174,9 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     dtype (plain stores). strides, sizes, scores, drop: the call's strides and scalars as tuples,
     unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
     FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
-    BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (as in the forward: the key loop keeps to the mask's kept keys)
-    and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
+    BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (as in the forward: the key loop keeps to the mask's kept keys),
+    RELOAD_TILES (Q / dO read again for every key block: ``bwd.py``'s module docstring; no head-dim
+    chunks) and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
     dS summed over rows / keys) and DBIAS_ATOMIC (fp32 atomic adds)."""
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dq; the slopes' batch stride
@@ -185,6 +196,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
+    tl.static_assert(BLOCK_DK == 0 or not has(FEATURES, "RELOAD_TILES"))
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     off_b = pid_bh // nheads
@@ -210,6 +222,11 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
         do = load_chunks(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
                          + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0, num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK,
                          HEAD_DIM_V, True, False)
+    elif has(FEATURES, "RELOAD_TILES"):  # read in the key loop (_dq_inner)
+        q = (Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
+             row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+        do = (DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1] + offs_dv[None, :],
+              row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
     else:
         q = tl.load(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
                     mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]

@@ -27,6 +27,9 @@ FLAGS = (
     "BIAS_BCAST_N",  # the bias is broadcast over keys: its key stride (the kernels' BIAS_N) is 0, not 1
     "KEY_MASK",  # a bool mask broadcast over query rows (a padding mask): key blocks it keeps none of are skipped
     "FAST_TANH",  # softcap's tanh by NVIDIA's tanh.approx.f32 (one instruction; forward and backward alike)
+    # the tiles a program keeps across its loop read again for every block (from L1 / L2) instead of held in
+    # registers: the forward's Q chunks (head-dim chunks only), dK/dV's K and V, dQ's Q and dO (no chunks)
+    "RELOAD_TILES",
     # set by a kernel for its helpers
     "MASKED",  # this range of blocks applies the visibility mask and bounds checks
     "HAS_ALIBI",  # ALiBi slopes given (the kernel: ``Alibi is not None``)
@@ -35,7 +38,6 @@ FLAGS = (
     "HEAVY_FIRST",  # the query blocks with the most keys start first
     "USE_TMA",  # K / V are TMA tensor descriptors
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
-    "RELOAD_Q",  # head-dim chunks: Q's chunks read again for every key block
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     # backward dK/dV (bwd_dkdv)
@@ -43,6 +45,8 @@ FLAGS = (
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)
     "GQA",  # group may exceed 1
     "DROP_QUADS",  # the four-row dropout mask evaluated once per four rows (join + reshape), not per element
+    "DV_ONLY",  # this launch computes dV only (dK and dV in two launches, BwdConfig.kv_passes: RDNA3 above d=64)
+    "DK_ONLY",  # this launch computes dK only
     # backward dQ (bwd_dq): dbias
     "DBIAS_SUM_M",  # the bias has one query row: dS summed over rows
     "DBIAS_SUM_N",  # the bias has one key: dS summed over keys

@@ -89,7 +89,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     Head-dim chunks (BLOCK_DK > 0, head dims above 256): q is a tuple of [BLOCK_M, BLOCK_DK]
     tiles and QK^T sums one product per chunk of K; acc is a tuple of [BLOCK_M, BLOCK_DVK]
     tiles, this program's columns dv0 .. of V (DV_SPLIT > 1: the head dim of V is shared out
-    among DV_SPLIT programs). USE_TMA is off there. RELOAD_Q: q is (pointers [BLOCK_M, BLOCK_DK]
+    among DV_SPLIT programs). USE_TMA is off there. RELOAD_TILES: q is (pointers [BLOCK_M, BLOCK_DK]
     to its first chunk, row mask [BLOCK_M]) and its chunks are read again for every key block
     (from L1 / L2) instead of being held in registers.
     """
@@ -106,7 +106,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
     POS_SCALE: tl.constexpr = has(FEATURES, "POS_SCALE")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
-    RELOAD_Q: tl.constexpr = has(FEATURES, "RELOAD_Q")
+    RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
     HAS_BIAS: tl.constexpr = has(FEATURES, "HAS_BIAS")
     BIAS_BOOL: tl.constexpr = has(FEATURES, "BIAS_BOOL")
     BIAS_N: tl.constexpr = 0 if has(FEATURES, "BIAS_BCAST_N") else 1  # the bias key stride
@@ -148,7 +148,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             else:
                 bias = tl.load(b_ptrs)
         if BLOCK_DK > 0:  # per chunk of the head dim: load K's columns, add their product
-            if RELOAD_Q:
+            if RELOAD_TILES:
                 q_now = load_chunks(q[0], q[1], 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
             else:
                 q_now = q
@@ -288,7 +288,7 @@ def attn_fwd_kernel(
     strides, sizes, scores, drop: the call's strides and scalars as tuples, unpacked below; seed_lo /
     seed_hi stay apart (do_not_specialize: one build for every seed; Triton specialises every element
     of a tuple). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
-    IEEE_DOT (see ``_fwd_blocks``), HEAVY_FIRST, USE_TMA, POS_SCALE (sm_scale > 0), CHUNK, RELOAD_Q,
+    IEEE_DOT (see ``_fwd_blocks``), HEAVY_FIRST, USE_TMA, POS_SCALE (sm_scale > 0), CHUNK, RELOAD_TILES,
     BIAS_BOOL, BIAS_BCAST_N (the bias key stride is 0), KEY_MASK (a bool mask with query-row stride 0:
     the key loop keeps to the span of kept keys, ``common.trim_key_blocks``), V_T, FAST_TANH (softcap's tanh
     by one instruction, NVIDIA), SOFTCAP_MAX (softcap bounds every score: P = exp2(s - m) against a fixed m,
@@ -309,7 +309,7 @@ def attn_fwd_kernel(
     HEAVY_FIRST: tl.constexpr = has(FEATURES, "HEAVY_FIRST")
     USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
-    RELOAD_Q: tl.constexpr = has(FEATURES, "RELOAD_Q")
+    RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
@@ -355,7 +355,7 @@ def attn_fwd_kernel(
         v_src = V + off_b64 * stride_v[0] + off_hk.to(tl.int64) * stride_v[2] + k_row0 * stride_v[1]
 
     rows = tl.arange(0, BLOCK_M)
-    if BLOCK_DK > 0 and RELOAD_Q:  # where to read Q's chunks again for each key block
+    if BLOCK_DK > 0 and RELOAD_TILES:  # where to read Q's chunks again for each key block
         q = (q_base + rows[:, None] * stride_q[1] + tl.arange(0, BLOCK_DK)[None, :], offs_m < seqlen_q)
     elif BLOCK_DK > 0:  # a tuple of [BLOCK_M, BLOCK_DK] chunks
         q = load_chunks(q_base + rows[:, None] * stride_q[1] + tl.arange(0, BLOCK_DK)[None, :], offs_m < seqlen_q, 0,

@@ -102,6 +102,15 @@ def supports(problem: Problem) -> str | None:
 def _chunks(tile: Tile) -> dict:
     """BLOCK_DK / BLOCK_DVK of a tile (head-dim chunks; 0: one product over the padded head dim)."""
     return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
+
+
+def _passes(cfg: BwdConfig) -> tuple[dict, ...]:
+    """The dK/dV kernel's launches: one computing both, or (kv_passes == 2) dV then dK; as the FEATURES
+    flags that set each launch apart, RELOAD_TILES included (the tile's ``reload``, without chunks)."""
+    reload = dict(RELOAD_TILES=cfg.dkdv.reload and not cfg.dkdv.block_dk)
+    if cfg.kv_passes == 2:
+        return dict(reload, DV_ONLY=True), dict(reload, DK_ONLY=True)
+    return (reload,)
 def bwd_key_mask(arch: str | None) -> bool:
     """Whether the backward kernels skip a padding mask's dead key blocks (KEY_MASK): not on RDNA3
     (gfx11), where it makes the mask + dropout builds spill (check-amd, d=64: dQ 43 VGPRs, GQA dK/dV
@@ -166,7 +175,8 @@ class BwdPlan:
 
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
-                 "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str")
+                 "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str",
+                 "dkdv_kernels")
 
 
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
@@ -236,12 +246,15 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
-    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them)
+    # every constexpr is passed, in the kernels' order (the direct launch path needs all of them);
+    # the dK/dV kernel's entry: one dict per launch (_passes)
     plan.constexprs = (
         dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
-        dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
-             FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1), **_chunks(cfg.dkdv)),
-        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n, FEATURES=pack(**flags, **dbias_flags),
+        tuple(dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
+                   FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role),
+                   **_chunks(cfg.dkdv)) for role in _passes(cfg)),
+        dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
+             FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=cfg.dq.reload and not cfg.dq.block_dk),
              **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
@@ -262,8 +275,9 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # per call only the tensors, dout's / out's strides and the seed words change (_DYNAMIC)
     plan.kernels = (KernelSlot(K.bwd_preprocess, plan.constexprs[0], plan.options[0],
                                arg_positions(K.bwd_preprocess, _DYNAMIC)),
-                    KernelSlot(K.bwd_dkdv, plan.constexprs[1], plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC)),
                     KernelSlot(KQ.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(KQ.bwd_dq, _DYNAMIC)))
+    plan.dkdv_kernels = tuple(KernelSlot(K.bwd_dkdv, const, plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC))
+                              for const in plan.constexprs[1])
     return plan
 
 
@@ -304,7 +318,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     do_str = _strides3(dout, varlen)
     seed = params.seed if plan.dropout else 0
     seeds = (_i32(seed), _i32(seed >> 32))  # seed_lo, seed_hi
-    k_pre, k_dkdv, k_dq = plan.kernels
+    k_pre, k_dq = plan.kernels
     g_pre, g_dkdv, g_dq = plan.grids
     device = plan.device
     ctx = launch_context(device)  # read once for the three kernels
@@ -327,10 +341,11 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, o_str, do_str, *plan.pre_tail), ctx, fast)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
-    k_dkdv.launch(g_dkdv, device,
-                  (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
-                   (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
-                   *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str), ctx, fast)
+    dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
+                 (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
+                 *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
+    for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
+        k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
     if plan.use_atomic:
         torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
     else:
@@ -452,10 +467,10 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     # (the atomic twin: calls without dbias, which the dK/dV kernel never computes anyway)
-    for atomic, gqa in itertools.product((False, True) if cfg.dq_atomic else (False,),
-                                         () if dq_only else (False, True)):
+    for atomic, gqa, role in itertools.product((False, True) if cfg.dq_atomic else (False,),
+                                               () if dq_only else (False, True), _passes(cfg)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
-                     FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa), **_chunks(cfg.dkdv))
+                     FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa, **role), **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:  # group == 1: a constant in Triton's specialisation (the last element of sizes)
             sig["sizes"] = ("i32", "i32", "i32", "constexpr")
@@ -463,10 +478,12 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
         specs.append(CompileSpec(
             "bwd_dkdv", K.bwd_dkdv, sig, _with_nones(sig, const), cfg.dkdv.launch_options(amd),
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
+            f"{' dv-pass' if role.get('DV_ONLY') else ' dk-pass' if role.get('DK_ONLY') else ''}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
-                 FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic"), **_chunks(cfg.dq))
+                 FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic",
+                               RELOAD_TILES=cfg.dq.reload and not cfg.dq.block_dk), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
@@ -476,7 +493,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
 
 def _tile_label(t: Tile) -> str:
     chunks = f" dk{t.block_dk}/dv{t.block_dvk or t.block_dk}" if t.block_dk else ""
-    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}{chunks}"
+    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}{chunks}{' reload' if t.reload else ''}"
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:

@@ -232,7 +232,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
         HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
-        RELOAD_Q=chunked and cfg.reload_q, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
+        RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
@@ -562,7 +562,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
     """flags: the kernel's FEATURES flags by name (kernels/features.py; the rest off, but HEAVY_FIRST,
-    POS_SCALE, RELOAD_Q, BIAS_BOOL and KEY_MASK as the config and bias give them: a "bool" bias is
+    POS_SCALE, RELOAD_TILES, BIAS_BOOL and KEY_MASK as the config and bias give them: a "bool" bias is
     built as a padding mask, the HF integration's call, whose build holds the full mask's code too),
     plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens / Sinks given) and HAS_BIAS ("float": a
     bias of the data dtype, "bool": a mask); dv: V's head dim (None: d)."""
@@ -572,7 +572,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     dv = d if dv is None else dv
     chunked = cfg.block_dk > 0
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
-    flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_Q=chunked and cfg.reload_q,
+    flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload,
                       BIAS_BOOL=bias == "bool", KEY_MASK=bias == "bool"), **flags)
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"

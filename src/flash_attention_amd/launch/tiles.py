@@ -64,7 +64,9 @@ class Tile:
     ``block_dvk`` columns, one matrix product per chunk, so registers stay bounded and a head dim
     such as 320 or 576 is not padded to 512 / 1024. ``dv_split`` (forward): V's head dim is
     shared out among that many programs per query block (each recomputes the scores);
-    ``reload_q`` (forward): Q's chunks are read again per key block instead of held in registers.
+    ``reload``: the tiles a program keeps across its loop are read again for every block (from L1 /
+    L2) instead of held in registers: the forward's Q chunks (head-dim chunks only), the backward's
+    K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled).
     """
 
     block_m: int
@@ -82,7 +84,7 @@ class Tile:
     block_dk: int = 0
     block_dvk: int = 0
     dv_split: int = 1
-    reload_q: bool = False
+    reload: bool = False
     reason: str = field(default="", compare=False)  # measured where, or "spill-free by static check only"
     spills_ok: str = field(default="", compare=False)  # NVIDIA: the measurement that keeps ptxas spills
 
@@ -101,7 +103,7 @@ class Tile:
         extra += " heavy-first" if self.heavy_first else ""
         extra += f" dk{self.block_dk}/dv{self.block_dvk}" if self.block_dk else ""
         extra += f" dv-split{self.dv_split}" if self.dv_split > 1 else ""
-        extra += " reload-q" if self.reload_q else ""
+        extra += " reload" if self.reload else ""
         return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
 
     def replace(self, **changes) -> Tile:
@@ -118,12 +120,17 @@ class BwdConfig:
     bitwise reproducible) instead of the ``bwd_dq`` kernel: the sm90 dropout rows at d <= 64,
     where it spares the second Philox evaluation (launch/tiles_bwd.py). ``deterministic`` calls
     and calls that compute dbias never take it (they use the ``dq`` tile).
+
+    ``kv_passes``: 1, dK and dV in one launch of the dK/dV kernel; 2, two launches (dV, then dK,
+    each recomputing the scores), so a program holds one accumulator: RDNA3 above head dim 64,
+    where one launch spilled (kernels/bwd.py).
     """
 
     dkdv: Tile
     dq: Tile
     split: bool = True
     dq_atomic: bool = False
+    kv_passes: int = 1
     reason: str = field(default="", compare=False)
 
     def replace(self, **changes) -> BwdConfig:
@@ -366,6 +373,12 @@ FWD_OPTIONS: dict[str, list[Row]] = {
     ],
 }
 
+# RDNA3 dropout at head dims 65..128 (check-kernels "all", "drop", "mask-drop", "bias-all", "bias-drop"):
+# the plain row's 32x16 w4 spilled 8-15 VGPRs with a mask and dropout; 8 warps and waves_per_eu 2 fit
+# every dropout variant (16x16 w4 fit too, with twice the programs). Static check only.
+_RDNA3_DROP_D128 = _T(32, 16, 8, 1, waves_per_eu=2, reason=_STATIC + "; 32x16 w4 spilled 8-15 VGPRs with mask + "
+                                                                      "dropout")
+
 # With dropout (check-amd variant "all": every option on, dropout included).
 FWD_DROPOUT: dict[str, list[Row]] = {
     # Hopper d=512: the options row (128x32 w8 s2, V in two column splits) took 234 KB of shared memory
@@ -396,7 +409,8 @@ FWD_DROPOUT: dict[str, list[Row]] = {
         Row(512, _D512_CDNA2),
     ],
     "gfx1100": [
-        Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs; d=128 spilled at 32x16 (declined)")),
+        Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs")),
+        Row(128, _RDNA3_DROP_D128),
     ],
 }
 # An attn_bias (check-amd variants "bias", "mask", with and without sinks, and "bias-opts": every
@@ -443,6 +457,7 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     ],
     "gfx1100": [  # the dropout row's 64x32 spilled 1 VGPR with a bias and the four-row mask ("bias-drop")
         Row(64, _T(64, 16, 4, 1, reason=_STATIC)),
+        Row(128, _RDNA3_DROP_D128),
     ],
     "gfx942": [
         Row(64, _cdna(64, 32, 4, 2)),

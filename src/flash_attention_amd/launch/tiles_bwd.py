@@ -14,15 +14,17 @@ from .tiles import _STATIC, INTERPRETER, BwdConfig, Row, Tile, family_table
 # check-amd compiles, GQA included) is within 10% of it (spills kept that way: ``spills_ok``).
 
 def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = False, amd: bool = False,
-               reason: str = _STATIC, spills_ok: str = "", chunks: tuple[int, int] = (0, 0)) -> BwdConfig:
+               reason: str = _STATIC, spills_ok: str = "", chunks: tuple[int, int] = (0, 0), kv_passes: int = 1,
+               reload: bool = False, waves_per_eu: int = 1) -> BwdConfig:
     """BwdConfig from (block_m, block_n, warps, stages) of the dK/dV and dQ kernels; ``amd``:
-    waves_per_eu 1, 16x16 matrix instructions (every AMD backward row); ``chunks``: (block_dk,
-    block_dvk) of both kernels (head dims above 256)."""
-    opts = dict(waves_per_eu=1, matrix_instr_nonkdim=16) if amd else {}
-    opts.update(block_dk=chunks[0], block_dvk=chunks[1])
+    ``waves_per_eu`` (1 unless given), 16x16 matrix instructions (every AMD backward row); ``chunks``:
+    (block_dk, block_dvk) of both kernels (head dims above 256); ``kv_passes`` and ``reload`` (both
+    kernels' tiles): see BwdConfig and Tile."""
+    opts = dict(waves_per_eu=waves_per_eu, matrix_instr_nonkdim=16) if amd else {}
+    opts.update(block_dk=chunks[0], block_dvk=chunks[1], reload=reload)
     return BwdConfig(Tile(*dkdv, **opts, reason=reason, spills_ok=spills_ok),
                      Tile(*dq, **opts, reason=reason, spills_ok=spills_ok), split=split, dq_atomic=dq_atomic,
-                     reason=reason)
+                     kv_passes=kv_passes, reason=reason)
 
 
 _bwd = bwd_config
@@ -49,6 +51,15 @@ _D512_BWD_CDNA2 = _bwd((16, 32, 4, 1), (32, 16, 4, 1), split=False, amd=True, ch
 _D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64),
                     reason=_STATIC + "; d=320..512 (sm90 / sm80): dK/dV 220-246 registers; with 2 stages ptxas "
                                      "capped it at 128 and spilled 1-8 at d=320..448")
+
+# RDNA3 at head dims 65..128: dK and dV in two launches (BwdConfig.kv_passes), each holding one
+# accumulator, one masked loop; K / V (dK/dV) and Q / dO (dQ) read per block (Tile.reload); 8 warps;
+# waves_per_eu 2 (with 1, LLVM's schedule of the dK pass spilled 24-34 VGPRs in the bool mask + dropout
+# and the fp16 every-option GQA builds). Spill-free in every check-kernels variant on gfx1100 and
+# gfx1201 (docs/HARDWARE.md); never run on an RDNA3 GPU, so its speed is unknown (the two launches
+# compute the scores once more than one launch would).
+_RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=2,
+                   reason=_STATIC + "; static check only, never run on RDNA3 (docs/HARDWARE.md)")
 
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
@@ -82,9 +93,12 @@ BWD_PLAIN: dict[str, list[Row]] = {
     ],
     # RDNA3 (wave32, 256 VGPRs a lane): WMMA operands are replicated across the two half-waves,
     # so a dK/dV program holding K, V, dK, dV for even 16 KV rows needs more than 256 VGPRs
-    # above head dim 64 (check-amd: 115+ spilled at d=128 with 16x16 tiles); declined there.
+    # above head dim 64 (check-amd: 68-272 spilled at d=128 with 16x16 tiles, 2-16 warps, chunks of
+    # 32 / 64, 2 stages): there dK and dV run as two launches and K / V (dQ: Q / dO) are read per
+    # block (_RDNA3_D128).
     "gfx1100": [
         Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
+        Row(128, _RDNA3_D128),
     ],
     INTERPRETER: [
         Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
@@ -105,6 +119,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
     # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
     "gfx1100": [
         Row(64, _bwd((16, 16, 4, 1), (32, 16, 4, 1), split=False, amd=True)),
+        Row(128, _RDNA3_D128),
     ],
     "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
         Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
@@ -199,6 +214,7 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     # RDNA3: the options row's 16x16 w4 dK/dV spilled 5-11 VGPRs; with 8 warps: 221-245 VGPRs
     "gfx1100": [
         Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
+        Row(128, _RDNA3_D128),
     ],
 }
 # A sliding window alone (tiles.py WINDOW). H100, causal + window 1024, d=128 (benchmarks/results/run9/
