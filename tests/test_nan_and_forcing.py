@@ -119,16 +119,15 @@ def test_use_backend_out_of_order_exits():
 
 @pytest.mark.parametrize("where", ["q", "k_all"])
 def test_sdpa_cpu_nan_rows_restored_from_a_kernel_that_swallows_them(where):
-    """Older CPU flash kernels returned 0 for a row whose visible scores are all NaN: _nan_rows_cpu
-    (triggered by the op's non-finite lse) puts NaN back there, and leaves a NaN-free call alone."""
+    """The CPU flash kernel returns 0 for a row whose visible scores are all NaN (with a finite lse, 0,
+    on some CPUs): _nan_rows_cpu puts NaN back there, and leaves a NaN-free call alone."""
     from flash_attention_amd.backends.sdpa_backend import _nan_rows_cpu
 
     q, k, v, nan, _ = _nan_case(where, causal=False)
     rows = nan.any(-1)  # [b, s, h]
     swallowed = torch.randn(q.shape).masked_fill(rows[..., None], 0.0)  # such a kernel's output
-    lse = torch.randn(q.shape[0], q.shape[2], q.shape[1]).masked_fill(rows.transpose(1, 2), math.nan)
-    fixed = _nan_rows_cpu(q, k, swallowed, False, lse)
+    fixed = _nan_rows_cpu(q, k, swallowed, False)
     assert torch.isnan(fixed[rows]).all() and not torch.isnan(fixed[~rows]).any()
     clean_q, clean_k = q.nan_to_num(0.0), k.nan_to_num(0.0)
     out = torch.randn(q.shape)
-    assert _nan_rows_cpu(clean_q, clean_k, out, False, torch.randn(lse.shape)) is out
+    assert _nan_rows_cpu(clean_q, clean_k, out, False) is out

@@ -41,7 +41,7 @@ from .validation import (
 )
 
 _Tensor = torch.Tensor
-_PLAIN = (bool, int, float, type(None))
+_PLAIN = frozenset((bool, int, float, type(None)))
 _PLAN_LIMIT = 4096
 _PLANS: dict = {}
 _ARCHS: dict = {}
@@ -57,9 +57,11 @@ def arch_of(device: torch.device) -> tuple[bool, str | None]:
 class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
-    __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen")
+    __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
+                 "copy_last_dim")
 
-    def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen):
+    def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
+                 copy_last_dim: bool = False):
         self.backend = backend
         self.kernel = hasattr(backend, "forward")  # triton / torch: forward + backward of our own
         # eager autograd through _OutFn: only out returned, gradients for q, k, v only
@@ -69,6 +71,8 @@ class Plan:
         self.slot: dict = {}
         self.check_values = check_values  # read cu_seqlens values before each call
         self.max_seqlen = max_seqlen  # (max_seqlen_q, max_seqlen_k) as validated
+        # q, k or v has a last dim that is not contiguous (its stride is part of the key): copied per call
+        self.copy_last_dim = copy_last_dim
 
 
 class _AttentionFn(torch.autograd.Function):
@@ -131,12 +135,11 @@ def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
          return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
          descales, needs_grad, kernel_only, offsets=(0, 0, 0)):
     """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
-    if type(q) is not _Tensor or type(k) is not _Tensor or type(v) is not _Tensor:
-        raise TypeError
-    for x in (dropout_p, softmax_scale, causal, softcap, deterministic, return_lse, max_seqlen_q, max_seqlen_k):
-        if type(x) not in _PLAIN:
-            raise TypeError
-    if type(window_size) is not tuple:
+    # one expression, no loop: this runs on every call
+    if not (type(q) is _Tensor and type(k) is _Tensor and type(v) is _Tensor and type(window_size) is tuple
+            and type(dropout_p) in _PLAIN and type(softmax_scale) in _PLAIN and type(causal) in _PLAIN
+            and type(softcap) in _PLAIN and type(deterministic) in _PLAIN and type(return_lse) in _PLAIN
+            and type(max_seqlen_q) in _PLAIN and type(max_seqlen_k) in _PLAIN):
         raise TypeError
     hash(window_size)
     return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
@@ -252,7 +255,8 @@ def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
     params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad, offsets)
     backend = dispatch.select(problem, kernel_only)
     check_values = problem.is_varlen and (q.device.type == "cpu" or config.debug())
-    return Plan(backend, params, problem, check_values, max_seqlen)
+    return Plan(backend, params, problem, check_values, max_seqlen,
+                any(t.dim() and t.stride(-1) != 1 for t in (q, k, v)))
 
 
 def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Plan:
@@ -313,18 +317,17 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
         return compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                   deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                   max_seqlen_k, zero_tensors, attn_bias, sinks, descales)
-    if type(q) is _Tensor and q.dim() and q.stride(-1) != 1:
-        q = q.contiguous()  # flash_attn's rule: the last dim must be contiguous, else copy
-    if type(k) is _Tensor and k.dim() and k.stride(-1) != 1:
-        k = k.contiguous()
-    if type(v) is _Tensor and v.dim() and v.stride(-1) != 1:
-        v = v.contiguous()
-    needs_grad = torch.is_grad_enabled() and (
-        getattr(q, "requires_grad", False) or getattr(k, "requires_grad", False) or getattr(v, "requires_grad", False)
-        or getattr(attn_bias, "requires_grad", False) or getattr(sinks, "requires_grad", False))
+    try:
+        needs_grad = torch.is_grad_enabled() and (
+            q.requires_grad or k.requires_grad or v.requires_grad
+            or (attn_bias is not None and attn_bias.requires_grad) or (sinks is not None and sinks.requires_grad))
+    except AttributeError:  # not tensors: the validation names the argument
+        needs_grad = False
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales)
     plan = _plan(q, k, v, args, needs_grad)
+    if plan.copy_last_dim:  # flash_attn's rule: a last dim that is not contiguous is copied
+        q, k, v = (t.contiguous() if t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None, attn_bias, sinks, descales)
     if plan.kernel:
         if needs_grad and plan.lean:
