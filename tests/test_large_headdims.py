@@ -120,6 +120,10 @@ FWD_CASES = [
     ("d512-dv-split3-partial", (1, 20, 35, 2, 1, 512, 448), dict(causal=True), _tile(16, 16, 128, 64, 3)),
     ("d320-dv-split2", (2, 18, 33, 2, 2, 320, 320), dict(window=(-1, 4)), _tile(32, 16, 128, 128, 2)),
     ("d384-reload", (1, 27, 21, 2, 1, 384, 384), dict(causal=True), _tile(16, 16, 64, 64, 1, True)),
+    # head-dim chunks at d <= 256 (RDNA3's d=160-256 forward row: 16x16, chunks of 64; 160 = 64 + 64 + 32)
+    ("d256-chunked-softcap-window", (1, 29, 35, 2, 1, 256, 256), dict(softcap=3.0, window=(9, 2)),
+     _tile(16, 16, 64, 64)),
+    ("d160-chunked-causal-gqa", (2, 21, 30, 4, 2, 160, 160), dict(causal=True), _tile(16, 16, 64, 64)),
 ]
 
 
@@ -135,6 +139,19 @@ def test_forward(case):
     _, (b, sq, sk, h, hk, d, dv), opts, cfg = case
     q, k, v = _qkv((b, sq, h, d), (b, sk, hk, d), dv)
     _check_fwd(q, k, v, _params(d, **_opts(opts, b, h)), None if ON_GPU else cfg)
+
+
+def test_forward_chunked_sinks():
+    """Sinks with head-dim chunks at d <= 256 (RDNA3's d=160-256 row serves them): the sink starts each
+    row's softmax, every V chunk is scaled alike, and a row with no visible key gets out 0, lse = sink."""
+    q, k, v = _qkv((1, 30, 2, 160), (1, 12, 1, 160), 160)
+    sinks = torch.randn(2, device=DEVICE) * 2
+    p = _params(160, causal=True)._replace(sinks=sinks)
+    out, lse = _forward(q, k, v, p, None if ON_GPU else _tile(16, 16, 64, 64))
+    ro, rl = attention_ref(*(t.double() for t in (q, k, v)), **_ref_kw(p), sinks=sinks.double())
+    assert_matches(out, ro, name="out")
+    assert_matches(lse, rl, name="lse", lowp_tol=1e-3)
+    assert (out[0, :18] == 0).all()  # rows 0..17 see no key (causal, sq > sk): the sink takes all the weight
 
 
 def test_forward_varlen_and_dropout():

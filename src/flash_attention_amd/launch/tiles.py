@@ -319,6 +319,10 @@ FWD_PLAIN: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _T(64, 32, 4, 1, reason=_STATIC)),
         Row(128, _T(32, 16, 4, 1, reason=_STATIC + "; 225 VGPRs")),
+        # d=160-256 (Gemma's 256 with softcap and a window: the options tier uses these rows): head-dim
+        # chunks of 64 (32x16 unchunked spilled 28-56 VGPRs at d=256); the bias and dropout tiers still end
+        # at 128 (a mask spilled 226-247 with this tile, dropout 3-15)
+        Row(256, _T(16, 16, 4, 1, block_dk=64, block_dvk=64, reason=_STATIC + "; 196-247 VGPRs")),
     ],
     "generic": [  # unknown GPUs: conservative, never compiled for one
         Row(128, _T(64, 64, 4, 1, reason="conservative guess for unknown GPUs")),
@@ -426,7 +430,7 @@ FWD_BIAS: dict[str, list[Row]] = {
     ],
     "gfx1100": [
         Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
-        *FWD_PLAIN["gfx1100"][1:],
+        FWD_PLAIN["gfx1100"][1],  # up to d=128: the plain chunked d=256 row spilled with a bias or a mask
     ],
     "sm80": [
         Row(64, _T(128, 64, 8, 2, reason=_STATIC)),
