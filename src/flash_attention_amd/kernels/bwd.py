@@ -474,20 +474,14 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
         dv = ()
         for _c in tl.static_range(NUM_DVK):
             dv = dv + (tl.zeros([BLOCK_N, BLOCK_DVK], dtype=tl.float32),)
-    elif has(FEATURES, "RELOAD_TILES"):  # (pointers, mask) of K / V: read per query block (_dkdv_block)
+    else:
         k = (K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1] + offs_d[None, :],
              col_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
         v = (V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1] + offs_dv[None, :],
              col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
-        dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-        dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
-    else:
-        k = tl.load(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
-                    + offs_d[None, :], mask=col_ok[:, None] & (offs_d[None, :] < HEAD_DIM),
-                    other=0.0)  # [BLOCK_N, BLOCK_D]
-        v = tl.load(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
-                    + offs_dv[None, :], mask=col_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
-                    other=0.0)  # [BLOCK_N, BLOCK_DV]
+        if not has(FEATURES, "RELOAD_TILES"):  # held in registers; else (pointers, mask), read per query block
+            k = tl.load(k[0], mask=k[1], other=0.0)  # [BLOCK_N, BLOCK_D]
+            v = tl.load(v[0], mask=v[1], other=0.0)  # [BLOCK_N, BLOCK_DV]
         dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
         dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
 

@@ -222,17 +222,14 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
         do = load_chunks(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
                          + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0, num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK,
                          HEAD_DIM_V, True, False)
-    elif has(FEATURES, "RELOAD_TILES"):  # read in the key loop (_dq_inner)
+    else:
         q = (Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
              row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
         do = (DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1] + offs_dv[None, :],
               row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
-    else:
-        q = tl.load(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
-                    mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # [BLOCK_M, BLOCK_D]
-        do = tl.load(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
-                     + offs_dv[None, :], mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V),
-                     other=0.0)  # [BLOCK_M, BLOCK_DV]
+        if not has(FEATURES, "RELOAD_TILES"):  # held in registers; else (pointers, mask), read per key block
+            q = tl.load(q[0], mask=q[1], other=0.0)  # [BLOCK_M, BLOCK_D]
+            do = tl.load(do[0], mask=do[1], other=0.0)  # [BLOCK_M, BLOCK_DV]
     l_off = off_b64 * stride_lse[0] + off_h.to(tl.int64) * stride_lse[1] + q_start
     lse = tl.load(LSE + l_off + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
     delta = tl.load(Delta + l_off + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]

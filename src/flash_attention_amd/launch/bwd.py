@@ -104,13 +104,21 @@ def _chunks(tile: Tile) -> dict:
     return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
 
 
+def _reload(tile: Tile) -> bool:
+    """RELOAD_TILES of a backward kernel: the tile's ``reload`` (the backward reads its fixed tiles again
+    only without head-dim chunks)."""
+    return tile.reload and not tile.block_dk
+
+
 def _passes(cfg: BwdConfig) -> tuple[dict, ...]:
     """The dK/dV kernel's launches: one computing both, or (kv_passes == 2) dV then dK; as the FEATURES
-    flags that set each launch apart, RELOAD_TILES included (the tile's ``reload``, without chunks)."""
-    reload = dict(RELOAD_TILES=cfg.dkdv.reload and not cfg.dkdv.block_dk)
+    flags that set each launch apart, RELOAD_TILES included."""
+    reload = dict(RELOAD_TILES=_reload(cfg.dkdv))
     if cfg.kv_passes == 2:
         return dict(reload, DV_ONLY=True), dict(reload, DK_ONLY=True)
     return (reload,)
+
+
 def bwd_key_mask(arch: str | None) -> bool:
     """Whether the backward kernels skip a padding mask's dead key blocks (KEY_MASK): not on RDNA3
     (gfx11), where it makes the mask + dropout builds spill (check-amd, d=64: dQ 43 VGPRs, GQA dK/dV
@@ -254,7 +262,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                    FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role),
                    **_chunks(cfg.dkdv)) for role in _passes(cfg)),
         dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
-             FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=cfg.dq.reload and not cfg.dq.block_dk),
+             FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=_reload(cfg.dq)),
              **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
@@ -483,7 +491,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             accepted_spills=accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
                  FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic",
-                               RELOAD_TILES=cfg.dq.reload and not cfg.dq.block_dk), **_chunks(cfg.dq))
+                               RELOAD_TILES=_reload(cfg.dq)), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     specs.append(CompileSpec(
         "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
