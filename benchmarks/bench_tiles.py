@@ -22,7 +22,8 @@ kernel choice; TFLOP/s counted as for ours, padding included).
 Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`` ``/dvV``
 (head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q); bwd
 ``dkdv:dq`` each ``MxNxWxS`` (dkdv + ``u``: one masked loop instead of three), then optional
-``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``);
+``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``),
+``/p2`` (dV and dK in two launches, ``kv_passes=2``), ``/rq`` (reload the tiles per block);
 ``default`` = the table's row for the call.
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
@@ -83,9 +84,11 @@ def parse_bwd(s: str):
     a, b = s.split(":")
     one_loop = a.endswith("u")
     atomic = "a" in parts  # dQ by fp32 atomics inside the dK/dV kernel (the dq tile is unused)
-    opts = _chunk_opts([p for p in parts if p != "a"])
+    passes = 2 if "p2" in parts else 1  # dV, then dK, in two launches (BwdConfig.kv_passes)
+    opts = _chunk_opts([p for p in parts if p not in ("a", "p2")])
     return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
-                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic)
+                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic,
+                      kv_passes=passes, reload=opts.get("reload", False))
 
 
 def params_for(d, causal, feat, h, descales=None, bias=None):

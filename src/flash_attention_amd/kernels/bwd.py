@@ -8,11 +8,12 @@ Tensors: q, dq [b, sq, h, d]; k, dk [b, sk, hk, d]; v, dv [b, sk, hk, dv]; out, 
 batch stride 0, lse/delta [h, total_q], rows offset by cu_seqlens).
 
 - ``bwd_preprocess``: delta = rowsum(dout * out) - dlse in fp32 (dlse: the gradient reaching
-  the LSE output, or none).
+  the LSE output, or none); on the atomic dQ path of dense calls it also zeroes the fp32 dQ buffer.
 - ``bwd_dkdv``: one program per (KV block, batch, KV head); loops over the query heads of
   its GQA group and over the query blocks that can see the block, accumulating dK/dV in
   registers (no race, deterministic). With DQ_ATOMIC it also adds dQ (unscaled, fp32)
-  into a zeroed buffer with atomics (not bitwise reproducible; no table row uses it).
+  into a zeroed buffer with atomics (not bitwise reproducible: the ``dq_atomic`` table rows, never
+  with ``deterministic=True``).
 - ``bwd_dq``: one program per (query block, batch, head): dQ without atomics.
 
 RDNA3 above head dim 64 (``BwdConfig.kv_passes`` = 2, ``Tile.reload``): a wave32 lane holds a
@@ -155,9 +156,11 @@ def _key_blocks(start_m, diag, seqlen_k, window_left, window_right,
 
 
 @triton.jit
-def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride_lse, seqlen_q, nheads,
-                   HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr):
-    """delta[b, h, m] = sum_d dout * out - dlse (fp32; DLse like Delta, or None).
+def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, DQ, stride_o, stride_do, stride_lse, stride_dq, seqlen_q, nheads,
+                   HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta[b, h, m] = sum_d dout * out - dlse (fp32; DLse like Delta, or None). DQ (or None): the
+    fp32 dQ accumulator of the atomic path, zeroed here for the same rows (one launch fewer than a
+    separate fill; dense calls only: every row of a [b, sq, h, d] accumulator belongs to a program).
     Grid (cdiv(max_sq, BLOCK_M), b * h)."""
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
@@ -184,6 +187,13 @@ def bwd_preprocess(Out, DO, Delta, DLse, CuSeqlensQ, stride_o, stride_do, stride
     if DLse is not None:
         delta -= tl.load(DLse + l_off + offs_m, mask=offs_m < seqlen_q, other=0.0)  # [BLOCK_M]
     tl.store(Delta + l_off + offs_m, delta, mask=offs_m < seqlen_q)
+    if DQ is not None:
+        BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
+        offs_d = tl.arange(0, BLOCK_D)
+        dq_ptrs = (DQ + off_b.to(tl.int64) * stride_dq[0] + off_h * stride_dq[2] + row[:, None] * stride_dq[1]
+                   + offs_d[None, :])  # [BLOCK_M, BLOCK_D]
+        tl.store(dq_ptrs, tl.zeros([BLOCK_M, BLOCK_D], tl.float32),
+                 mask=(offs_m[:, None] < seqlen_q) & (offs_d[None, :] < HEAD_DIM))
 
 
 @triton.jit

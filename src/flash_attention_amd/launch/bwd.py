@@ -184,7 +184,7 @@ class BwdPlan:
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
                  "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str",
-                 "dkdv_kernels")
+                 "dkdv_kernels", "zero_in_pre")
 
 
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
@@ -257,7 +257,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # every constexpr is passed, in the kernels' order (the direct launch path needs all of them);
     # the dK/dV kernel's entry: one dict per launch (_passes)
     plan.constexprs = (
-        dict(HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
+        dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         tuple(dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
                    FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role),
                    **_chunks(cfg.dkdv)) for role in _passes(cfg)),
@@ -268,7 +268,10 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
                   (cdiv(seqlen_k, cfg.dkdv.block_n), batch * nheads_k, 1),
                   (cdiv(seqlen_q, cfg.dq.block_m), batch * nheads, 1))
-    plan.pre_tail = (plan.lse_str, seqlen_q, nheads)
+    # the atomic path's fp32 dQ buffer ([b, sq, h, d] contiguous) is zeroed by the preprocess kernel
+    # (dense calls; varlen: rows past the last sequence belong to no program, torch.zeros there)
+    plan.zero_in_pre = plan.use_atomic and not varlen
+    plan.pre_tail = (plan.lse_str, plan.grad_str[0], seqlen_q, nheads)
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
              int(params.diag_offset))
     plan.head = stride_alibi  # the last of the strides
@@ -332,7 +335,9 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     ctx = launch_context(device)  # read once for the three kernels
 
     o_str = _strides3(out, varlen)
-    if plan.use_atomic:
+    if plan.zero_in_pre:  # zeroed by the preprocess kernel
+        dq_target = _empty(q.shape, torch.float32, q.device)
+    elif plan.use_atomic:
         dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     else:
         dq_target = dq
@@ -346,7 +351,8 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         if t is not None:
             ptr |= t.data_ptr()
     fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str)
-    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, o_str, do_str, *plan.pre_tail), ctx, fast)
+    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None, o_str, do_str,
+                                 *plan.pre_tail), ctx, fast)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
     dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
@@ -529,8 +535,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             for headdim in (max_d, max_d * 3 // 4):
                 bd = padded_dim(headdim)
                 pre = bwd_preprocess_tile(arch_family(arch), bd)
-                const = dict(HEAD_DIM_V=headdim, BLOCK_M=pre.block_m)
-                sig = _signature(K.bwd_preprocess, const, ty, False, False)
+                const = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim, BLOCK_M=pre.block_m)
+                sig = _signature(K.bwd_preprocess, const, ty, False, False, "*fp32")  # with the dQ zeroing
                 specs.append(CompileSpec(
                     "bwd_pre", K.bwd_preprocess, sig, _with_nones(sig, const),
                     pre.launch_options(arch.startswith("gfx")), f"{ty} d={headdim} preprocess"))
