@@ -8,7 +8,7 @@ Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
 Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); drop = dropout 0.1;
 fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); win = a window of 1024 keys
-to the left (TFLOP/s of its visible pairs); bias = a (b, h, s, s) bf16
+to the left, and to the right unless causal (TFLOP/s of its visible pairs); bias = a (b, h, s, s) bf16
 attn_bias; dbias = the same bias requiring grad (dbias written by the backward); kmask = a (b, 1, 1, s)
 bool key-padding mask (lengths uniform in [s/4, s]: the HF integration's dense padded calls);
 kmaskdrop = the same with dropout 0.1. ``--peer-sdpa`` adds torch SDPA on the same call (its own
@@ -99,8 +99,10 @@ def params_for(d, causal, feat, h, descales=None, bias=None):
         kw.update(dropout_p=0.1, seed=1234)
     elif feat in ("bias", "dbias"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written)
         kw.update(attn_bias=bias.requires_grad_(feat == "dbias"))
-    elif feat == "win":  # a sliding window of WINDOW keys to the left (with causal: issue 13's window row)
-        kw.update(window_left=WINDOW)
+    elif feat == "win":  # a sliding window of WINDOW keys to the left (with causal: issue 13's window row), and
+        kw.update(window_left=WINDOW)  # WINDOW to the right when not causal (the pairs counted in main)
+        if not causal:
+            kw.update(window_right=WINDOW)
     elif feat in ("kmask", "kmaskdrop"):  # a (b, 1, 1, s) bool key-padding mask (the HF integration's)
         kw.update(attn_bias=bias, **({"dropout_p": 0.1, "seed": 1234} if feat == "kmaskdrop" else {}))
     return AttnParams(**kw)

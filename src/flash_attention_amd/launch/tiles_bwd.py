@@ -33,12 +33,8 @@ _bwd = bwd_config
 _BWD_H100 = "measured on an H100 / H200, benchmarks/results/bwd_h100.md, tiles_h200.md"
 _SPILLS_PLAIN_128 = ("fastest tile measured (benchmarks/results/bwd_h100.md); the builds the driver loaded for "
                      "the timed calls (seqlen a multiple of 16) report 0-2 spills (tiles_h200.md)")
-_SPILLS_PLAIN_256 = ("fastest tile measured (1.0-1.19x the old row); the GQA build spills at d=192 only; the "
-                     "spill-free 16x64 one-loop tile measured 0.77-0.78x with the same dQ tile (tiles_h200.md)")
 _SPILLS_OPTS_128 = ("with ALiBi+softcap / dropout 0.95-1.0x the fastest tile; spill-free tiles measured "
                     "0.47-0.83x (benchmarks/results/tiles_h200.md)")
-_SPILLS_OPTS_256 = ("with ALiBi+softcap / dropout the fastest tile measured; the spill-free 32x32 w8 tile "
-                    "measured 0.57-0.67x of it (benchmarks/results/tiles_h200.md)")
 
 # Head dims 257..512: head-dim chunks of 64 (kernels/bwd.py), dK/dV in one loop. A dK/dV program
 # holds K, V and the fp32 dK, dV of its KV rows over the whole head dim (at d = dv = 512, 16 KV rows:
@@ -61,6 +57,16 @@ _D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64)
 _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=2,
                    reason=_STATIC + "; static check only, never run on RDNA3 (docs/HARDWARE.md)")
 
+# sm90, head dims 129-256: dK and dV in two launches (kv_passes=2), each holding one fp32 accumulator,
+# so a program holds 128 KV rows (the one-launch row held 64 at 255 registers). H200, b*s = 16384, h=8,
+# d=256, causal and not, s=4096 / 16384 (benchmarks/results/run11/h200_sweep_bwd256_p2.txt): plain
+# 1.30-1.46x, ALiBi + softcap 1.25-1.41x, window 1024 1.19-1.27x the one-launch row (32x64 w8 s2 one loop),
+# best of 10; 0 spills per the driver (211-248 registers).
+_D256_TWO_PASS_H200 = ("H200 sweep, d=256 (benchmarks/results/run11/h200_sweep_bwd256_p2.txt): 1.19-1.46x the "
+                       "one-launch 32x64 w8 s2 row over plain / ALiBi + softcap / window 1024, causal or not, best "
+                       "of 10; 0 spills per the driver")
+_D256_TWO_PASS = _bwd((32, 128, 8, 3), (32, 64, 4, 2), split=False, kv_passes=2, reason=_D256_TWO_PASS_H200)
+
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((64, 64, 4, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=False),
@@ -69,8 +75,7 @@ BWD_PLAIN: dict[str, list[Row]] = {
             causal=False),
         Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
             causal=True),
-        # one loop: 1.0-1.2x the split 32x64 w8 s2 / dq 64x64 w8 s2 (which spilled)
-        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_256)),
+        Row(256, _D256_TWO_PASS),
         Row(512, _D512_BWD_NV),
     ],
     "sm80": [  # spill-free per ptxas, not timed (no A100 here)
@@ -113,7 +118,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(64, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason="spill-free, 0.92-1.0x the main row (tiles_h200.md)")),
         Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
                       spills_ok=_SPILLS_OPTS_128)),
-        Row(256, _bwd((32, 64, 8, 2), (32, 64, 4, 2), split=False, reason=_BWD_H100, spills_ok=_SPILLS_OPTS_256)),
+        Row(256, _D256_TWO_PASS),
         Row(512, _D512_BWD_NV),
     ],
     # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
