@@ -636,3 +636,32 @@ def test_failed_fused_append_restores_the_cache(monkeypatch):
         written[bi, start] = True
     assert torch.equal(kw["k_cache"].cpu()[written], before_k.cpu()[written])
     assert torch.equal(kw["v_cache"].cpu()[written], before_v.cpu()[written])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rotary", [False, True])
+def test_grad_mode_outputs_have_no_graph(backend, rotary):
+    """flash_attn_with_kvcache has no backward: under grad mode, with q and the new k / v requiring grad,
+    out and lse carry no autograd graph (the triton path skips no_grad() when nothing it runs is a
+    PyTorch op that autograd records: no rotary) and equal the same call in no-grad mode."""
+    g = torch.Generator().manual_seed(3)
+    b, h, hk, d, cap = 2, 4, 2, 16, 24
+    q = torch.randn(b, 1, h, d, generator=g).to(DEVICE)
+    k_new, v_new = (torch.randn(b, 1, hk, d, generator=g).to(DEVICE) for _ in range(2))
+    cache = [torch.randn(b, cap, hk, d, generator=g).to(DEVICE) for _ in range(2)]
+    lens = torch.tensor([5, 11], dtype=torch.int32, device=DEVICE)
+    rot = {}
+    if rotary:
+        angle = torch.rand(cap, d // 4, generator=g).to(DEVICE)
+        rot = dict(rotary_cos=angle.cos(), rotary_sin=angle.sin())
+    results = []
+    for grad in (True, False):
+        kc, vc = (c.clone() for c in cache)
+        qq, kk, vv = (t.clone().requires_grad_(grad) for t in (q, k_new, v_new))
+        with use_backend(backend), torch.set_grad_enabled(grad):
+            out, lse = flash_attn_with_kvcache(qq, kc, vc, k=kk, v=vv, cache_seqlens=lens, causal=True,
+                                               return_softmax_lse=True, **rot)
+        assert not out.requires_grad and out.grad_fn is None and not lse.requires_grad
+        results.append((out, lse, kc, vc))
+    for x, y in zip(*results):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)

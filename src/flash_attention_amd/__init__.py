@@ -33,6 +33,7 @@ def __getattr__(name):
     if name == "flash_attn_with_kvcache":
         from .kvcache import flash_attn_with_kvcache
 
+        globals()[name] = flash_attn_with_kvcache  # later lookups: a plain module attribute
         return flash_attn_with_kvcache
     raise AttributeError(f"module 'flash_attention_amd' has no attribute {name!r}")
 

@@ -142,7 +142,7 @@ class _Plan:
     """What validation derives from a call's metadata (shapes, dtypes, devices, strides, scalars)."""
 
     __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params",
-                 "num_splits", "backend", "launched", "slot")
+                 "num_splits", "backend", "launched", "slot", "grad_free")
 
     def __init__(self, **kw):
         for name, value in kw.items():
@@ -287,9 +287,12 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     params = None if alibi_slopes is not None or sinks is not None else _params(
         softmax_scale, causal, left, right, softcap, None, return_softmax_lse)
     backend = dispatch.select(problem)  # before anything is written: a declining forced backend raises here
+    # the triton backend's append and decode write into fresh tensors no autograd graph reaches, so without
+    # rotary (PyTorch ops on q and k) its calls need no no_grad() around them (a few us of host time)
+    grad_free = rotary_cos is None and hasattr(backend, "append_kv")
     return _Plan(softmax_scale=softmax_scale, capacity=capacity, seqlen_new=seqlen_new, q_consecutive=q_consecutive,
                  left=left, right=right, problem=problem, params=params, num_splits=num_splits, backend=backend,
-                 launched=False)
+                 launched=False, grad_free=grad_free)
 
 
 def _params(softmax_scale, causal, left, right, softcap, alibi_slopes, return_lse, sinks=None):
@@ -313,25 +316,29 @@ def _meta(t):
     return t.shape, t.dtype, t.device, t.stride()
 
 
-def _scalar(x):
-    # (type, value): True and 1 hash alike but validate differently
-    return type(x), x
-
-
 def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
               block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
               return_softmax_lse, sinks=None):
-    """A hashable key of every input of _prepare, or None (validate this call every time)."""
+    """A hashable key of every input of _prepare, or None (validate this call every time). Runs on
+    every call: the optional tensors (mostly None) are tested inline, scalars keyed as (type, value)
+    (True and 1 hash alike but validate differently)."""
     if cache_seqlens is not None and type(cache_seqlens) is not _Tensor:
         return None  # an int start: its value is checked, and changes every step
     if type(window_size) is not tuple or len(window_size) != 2:
         return None
     try:
-        return (_meta(q), _meta(k_cache), _meta(v_cache), _meta(k), _meta(v), _meta(rotary_cos), _meta(rotary_sin),
-                _meta(cache_seqlens), _meta(cache_batch_idx), _meta(cache_leftpad), _meta(block_table),
-                _meta(alibi_slopes), _scalar(softmax_scale), _scalar(causal), _scalar(window_size[0]),
-                _scalar(window_size[1]), _scalar(softcap), _scalar(num_splits), _scalar(return_softmax_lse),
-                dispatch.forced(), config.debug(), torch.is_grad_enabled(), _meta(sinks))
+        return (_meta(q), _meta(k_cache), _meta(v_cache), None if k is None else _meta(k),
+                None if v is None else _meta(v), None if rotary_cos is None else _meta(rotary_cos),
+                None if rotary_sin is None else _meta(rotary_sin),
+                None if cache_seqlens is None else _meta(cache_seqlens),
+                None if cache_batch_idx is None else _meta(cache_batch_idx),
+                None if cache_leftpad is None else _meta(cache_leftpad),
+                None if block_table is None else _meta(block_table),
+                None if alibi_slopes is None else _meta(alibi_slopes),
+                type(softmax_scale), softmax_scale, type(causal), causal, type(window_size[0]), window_size[0],
+                type(window_size[1]), window_size[1], type(softcap), softcap, type(num_splits), num_splits,
+                type(return_softmax_lse), return_softmax_lse, dispatch.forced(), config.debug(),
+                torch.is_grad_enabled(), None if sinks is None else _meta(sinks))
     except TypeError:  # not a plain tensor, or an unhashable scalar
         return None
 
@@ -397,7 +404,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             if len(_plans) >= _PLAN_LIMIT:
                 _plans.clear()
             _plans[key] = plan
-    if torch.is_grad_enabled():
+    if not plan.grad_free and torch.is_grad_enabled():
         with torch.no_grad():
             return _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                         cache_leftpad, block_table, alibi_slopes, num_splits, rotary_interleaved, return_softmax_lse,
