@@ -270,7 +270,8 @@ _D512_SM90 = _T(128, 32, 8, 2, block_dk=64, block_dvk=128, dv_split=2,
 
 # sm90, head dims 129-256: 128 query rows over 2 warpgroups (8 warps) with TMA. H100, b*s = 16384, h=8,
 # d=256, s=4096 / 16384, causal and not (benchmarks/results/run11/h100_fwd256.json): plain 1.21-1.45x and
-# ALiBi + softcap 1.16-1.36x the 64x64 w4 s2 TMA row it replaces, best of 7.
+# ALiBi + softcap 1.16-1.36x the 64x64 w4 s2 TMA row it replaces, best of 7; H200 (h200_confirm_fwd256.txt)
+# 1.14-1.42x with a window 1024 too; H200 at head dims 160 / 192 (h200_fwd160.txt, _192.txt) 1.24-1.71x.
 _FWD_D256_H100 = ("H100 sweep, d=256 (benchmarks/results/run11/h100_fwd256.json): 1.16-1.45x the 64x64 w4 s2 "
                   "TMA row over plain and ALiBi + softcap, causal or not, best of 7")
 _FWD_D256 = _T(128, 64, 8, 2, use_tma=True, reason=_FWD_D256_H100)

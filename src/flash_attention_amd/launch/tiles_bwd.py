@@ -63,11 +63,13 @@ _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_pas
 # - H200 (benchmarks/results/run11/h200_sweep_bwd256_p2.txt, best of 10): plain 1.30-1.46x, ALiBi +
 #   softcap 1.25-1.41x, window 1024 1.19-1.27x;
 # - H100 (run11/h100_bwd256_g1.json, _g4.json): MHA over plain / ALiBi + softcap / window /
-#   dropout 1.14-1.45x, GQA 4:1 1.04-1.52x; the spill-free 16x128 w8 s3 tile 0.84-0.94x of it.
+#   dropout 1.14-1.45x, GQA 4:1 1.05-1.51x (H200, options and dropout: 1.04-1.54x); the spill-free
+#   16x128 w8 s3 tile 0.84-0.94x of it;
+# - H200 at head dims 160 / 192 (run11/h200_bwd160.txt, _192.txt): 1.22-1.51x over plain / ALiBi + softcap.
 # ptxas: the plain builds are spill-free; GQA builds with options, a window or dropout and the
 # every-option dropout builds spill 4-10 registers (16-40 B; run11/check_sm90_d256_row.txt), 0 per the
 # driver in the MHA builds timed: accepted on those measurements.
-_D256_TWO_PASS_H100 = ("H100 / H200 sweeps, d=256 (benchmarks/results/run11/): 1.04-1.52x the one-launch 32x64 w8 "
+_D256_TWO_PASS_H100 = ("H100 / H200 sweeps, d=256 (benchmarks/results/run11/): 1.04-1.54x the one-launch 32x64 w8 "
                        "s2 row over plain / ALiBi + softcap / window / dropout, MHA and GQA 4:1, causal or not")
 _D256_TWO_PASS = _bwd((32, 128, 8, 3), (32, 64, 4, 2), split=False, kv_passes=2, reason=_D256_TWO_PASS_H100,
                       spills_ok=_D256_TWO_PASS_H100 + "; GQA / dropout builds spill 4-10 registers (ptxas)")
