@@ -268,19 +268,18 @@ _D512_SM90 = _T(128, 32, 8, 2, block_dk=64, block_dvk=128, dv_split=2,
 
 
 
-# sm90, head dims 129-256: 128 query rows over 2 warpgroups (8 warps) with TMA. H100, b*s = 16384, h=8,
-# d=256, s=4096 / 16384, causal and not (benchmarks/results/run11/h100_fwd256.json): plain 1.21-1.45x and
-# ALiBi + softcap 1.16-1.36x the 64x64 w4 s2 TMA row it replaces, best of 7; H200 (h200_confirm_fwd256.txt)
-# 1.14-1.42x with a window 1024 too; H200 at head dims 160 / 192 (h200_fwd160.txt, _192.txt) 1.24-1.71x.
-_FWD_D256_H100 = ("H100 sweep, d=256 (benchmarks/results/run11/h100_fwd256.json): 1.16-1.45x the 64x64 w4 s2 "
-                  "TMA row over plain and ALiBi + softcap, causal or not, best of 7")
+# sm90, head dims 129-256: 128 query rows over 2 warpgroups (8 warps) with TMA, every tier but the bias
+# ones. H100, b*s = 16384, h=8, d=256, s=4096 / 16384, causal and not (benchmarks/results/run11/
+# h100_fwd256.json, h100_fwd_drop_d256_d192.txt): plain 1.21-1.45x, ALiBi + softcap 1.16-1.36x, dropout
+# 1.09-1.41x (d=192 / 256) the 64x64 w4 s2 TMA row it replaces, best of 7; H200 (h200_confirm_fwd256.txt,
+# h200_fwd_drop_d256_d192.txt) 1.14-1.42x with a window 1024 too, dropout 1.07-1.39x; H200 at head dims
+# 160 / 192 (h200_fwd160.txt, _192.txt) 1.24-1.71x. ptxas: plain builds spill-free; options 1, a window
+# alone 3, dropout 4-29 registers (the 64x64 row spilled 13-96 with dropout): accepted on those figures.
+_FWD_D256_H100 = ("H100 / H200 sweeps, d=160-256 (benchmarks/results/run11/): 1.07-1.71x the 64x64 w4 s2 TMA row "
+                  "over plain, ALiBi + softcap, window and dropout, causal or not")
 _FWD_D256 = _T(128, 64, 8, 2, use_tma=True, reason=_FWD_D256_H100)
-# Its builds with options spill (ptxas): 1 register (ALiBi + softcap + window, "opts"), 3 (a window
-# alone, TMA), 18-29 with dropout; the options / window rows accept the first two on the measurement
-# above, the dropout tier keeps the 64x64 w4 s2 row (measured with dropout, its spills accepted).
-_FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options builds spill 1-3 registers (ptxas)")
-_MEASURED_D256 = ("64x64 w4 s2 measured 1.4-1.5x (ALiBi+softcap) and 1.1-1.2x (dropout) the fastest spill-free "
-                  "tile (32x64 w4 s2) on an H200, benchmarks/results/tiles_h200.md")
+_FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / dropout builds spill 1-29 "
+                                   "registers (ptxas)")
 
 FWD_PLAIN: dict[str, list[Row]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 128x64 w4 s3 TMA;
@@ -401,8 +400,7 @@ FWD_DROPOUT: dict[str, list[Row]] = {
     # with the four-row mask's interleave ("drop") and spilled 10-48 registers at s1; four V splits fit
     # (check-amd, not timed)
     "sm90": [
-        *FWD_OPTIONS["sm90"][:-2],
-        Row(256, _T(64, 64, 4, 2, use_tma=True, reason=_MEASURED_D256, spills_ok=_MEASURED_D256)),
+        *FWD_OPTIONS["sm90"][:-1],
         Row(512, _D512_SM90.replace(dv_split=4, reason=_STATIC)),
     ],
     "sm80": [  # ptxas: 128x64 w4 s3 spilled 124 registers at d=64 (128x64 w8 s2: 2 at d=40), 64x64 w8 s2 2
