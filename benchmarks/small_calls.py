@@ -35,10 +35,8 @@ def make(path, b, s, h, d, causal, bwd):
     else:
         q, k, v = (torch.randn(b, s, h, d, device=dev, dtype=dt, requires_grad=bwd) for _ in range(3))
         do = torch.randn(b, s, h, d, device=dev, dtype=dt)
-        backend = fa.use_backend(path)
-
         def fwd():
-            with backend:
+            with fa.use_backend(path):
                 return fa.flash_attn_func(q, k, v, causal=causal)
 
     if bwd:
