@@ -1,8 +1,9 @@
 """Plain dense calls from small to large on a GPU (issue 10 / 13): microseconds per call as a user's
 loop sees them (N identical calls issued back to back, one synchronisation at the end, so each call
 costs the larger of its host time and its GPU time), for the paths a plain sm90 call can take:
-``sdpa`` (our API, SDPA's cuDNN / flash kernels: what the automatic choice takes for plain dense calls
-at d=64/128/256 on sm90), ``triton`` (our API, our kernels) and ``raw`` (F.scaled_dot_product_attention on
+``sdpa`` (our API forced to SDPA's cuDNN / flash kernels), ``triton`` (forced to our kernels), ``auto``
+(the automatic choice, no ``use_backend`` context: on sm90 triton below ``dispatch.SMALL_CALL_FLOP``,
+else sdpa) and ``raw`` (F.scaled_dot_product_attention on
 [b, h, s, d] tensors, no API around it). Forward (no grad) and forward + backward; paths interleaved loop
 by loop; median of the loops. Decides where the rule table should send small calls.
 
@@ -70,7 +71,7 @@ def main():
     for b, s, h, d in SHAPES:
         for causal in (False, True):
             for bwd in (False, True):
-                calls = {p: make(p, b, s, h, d, causal, bwd) for p in ("sdpa", "triton", "raw")}
+                calls = {p: make(p, b, s, h, d, causal, bwd) for p in ("sdpa", "triton", "auto", "raw")}
                 for c in calls.values():
                     for _ in range(3):
                         c()
@@ -85,7 +86,7 @@ def main():
                 rows.append(row)
                 print(f"b={b:2d} s={s:4d} h={h} d={d:3d} {'causal' if causal else 'full  '} "
                       f"{'fwd+bwd' if bwd else 'fwd    '} {gflop:8.2f} GFLOP  sdpa {med['sdpa']:7.1f}  "
-                      f"triton {med['triton']:7.1f}  raw {med['raw']:7.1f}  "
+                      f"triton {med['triton']:7.1f}  auto {med['auto']:7.1f}  raw {med['raw']:7.1f}  "
                       f"triton/sdpa {med['triton'] / med['sdpa']:.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -49,6 +49,16 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     d96 = dict(base, headdim=96, headdim_v=96)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d96))[0] == "triton"  # not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, kind="kvcache", **base))[0] == "triton"
+    # small calls: host-bound, our path is cheaper (results/run11/h100_small_calls.txt): BERT-base's shape
+    bert = dict(base, batch=32, seqlen_q=128, seqlen_k=128, nheads=12, headdim=64, headdim_v=64)
+    assert dispatch.forward_flop(Problem(arch="sm90", nheads_k=12, **bert)) == 4 * 32 * 12 * 128 * 128 * 64
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **bert))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(bert, seqlen_q=1024, seqlen_k=1024)))[0] == (
+        "sdpa")  # 12.9 GFLOP
+    at_limit = dict(bert, batch=int(dispatch.SMALL_CALL_FLOP) // 256, nheads=1, seqlen_q=1, seqlen_k=1)
+    assert dispatch.forward_flop(Problem(arch="sm90", nheads_k=1, **at_limit)) == dispatch.SMALL_CALL_FLOP
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=1, **at_limit))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=1, causal=True, **at_limit))[0] == "triton"  # half
 
 
 def test_auto_choice_and_explain_reasons():

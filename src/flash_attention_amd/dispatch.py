@@ -123,9 +123,17 @@ def platform(problem: Problem) -> str:
 # Where SDPA beats our kernels on NVIDIA (measured on an H100, benchmarks/results/fwd_h100.md
 # and bwd_h100.md; ANCHORS.md for cuDNN's backward): plain dense calls that SDPA's cuDNN
 # kernel serves (no dropout), head dims 64, 128
-# and 256, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid at 64 / 128, 0.53..0.71
-# at 256; backward cuDNN is ahead of ours on every row (d=256: ours/cuDNN 0.45..0.48, and
-# ours/FA2 0.64..0.76, so SDPA wins there even where it takes FA2; H100 table of issue 13).
+# and 256, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid at 64 / 128; at 256, after
+# session 14's tiles, 0.69..0.82 forward and 0.61..0.73 backward (ours/FA2 0.91..1.13 backward;
+# benchmarks/results/run11/h100_kernels_d256.md), so SDPA still wins there.
+# Small calls are the exception: there the host time decides, and our path costs less of it than
+# SDPA's (about 30 against 40-45 us per forward call on the H100's host). In a loop of identical
+# calls (benchmarks/small_calls.py, results/run11/h100_small_calls.txt) ours took 0.54-0.75x SDPA's
+# time per forward and 0.85-0.95x per forward + backward at up to 4.3 GFLOP of forward work
+# (4 b h sq sk d, halved when causal; d=64 and 128, e.g. BERT-base b=32 s=128: 1.6), one row 1.03x;
+# from 8.6 GFLOP at d=128 SDPA was ahead (1.10-1.46x). Below SMALL_CALL_FLOP triton goes first.
+# (GQA calls take SDPA's slower F.scaled_dot_product_attention path in our sdpa backend: their small
+# calls were not timed separately; the same rule applies.)
 # The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
 # GQA (dense, no options) at d=64 / 128: SDPA with enable_gqa is faster than ours on 11 of 12
 # rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
@@ -133,11 +141,19 @@ def platform(problem: Problem) -> str:
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128)}
+SMALL_CALL_FLOP = 4.5e9
+
+
+def forward_flop(problem: Problem) -> float:
+    """4 b h sq sk d of the call's forward, halved when causal (the kernels' TFLOP/s convention)."""
+    flop = 4.0 * problem.batch * problem.nheads * problem.seqlen_q * problem.seqlen_k * problem.headdim
+    return flop * 0.5 if problem.causal else flop
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
     return (
         problem.arch in _SDPA_FIRST_NVIDIA["arch"]
+        and forward_flop(problem) >= SMALL_CALL_FLOP
         and problem.headdim == problem.headdim_v
         and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
         and (problem.nheads == problem.nheads_k or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"])
