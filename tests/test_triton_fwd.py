@@ -19,10 +19,6 @@ from helpers import DEVICE, assert_matches, rel_err
 
 pytest.importorskip("triton")
 
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-from flash_attention_amd.kernels.common import exp2_fma  # noqa: E402
 from flash_attention_amd.kernels.features import unpack  # noqa: E402
 from flash_attention_amd.launch import fwd as launch  # noqa: E402
 from flash_attention_amd.launch.fwd import FwdConfig, _forward, attention_forward, supports  # noqa: E402
@@ -123,51 +119,6 @@ def qkv(b, sq, sk, h, hk, d, dv=None, dtype=torch.float32):
 
 
 # ----------------------------------------------------------------------------- interpreter (and GPU)
-
-@triton.jit
-def _exp2_fma_kernel(X, Y, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    tl.store(Y + offs, exp2_fma(tl.load(X + offs)))
-
-
-def test_exp2_fma_special_values_and_error():
-    """common.exp2_fma (half of the exponentials under POLY_EXP): relative error below 4e-6 over the range
-    scores take, exactly 0 at -inf, NaN kept, 1 at 0."""
-    x = torch.cat([-torch.rand(1000, dtype=torch.float64) * 30, torch.tensor([0.0, -1.0, -0.5, -126.0, -200.0]),
-                   torch.tensor([-math.inf, math.nan, -1e-7])]).float()
-    n = triton.next_power_of_2(x.numel())
-    xp = torch.cat([x, torch.zeros(n - x.numel())]).to(DEVICE)
-    y = torch.empty_like(xp)
-    _exp2_fma_kernel[(1,)](xp, y, n)
-    y, want = y[: x.numel()].cpu().double(), torch.exp2(x.double())
-    finite = want > 2.0**-126
-    assert ((y[finite] / want[finite] - 1).abs().max()) < 4e-6
-    assert y[x == 0.0].item() == 1.0 and y[x == -math.inf].item() == 0.0 and math.isnan(y[x.isnan()].item())
-    assert (y[(x < -126) & (x > -math.inf)].abs() < 2.0**-125).all()
-
-
-@pytest.mark.parametrize("softcap", [0.0, 20.0])
-def test_poly_exp_forward(softcap):
-    """POLY_EXP (Tile.poly_exp): half of the softmax exponentials by a polynomial. bf16 out equal to the
-    MUFU path's within a rounding step, lse within 1e-5, and against the float64 oracle; a NaN key in an
-    odd column (the polynomial's half) still gives NaN rows."""
-    q, k, v = qkv(2, 70, 70, 2, 1, 32, dtype=torch.bfloat16)
-    p = make_params(32, causal=True, softcap=softcap)
-    cfg = SMALL if not ON_GPU else None
-    base_cfg = cfg or launch.select_config(None, torch.bfloat16, 32, 32, True, 70)
-    out0, lse0 = run(q, k, v, p, base_cfg)
-    out1, lse1 = run(q, k, v, p, base_cfg.replace(poly_exp=True))
-    assert (out1.float() - out0.float()).abs().max() <= 2 ** -6 * out0.float().abs().max()
-    assert rel_err(lse1, lse0) < 1e-5
-    ro, rl = ref(q, k, v, p)
-    assert rel_err(out1, ro) < 1e-2 and rel_err(lse1, rl) < 1e-5
-    k_nan = k.clone()
-    k_nan[0, 33, 0, 5] = math.nan  # key 33: odd, the polynomial's column of its pair
-    out2, _ = _forward(q, k_nan, v, p, cfg=base_cfg.replace(poly_exp=True))  # (run() rejects NaN outputs)
-    rows = out2[0, :, :, :].float().isnan().any(-1)  # [sq, h]
-    assert rows[33:].all() and not rows[:33].any()
-
-
 
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,causal", [
     (1, 1, 1, 1, 1, 16, False),     # single element

@@ -202,35 +202,6 @@ def tanh_approx_f32(x):
 
 
 @triton.jit
-def exp2_fma(x):
-    """2^x for fp32 x (scores minus their row max, so x <= 0) with the FMA and integer units only: 2^x =
-    2^floor(x) * p(x - floor(x)), p a degree-4 polynomial fitted for relative error on [0, 1) (largest
-    3.0e-6 in fp32, against ~1.7e-7 for the special-function unit's ex2.approx; P is rounded to 16 bits
-    before the P V product either way). x = -inf gives +0 exactly (2^-127 * p(0), p(0) = 1: the bit
-    pattern is 0), x below -126 a denormal or 0, NaN stays NaN."""
-    xc = tl.maximum(x, -127.0)
-    xi = tl.floor(xc)
-    f = xc - xi  # [0, 1)
-    p = 0.013426519 * f + 0.05224274
-    p = p * f + 0.24128008
-    p = p * f + 0.69304484
-    p = p * f + 1.0  # [1, 2)
-    e = (p.to(tl.int32, bitcast=True) + (xi.to(tl.int32) << 23)).to(tl.float32, bitcast=True)
-    return tl.where(x == x, e, x)
-
-
-@triton.jit
-def exp2_half_fma(x, POLY: tl.constexpr):
-    """tl.exp2 of an fp32 tile [M, N]; POLY: every other column through ``exp2_fma`` instead, so that
-    the special-function unit (16 results per clock per SM on Hopper, against 128 FMAs) takes half of
-    the exponentials (FlashAttention-4's trick; softcap's tanh takes that unit too)."""
-    if POLY:
-        a, b = tl.split(tl.reshape(x, [x.shape[0], x.shape[1] // 2, 2]))  # adjacent column pairs
-        return tl.reshape(tl.join(tl.exp2(a), exp2_fma(b)), [x.shape[0], x.shape[1]])
-    return tl.exp2(x)
-
-
-@triton.jit
 def visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
             IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, MASK_N: tl.constexpr):
     """[BLOCK_M, BLOCK_N] bool: key offs_n visible from query offs_m; query i sits at key

@@ -40,7 +40,6 @@ FLAGS = (
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
-    "POLY_EXP",  # half of the softmax exponentials by a polynomial on the FMA units (common.exp2_half_fma)
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)

@@ -85,8 +85,6 @@ class Tile:
     block_dvk: int = 0
     dv_split: int = 1
     reload: bool = False
-    # forward: half of the softmax exponentials by a polynomial on the FMA units (POLY_EXP; GPUs, not fp32)
-    poly_exp: bool = False
     reason: str = field(default="", compare=False)  # measured where, or "spill-free by static check only"
     spills_ok: str = field(default="", compare=False)  # NVIDIA: the measurement that keeps ptxas spills
 
