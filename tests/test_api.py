@@ -159,25 +159,3 @@ def test_sdpa_backend_forward_backward_repeated(hk, seqlen):
         ref.backward(dout.double())
         for name, g, g64 in (("dq", q.grad, q64.grad), ("dk", k.grad, k64.grad), ("dv", v.grad, v64.grad)):
             assert_matches(g, g64, name=name)
-
-
-def test_sdpa_without_context_same_kernel_or_none(monkeypatch):
-    """sdpa backend, calls without a direct op (GQA on GPUs): F.scaled_dot_product_attention runs without
-    the sdpa_kernel context only when torch's own choice equals the context's (computed once per call
-    signature); a different choice (global SDPA settings changed) or the math path gives None (the
-    context path then serves)."""
-    from flash_attention_amd.backends import sdpa_backend as sb
-    from flash_attention_amd.params import AttnParams
-
-    q, k, v = (randn(2, 33, h, 32, dtype=torch.float32) for h in (4, 2, 2))
-    p = AttnParams(softmax_scale=32 ** -0.5, causal=True, window_left=-1, window_right=0)
-    slot = {}
-    out = sb._sdpa_without_context(q.cpu(), k.cpu(), v.cpu(), p, slot)
-    ref, _ = attention_ref(q.double().cpu(), k.double().cpu(), v.double().cpu(), causal=True)
-    assert out is not None and slot["sdpa_choice"] != sb._MATH
-    assert (out.double() - ref).abs().max() < 1e-5
-    real = torch._fused_sdp_choice
-    monkeypatch.setattr(torch, "_fused_sdp_choice", lambda *a, **kw: int(real(*a, **kw)) + 1)  # settings changed
-    assert sb._sdpa_without_context(q.cpu(), k.cpu(), v.cpu(), p, slot) is None
-    monkeypatch.setattr(torch, "_fused_sdp_choice", lambda *a, **kw: sb._MATH)  # the math path: never
-    assert sb._sdpa_without_context(q.cpu(), k.cpu(), v.cpu(), p, {}) is None

@@ -105,19 +105,15 @@ class SdpaBackend(Backend):
                     continue
                 slot["sdpa"] = op
                 return out
-        return self._run_sdpa(q, k, v, params, slot)
+        return self._run_sdpa(q, k, v, params)
 
-    def _run_sdpa(self, q, k, v, params: AttnParams, slot: dict | None = None):
+    def _run_sdpa(self, q, k, v, params: AttnParams):
         from torch.nn.attention.bias import causal_lower_right
 
         sq, sk = q.shape[1], k.shape[1]
         mask, is_causal = None, params.causal
         if params.causal and sq != sk:
             mask, is_causal = causal_lower_right(sq, sk), False
-        if mask is None and slot is not None and not torch.compiler.is_compiling():
-            out = _sdpa_without_context(q, k, v, params, slot)
-            if out is not None:
-                return out
         with _fused_kernels(q.device.type):
             out = F.scaled_dot_product_attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
@@ -125,33 +121,6 @@ class SdpaBackend(Backend):
                 enable_gqa=q.shape[2] != k.shape[2],
             )
         return out.transpose(1, 2)
-
-
-_MATH = 0  # SDPBackend.MATH's value: torch._fused_sdp_choice's answer for the math path
-
-
-def _sdpa_without_context(q, k, v, p: AttnParams, slot: dict):
-    """F.scaled_dot_product_attention without ``sdpa_kernel``, when torch's own choice for this call is the
-    fused kernel the restricted context picks (then the call is the same; the context manager costs tens
-    of microseconds of host time a call: GQA calls, which have no direct op, went through it every time),
-    else None. The context's pick is computed once per call signature (``slot``); torch's own is
-    asked each call, since global SDPA settings can change between calls. Never the math path."""
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    gqa = q.shape[2] != k.shape[2]
-    try:
-        want = slot.get("sdpa_choice")
-        if want is None:
-            with _fused_kernels(q.device.type):
-                want = slot["sdpa_choice"] = int(torch._fused_sdp_choice(
-                    qt, kt, vt, None, p.dropout_p, p.causal, scale=p.softmax_scale, enable_gqa=gqa))
-        if want == _MATH or int(torch._fused_sdp_choice(qt, kt, vt, None, p.dropout_p, p.causal,
-                                                        scale=p.softmax_scale, enable_gqa=gqa)) != want:
-            return None
-    except (AttributeError, TypeError, RuntimeError):  # a torch without this private function or argument
-        slot["sdpa_choice"] = _MATH
-        return None
-    return F.scaled_dot_product_attention(qt, kt, vt, dropout_p=p.dropout_p, is_causal=p.causal,
-                                          scale=p.softmax_scale, enable_gqa=gqa).transpose(1, 2)
 
 
 @functools.cache
