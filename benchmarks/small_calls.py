@@ -25,16 +25,17 @@ SHAPES = ((32, 128, 12, 64), (8, 256, 16, 64), (8, 512, 16, 64), (16, 128, 16, 1
           (8, 512, 16, 128), (4, 1024, 16, 128), (2, 2048, 16, 128), (1, 4096, 32, 128))
 
 
-def make(path, b, s, h, d, causal, bwd):
+def make(path, b, s, h, d, causal, bwd, group=1):
     dt, dev = torch.bfloat16, "cuda"
+    hk = h // group
     if path == "raw":
-        q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=dt, requires_grad=bwd) for _ in range(3))
+        q, k, v = (torch.randn(b, n, s, d, device=dev, dtype=dt, requires_grad=bwd) for n in (h, hk, hk))
         do = torch.randn(b, h, s, d, device=dev, dtype=dt)
 
         def fwd():
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
     else:
-        q, k, v = (torch.randn(b, s, h, d, device=dev, dtype=dt, requires_grad=bwd) for _ in range(3))
+        q, k, v = (torch.randn(b, s, n, d, device=dev, dtype=dt, requires_grad=bwd) for n in (h, hk, hk))
         do = torch.randn(b, s, h, d, device=dev, dtype=dt)
         def fwd():
             with fa.use_backend(path):
@@ -64,14 +65,16 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--loops", type=int, default=5)
     ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--gqa", type=int, default=1, help="query heads per KV head")
     args = ap.parse_args()
-    print(f"# {torch.cuda.get_device_name()}: us per call in loops of {args.calls} identical calls (one sync at the "
+    print(f"# {torch.cuda.get_device_name()}: query heads per KV head {args.gqa}; "
+          f"us per call in loops of {args.calls} identical calls (one sync at the "
           f"end), median of {args.loops}; GFLOP = 4 b h s^2 d (x0.5 causal, x3.5 fwd+bwd)")
     rows = []
     for b, s, h, d in SHAPES:
         for causal in (False, True):
             for bwd in (False, True):
-                calls = {p: make(p, b, s, h, d, causal, bwd) for p in ("sdpa", "triton", "auto", "raw")}
+                calls = {p: make(p, b, s, h, d, causal, bwd, args.gqa) for p in ("sdpa", "triton", "auto", "raw")}
                 for c in calls.values():
                     for _ in range(3):
                         c()
@@ -81,7 +84,7 @@ def main():
                         times[p].append(loop_us(c, args.calls))
                 med = {p: statistics.median(t) for p, t in times.items()}
                 gflop = 4 * b * h * s * s * d * (0.5 if causal else 1) * (3.5 if bwd else 1) / 1e9
-                row = dict(b=b, s=s, h=h, d=d, causal=causal, bwd=bwd, gflop=round(gflop, 2),
+                row = dict(b=b, s=s, h=h, d=d, group=args.gqa, causal=causal, bwd=bwd, gflop=round(gflop, 2),
                            **{p: round(t, 1) for p, t in med.items()})
                 rows.append(row)
                 print(f"b={b:2d} s={s:4d} h={h} d={d:3d} {'causal' if causal else 'full  '} "

@@ -59,6 +59,12 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.forward_flop(Problem(arch="sm90", nheads_k=1, **at_limit)) == dispatch.SMALL_CALL_FLOP
     assert dispatch.preference(Problem(arch="sm90", nheads_k=1, **at_limit))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=1, causal=True, **at_limit))[0] == "triton"  # half
+    # GQA: its sdpa path costs more host time, so a higher limit (results/run11/h100_gqa_small_calls_base.txt)
+    gqa = dict(base, batch=8, seqlen_q=512, seqlen_k=512, nheads=16, headdim=128, headdim_v=128, causal=True)
+    assert dispatch.forward_flop(Problem(arch="sm90", nheads_k=4, **gqa)) == 4 * 8 * 16 * 512 * 512 * 128 / 2
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **gqa))[0] == "triton"  # 8.6 GFLOP
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **gqa))[0] == "sdpa"  # MHA: above 4.5
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(gqa, causal=False)))[0] == "sdpa"  # 17.2
 
 
 def test_auto_choice_and_explain_reasons():
