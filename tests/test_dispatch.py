@@ -65,6 +65,16 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **gqa))[0] == "triton"  # 8.6 GFLOP
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **gqa))[0] == "sdpa"  # MHA: above 4.5
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(gqa, causal=False)))[0] == "sdpa"  # 17.2
+    # explain() / the debug log say which rule set the order
+    assert "host-bound, triton first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))
+    assert "1.6 GFLOP, below 4.5" in dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))
+    assert "below 10" in dispatch.order_rule(Problem(arch="sm90", nheads_k=4, **gqa))
+    assert "sdpa first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, **base))
+    assert dispatch.order_rule(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base)) == ""  # no rule
+    assert dispatch.order_rule(Problem(arch="sm80", nheads_k=12, **bert)) == ""
+    text = dispatch.Decision("triton", False, (), Problem(arch="sm90", nheads_k=12, **bert),
+                             dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))).describe()
+    assert "-> triton (auto)" in text and "order: sm90, plain dense call of 1.6 GFLOP" in text
 
 
 def test_auto_choice_and_explain_reasons():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -137,8 +137,8 @@ def platform(problem: Problem) -> str:
 # 4 query heads per KV head (results/run11/h100_gqa_small_calls_base.txt): ours 0.28-0.47x SDPA's time
 # per forward and 0.45-0.80x per forward + backward up to 8.6 GFLOP; at 17 GFLOP 0.67-0.83x forward but
 # 0.71-1.23x forward + backward; from 34 GFLOP SDPA is ahead or even. GQA calls use SMALL_CALL_FLOP_GQA.
-# (A try at skipping that context when torch's own choice matched it measured slower: same file's
-# *_without_context_rejected.txt.)
+# (A try at skipping that context when torch's own choice matched it measured slower:
+# results/run11/h100_gqa_small_calls_without_context_rejected.txt.)
 # The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
 # GQA (dense, no options) at d=64 / 128: SDPA with enable_gqa is faster than ours on 11 of 12
 # rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
@@ -174,16 +174,34 @@ def preference(problem: Problem) -> tuple[str, ...]:
     return _PREFERENCE.get((plat, problem.kind), ("torch",))
 
 
+def order_rule(problem: Problem) -> str:
+    """Which rule of the table above set the order of this call's candidates, in words ("" for the
+    platform's default order): what ``explain()`` and the debug log print under the decision."""
+    if platform(problem) != "nvidia" or problem.kind != "attn":
+        return ""
+    if _sdpa_measured_faster(problem):
+        return "sm90, plain dense call: sdpa first (SDPA measured faster; dispatch.py)"
+    small = replace(problem, batch=problem.batch * 10**6)  # the same call, past any size limit
+    if _sdpa_measured_faster(small):
+        limit = SMALL_CALL_FLOP if problem.nheads == problem.nheads_k else SMALL_CALL_FLOP_GQA
+        return (f"sm90, plain dense call of {forward_flop(problem) / 1e9:.2g} GFLOP, below {limit / 1e9:.2g}: "
+                "host-bound, triton first (less host time than SDPA's path; dispatch.py)")
+    return ""
+
+
 @dataclass(frozen=True)
 class Decision:
     backend: str
     forced: bool
     passed_over: tuple[tuple[str, str], ...]  # (backend, reason it declined)
     problem: Problem
+    rule: str = ""  # order_rule(problem): the rule that put the candidates in this order, if any
 
     def describe(self) -> str:
         how = "forced" if self.forced else "auto"
         lines = [f"{self.problem.describe()} -> {self.backend} ({how})"]
+        if self.rule and not self.forced:
+            lines.append(f"  order: {self.rule}")
         lines += [f"  {name}: {reason}" for name, reason in self.passed_over]
         return "\n".join(lines)
 
@@ -219,7 +237,7 @@ def decide(problem: Problem, kernel_only: bool = False) -> Decision:
             continue
         reason = _why_not(backends[candidate], problem)
         if reason is None:
-            return Decision(candidate, False, tuple(passed), problem)
+            return Decision(candidate, False, tuple(passed), problem, order_rule(problem))
         passed.append((candidate, reason))
     raise BackendUnavailable(
         f"no backend can serve {problem.describe()}: " + "; ".join(f"{n}: {r}" for n, r in passed)
