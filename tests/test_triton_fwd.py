@@ -231,6 +231,79 @@ def test_softcap_fixed_max_only_where_exact():
     assert not on(make_params(16))
 
 
+LAZY = SMALL.replace(lazy_rescale=True)
+
+
+def _rising_keys(k, q, steps):
+    """k with a component along each query row's direction that grows by ``steps`` (log2 units of
+    the scaled score, per key) along the keys: each key block raises the row max, by less than
+    the lazy threshold (2^8) where steps is small, by more where it is large."""
+    d = q.shape[-1]
+    u = torch.nn.functional.normalize(q.mean((0, 1, 2)), dim=0)  # one direction shared by every row
+    grow = torch.as_tensor(steps, dtype=torch.float32, device=k.device).cumsum(0)  # [sk] log2 units
+    k = k + (grow / (math.log2(math.e) * d ** -0.5))[None, :, None, None] * u / (q @ u).abs().mean()
+    return k
+
+
+@pytest.mark.parametrize("case", ["plain", "causal_empty_rows", "window_alibi", "softcap_fp16", "dropout",
+                                  "sinks", "key_mask", "varlen"])
+def test_lazy_rescale(case):
+    """LAZY_RESCALE (Tile.lazy_rescale): the running max moves only when a block raises a row's max by more
+    than 2^8. Keys whose scores rise along the sequence, by small steps in the first blocks (no rescale:
+    P grows to 2^8) and large ones later (rescales), against the float64 oracle, every option path."""
+    b, sq, sk, h, hk, d = 2, 45, 77, 2, 1, 32
+    dtype = torch.float16 if case == "softcap_fp16" else torch.float32
+    q, k, v = qkv(b, sq, sk, h, hk, d)
+    q = q + 2.0 * torch.nn.functional.normalize(torch.randn(d, device=DEVICE), dim=0)  # rows share a direction
+    steps = [0.2] * 40 + [3.0] * (sk - 40)  # 16-key blocks: +3.2 per block, then +48 per block
+    k = _rising_keys(k, q, steps)
+    kw, extra = {}, {}
+    if case == "causal_empty_rows":
+        q, k, v = q[:, :sk - 10], k[:, :sq - 12], v[:, :sq - 12]  # sq > sk: the first rows see no key
+        kw = dict(causal=True)
+    elif case == "window_alibi":
+        kw = dict(window_size=(30, 5), alibi_slopes=torch.rand(b, h, device=DEVICE))
+    elif case == "softcap_fp16":
+        kw = dict(softcap=80.0)  # fp16: no fixed-max softmax, the running max moves
+    elif case == "dropout":
+        kw = dict(dropout_p=0.3, seed=77)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    params = make_params(d, **kw)
+    if case == "sinks":
+        params = params._replace(sinks=torch.randn(h, device=DEVICE) * 3)
+        extra = dict(sinks=params.sinks)
+    if case == "key_mask":
+        keep = torch.rand(b, 1, 1, k.shape[1], device=DEVICE) > 0.3
+        keep[1, ..., :50] = False  # a sequence whose first kept key comes late (the trimmed loop)
+        params = params._replace(attn_bias=keep)
+        extra = dict(attn_bias=keep)
+    if case == "varlen":
+        lens_q, lens_k = [7, 45, 0, 30], [20, 77, 5, 61]
+        q, k, v, cu_q, cu_k = _varlen(lens_q, lens_k, h, hk, d)
+        q = q + 2.0 * torch.nn.functional.normalize(torch.randn(d, device=DEVICE), dim=0)
+        k = _rising_keys(k[None], q[None], [0.2] * 40 + [3.0] * (k.shape[0] - 40))[0]
+        params = make_params(d, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q))
+    flags = unpack(launch.plan_forward(q, k, v, params, LAZY).constexprs["FEATURES"])
+    assert flags["LAZY_RESCALE"]
+    out, lse = run(q, k, v, params, LAZY)
+    ro, rl = ref(q, k, v, params, **extra)
+    assert torch.equal(torch.isinf(lse), torch.isinf(rl))
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    assert_matches(out.float(), ro, fp32_tol=tol)
+    assert_matches(lse, rl, fp32_tol=tol, name="lse")
+
+
+def test_lazy_rescale_only_where_asked():
+    """LAZY_RESCALE follows the tile, and stays off with a fixed-max softcap (no running max to move)."""
+    q, k, v = qkv(1, 8, 8, 2, 2, 16)
+
+    def on(params, cfg):
+        return unpack(launch.plan_forward(q, k, v, params, cfg).constexprs["FEATURES"])["LAZY_RESCALE"]
+
+    assert on(make_params(16), LAZY) and not on(make_params(16), SMALL)
+    assert not on(make_params(16, softcap=5.0), LAZY)  # fp32 softcap 5: SOFTCAP_MAX
+
+
 def _varlen(lens_q, lens_k, h, hk, d, dtype=torch.float32):
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
