@@ -20,12 +20,11 @@ kernel choice; TFLOP/s counted as for ours, padding included).
         --bwd 32x64x8x2:64x64x8x2,32x64x4x2:64x64x4x2
 
 Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`` ``/dvV``
-(head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q), ``/lz``
-(the lazy rescale, ``Tile.lazy_rescale``); bwd
+(head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q); bwd
 ``dkdv:dq`` each ``MxNxWxS`` (dkdv + ``u``: one masked loop instead of three), then optional
 ``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``),
 ``/p2`` (dV and dK in two launches, ``kv_passes=2``), ``/rq`` (reload the tiles per block);
-``default`` = the table's row for the call, ``default/lz`` the same with the lazy rescale on.
+``default`` = the table's row for the call.
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
         --seqlens 16384 --fwd default,128x128x8x2,128x64x8x4
@@ -64,30 +63,18 @@ def _chunk_opts(parts: list[str]) -> dict:
             opts["dv_split"] = int(p[1:])
         elif p == "rq":
             opts["reload"] = True
-        elif p == "lz":
-            opts["lazy_rescale"] = True
         else:
             raise ValueError(f"unknown config part {p!r}")
     return opts
 
 
 def parse_fwd(s: str):
-    if s == "default" or s.startswith("default/"):  # default/lz: see default_fwd
+    if s == "default":
         return None
     base, *parts = s.split("/")
     tma = base.endswith("t")
     m, n, w, st = map(int, base.rstrip("t").split("x"))
     return F.FwdConfig(m, n, w, st, use_tma=tma, **_chunk_opts(parts))
-
-
-def default_fwd(q, k, p):
-    """The forward table's row for a dense call (what ``default`` runs)."""
-    from flash_attention_amd.launch.fwd import _arch_of, select_config
-
-    return select_config(_arch_of(q.device.type, q.device.index)[1], q.dtype, q.shape[-1], q.shape[-1], p.causal,
-                         k.shape[1], p.dropout_p > 0,
-                         p.has_window or p.alibi_slopes is not None or p.softcap > 0, p.attn_bias is not None, False,
-                         p.window_only)
 
 
 def parse_bwd(s: str):
@@ -235,8 +222,6 @@ def main(argv=None):
                         try:
                             if args.pass_ == "fwd":
                                 cfg = parse_fwd(c)
-                                if c.startswith("default/lz"):  # the table's row for this call, lazy rescale on
-                                    cfg = default_fwd(q, k, p).replace(lazy_rescale=True)
                                 fn = lambda q=q, k=k, v=v, p=p, cfg=cfg: F._forward(q, k, v, p, cfg=cfg)  # noqa: E731
                             else:
                                 cfg = parse_bwd(c)

@@ -2,7 +2,8 @@
 # Session 15: the lazy rescale (Tile.lazy_rescale, kernels/fwd.py lazy_max) against the table's own rows,
 # same call, same process: forward, d=64 / 128 / 256, causal or not, plain / ALiBi + softcap / dropout /
 # window; d=128 as A, B, A (the default row timed before and after) to see the drift. Then the GPU tests
-# of the lazy path. Results under $OUT.
+# of the lazy path. Results under $OUT. Ran at e5c8cf5 (the lazy rescale, reverted after it: bench_tiles has
+# no default/lz since).
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"

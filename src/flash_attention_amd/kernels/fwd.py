@@ -58,26 +58,6 @@ from .common import (
     with_flags,
 )
 
-# LAZY_RESCALE: a key block moves the running max only when it raises some row's max by more than
-# this (log2 units): until then P = exp2(s - m) <= 2^8, which fp32 sums and 16-bit P hold exactly as well.
-LAZY_LOG2 = tl.constexpr(8.0)
-
-
-@triton.jit
-def lazy_max(m_i, m_blk, acc, l_i):
-    """The lazy online-softmax step -> (m, acc, l): m_blk [BLOCK_M] is this key block's row max (log2
-    units; -inf for a row that sees none of its keys). One block-wide max decides for every row: if
-    no row's max grows by more than LAZY_LOG2, nothing moves (no exp2, no rescale of acc [BLOCK_M,
-    BLOCK_DV] and l [BLOCK_M]); else every row takes its new max, rescaled as in the eager step.
-    m_i is finite (starts at -1e30), so the first block with a visible key always moves it."""
-    m_new = m_i
-    if tl.max(m_blk - m_i, 0) > LAZY_LOG2:
-        m_new = tl.maximum(m_i, m_blk)
-        alpha = tl.exp2(m_i - m_new)  # [BLOCK_M]
-        acc = acc * alpha[:, None]
-        l_i = l_i * alpha
-    return m_new, acc, l_i
-
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
@@ -133,7 +113,6 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     V_T: tl.constexpr = has(FEATURES, "V_T")
     SOFTCAP_MAX: tl.constexpr = has(FEATURES, "SOFTCAP_MAX")
-    LAZY_RESCALE: tl.constexpr = has(FEATURES, "LAZY_RESCALE")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -205,8 +184,6 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 s = tl.where(ok, s, float("-inf"))
             if SOFTCAP_MAX:  # m_i: the fixed max (attn_fwd_kernel); no rescaling below
                 m_new = m_i
-            elif LAZY_RESCALE:
-                m_new, acc, l_i = lazy_max(m_i, tl.max(s, 1), acc, l_i)
             else:  # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
                 m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.exp2(s - m_new[:, None])
@@ -216,12 +193,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
-            if LAZY_RESCALE:
-                m_new, acc, l_i = lazy_max(m_i, tl.max(qk, 1) * qk_scale, acc, l_i)
-            else:
-                m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
             p = tl.exp2(qk * qk_scale - m_new[:, None])
-        if SOFTCAP_MAX or LAZY_RESCALE:  # rescaled above, if at all (BLOCK_DK == 0, plan_forward)
+        if SOFTCAP_MAX:  # the max never moves: nothing to rescale (BLOCK_DK == 0, plan_forward)
             l_i = l_i + tl.sum(p, 1)
         else:
             alpha = tl.exp2(m_i - m_new)

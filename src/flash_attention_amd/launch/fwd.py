@@ -237,8 +237,6 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
         SOFTCAP_MAX=softcap_max(params, q.dtype, arch) and not chunked)
-    # the lazy softmax (Tile.lazy_rescale): 16-bit / fp32 data only (FP8's P must stay <= 1)
-    flags["LAZY_RESCALE"] = cfg.lazy_rescale and not (chunked or fp8 or flags["SOFTCAP_MAX"])
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,

@@ -67,10 +67,6 @@ class Tile:
     ``reload``: the tiles a program keeps across its loop are read again for every block (from L1 /
     L2) instead of held in registers: the forward's Q chunks (head-dim chunks only), the backward's
     K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled).
-    ``lazy_rescale`` (forward, no head-dim chunks): the online softmax keeps its running max until a
-    key block raises some row's max by more than 2^8, so most blocks skip the rescale of the
-    accumulator and the row sums (P then stays <= 2^8; the LSE and the output are the same
-    quantities). One block-wide max per key block decides it.
     """
 
     block_m: int
@@ -89,7 +85,6 @@ class Tile:
     block_dvk: int = 0
     dv_split: int = 1
     reload: bool = False
-    lazy_rescale: bool = False
     reason: str = field(default="", compare=False)  # measured where, or "spill-free by static check only"
     spills_ok: str = field(default="", compare=False)  # NVIDIA: the measurement that keeps ptxas spills
 
@@ -109,7 +104,6 @@ class Tile:
         extra += f" dk{self.block_dk}/dv{self.block_dvk}" if self.block_dk else ""
         extra += f" dv-split{self.dv_split}" if self.dv_split > 1 else ""
         extra += " reload" if self.reload else ""
-        extra += " lazy" if self.lazy_rescale else ""
         return f"BLOCK {self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}{extra}"
 
     def replace(self, **changes) -> Tile:
