@@ -102,3 +102,69 @@ def test_bert_padded_outputs_and_grads_match_eager(padded_route):
     torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-5)
     for name in ref:
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
+
+
+def test_mask_function_never_reads_the_mask():
+    """register()'s mask function passes HF's 2-D mask on (its last kv_length columns) without reading its
+    values: a meta tensor, whose values cannot be read, goes through; HF's own flash_attention_mask reads it
+    (mask.all(): a host synchronisation on a GPU) and fails on it."""
+    from transformers.masking_utils import flash_attention_mask
+
+    from flash_attention_amd.integrations.hf import padding_mask
+
+    mask = torch.ones(3, 10, dtype=torch.bool, device="meta")
+    kw = dict(batch_size=3, q_length=4, kv_length=7, q_offset=0, kv_offset=0, attention_mask=mask)
+    out = padding_mask(**kw)
+    assert out.shape == (3, 7) and out.device.type == "meta"
+    assert padding_mask(**dict(kw, attention_mask=None)) is None
+    with pytest.raises(RuntimeError, match="meta"):
+        flash_attention_mask(**kw)
+
+
+def test_register_picks_the_mask_function():
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, flash_attention_mask
+
+    from flash_attention_amd.integrations import hf
+
+    try:
+        hf.register(sync_free=False)
+        assert ALL_MASK_ATTENTION_FUNCTIONS["fa_amd"] is flash_attention_mask
+    finally:
+        hf.register()
+    assert ALL_MASK_ATTENTION_FUNCTIONS["fa_amd"] is hf.padding_mask
+
+
+@pytest.mark.parametrize("model_kind", ["llama", "bert"])
+def test_mask_without_padding_reaches_attention(model_kind, padded_route, monkeypatch):
+    """A mask with no padding is not dropped (that would need a host read): every layer gets it, and the
+    loss and gradients still equal eager's, dense (key mask) or packed (full-length sequences)."""
+    from flash_attention_amd.integrations import hf
+
+    seen = []
+    forward = hf.attention_forward
+
+    def recording(module, q, k, v, attention_mask, *a, **kw):
+        seen.append(attention_mask)
+        return forward(module, q, k, v, attention_mask, *a, **kw)
+
+    monkeypatch.setattr(hf, "attention_forward", recording)
+    hf.register()
+    if model_kind == "llama":
+        model, _ = _model("fa_amd")
+        model.train()
+    else:
+        config = transformers.BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                         intermediate_size=128, hidden_dropout_prob=0.0,
+                                         attention_probs_dropout_prob=0.0, max_position_embeddings=64)
+        torch.manual_seed(0)
+        model = transformers.BertForMaskedLM(config).train()
+    ids = torch.randint(0, 97, (2, 17))
+    mask = torch.ones_like(ids)
+    ref_loss, ref = _grads_and_loss(model, "eager", ids, mask, ids)
+    loss, got = _grads_and_loss(model, "fa_amd", ids, mask, ids)
+    monkeypatch.undo()
+    hf.register()  # the real attention_forward registered again
+    assert len(seen) == 2 and all(m is not None and m.shape == (2, 17) for m in seen)
+    torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-5)
+    for name in ref:
+        torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)

@@ -70,6 +70,38 @@ def test_hf_padded_attention_no_sync(packed, monkeypatch):
             attention_forward(module, q, k, v, mask)[0].float().sum().backward()
 
 
+@pytest.mark.parametrize("model_kind", ["llama", "bert"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_hf_model_training_step_no_sync(model_kind, padded):
+    """A whole Hugging Face training step (forward with the loss, backward) with attn_implementation="fa_amd"
+    and a 2-D mask, padded or all ones: register()'s mask function never reads the mask (HF's own
+    flash_attention_mask does, mask.all()), so nothing in the step synchronises."""
+    transformers = pytest.importorskip("transformers")
+    from flash_attention_amd.integrations import hf
+
+    hf.register()
+    torch.manual_seed(0)
+    if model_kind == "llama":
+        config = transformers.LlamaConfig(vocab_size=97, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2)
+        model = transformers.LlamaForCausalLM(config)
+    else:
+        config = transformers.BertConfig(vocab_size=97, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                         intermediate_size=256)
+        model = transformers.BertForMaskedLM(config)
+    model = model.to("cuda", torch.bfloat16).train()
+    model.set_attn_implementation("fa_amd")
+    ids = torch.randint(0, 97, (3, 40), device="cuda")
+    mask = torch.ones_like(ids)
+    if padded:
+        mask[0, 29:] = 0
+        mask[2, 11:] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()  # plan and compile first
+    with no_sync():
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+
+
 def test_kvcache_decode_no_sync():
     kc = torch.randn(2, 256, 2, 64, device="cuda", dtype=torch.bfloat16)
     vc = torch.randn_like(kc)

@@ -7,8 +7,9 @@ Example::
     model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="fa_amd")
 
 - No mask: dense calls.
-- A 2-D padding mask [b, sk] (from HF's flash-attention mask function, which ``register()``
-  installs), two ways, chosen per call by its size (``PACK_MIN_SCORES``):
+- A 2-D padding mask [b, sk] (``padding_mask``, the mask function ``register()`` installs: the
+  model's mask as it is, never read on the host), two ways, chosen per call by its size
+  (``PACK_MIN_SCORES``):
   - small calls (host-bound: BERT-sized batches, generation steps): one dense call with the mask
     as a key mask (``attn_bias`` bool [b, 1, 1, sk], read with stride 0 over heads and queries),
     as HF's eager and sdpa paths compute them: padding keys are left out (the kernels skip the key
@@ -173,10 +174,28 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     return out, None
 
 
-def register() -> None:
-    """Register ``attn_implementation="fa_amd"`` (attention and mask functions) with transformers."""
+def padding_mask(*args, kv_length: int | None = None, attention_mask: torch.Tensor | None = None, **kwargs):
+    """The mask function ``register()`` installs by default: HF's 2-D padding mask [b, kv_length] (its last
+    kv_length columns, as HF's own flash mask function slices it), passed on without reading its values.
+
+    HF's ``flash_attention_mask`` also drops a mask that has no padding (``attention_mask.all()``): one
+    host synchronisation per forward pass on a GPU, and a graph break under torch.compile. Here a mask
+    without padding reaches ``attention_forward`` like any other (small calls: a key mask; large calls:
+    packed into varlen calls of full length), with the same results."""
+    if attention_mask is None or attention_mask.dim() != 2 or kv_length is None:
+        return attention_mask
+    return attention_mask[:, -kv_length:]
+
+
+def register(name: str = NAME, sync_free: bool = True) -> None:
+    """Register ``attn_implementation=name`` ("fa_amd": attention and mask functions) with transformers.
+
+    sync_free (default): the mask function is ``padding_mask`` (no host synchronisation, nothing that
+    breaks a torch.compile graph). False: HF's own ``flash_attention_mask``, which reads the mask once
+    per forward pass (a synchronisation) and drops it when it has no padding, so that such a batch's
+    large calls stay dense (SDPA's cuDNN kernel on Hopper) instead of being packed."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
 
-    AttentionInterface.register(NAME, attention_forward)
-    AttentionMaskInterface.register(NAME, flash_attention_mask)
+    AttentionInterface.register(name, attention_forward)
+    AttentionMaskInterface.register(name, padding_mask if sync_free else flash_attention_mask)
