@@ -62,7 +62,7 @@ def main():
 
     def sync():
         if dev == "cuda":
-            sync()
+            torch.cuda.synchronize()
 
     name = torch.cuda.get_device_name() if dev == "cuda" else "CPU (tiny models)"
     print(f"# {name}, torch {torch.__version__}, {dtype}; ms per training step, median (min) "
