@@ -148,6 +148,7 @@ def test_mask_without_padding_reaches_attention(model_kind, padded_route, monkey
         return forward(module, q, k, v, attention_mask, *a, **kw)
 
     monkeypatch.setattr(hf, "attention_forward", recording)
+    monkeypatch.setattr(hf, "READ_ON", ())  # as on a GPU: the mask is not read
     hf.register()
     if model_kind == "llama":
         model, _ = _model("fa_amd")
@@ -168,3 +169,17 @@ def test_mask_without_padding_reaches_attention(model_kind, padded_route, monkey
     torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-5)
     for name in ref:
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
+
+
+def test_cpu_mask_without_padding_is_dropped():
+    """On the CPU (reading a mask costs no synchronisation) a mask without padding is dropped as HF does,
+    so the call stays dense without a key mask; one with padding is passed on."""
+    from flash_attention_amd.integrations.hf import padding_mask
+
+    ones = torch.ones(2, 9, dtype=torch.bool)
+    assert padding_mask(kv_length=9, attention_mask=ones) is None
+    padded = ones.clone()
+    padded[1, 7:] = False
+    assert padding_mask(kv_length=9, attention_mask=padded) is padded or torch.equal(
+        padding_mask(kv_length=9, attention_mask=padded), padded)
+    assert padding_mask(kv_length=5, attention_mask=padded).shape == (2, 5)

@@ -6,7 +6,7 @@ Models are built from configs with random weights (nothing is downloaded), bf16 
 - ``bert_train``: BERT-base (BertForMaskedLM) training step, padded batches as a tokenizer
   builds them (random lengths, right padding, attention_mask), samples/s.
 - ``llama_train``: Llama-style 8 layers, hidden 2048, 32/8 heads: training step at b=4 s=2048
-  padded and b=1 s=8192 unpadded, ms per step.
+  padded and b=1 s=8192 without padding (no mask passed, and a mask of ones passed), ms per step.
 - ``generate``: greedy generation, b=8, left-padded prompts of up to 512 tokens, 128 new
   tokens, tokens/s (new tokens only).
 - ``generate_check``: fp32, a small Llama: the tokens fa_amd generates against eager's.
@@ -26,17 +26,18 @@ TITLE = "Hugging Face models: eager, sdpa and fa_amd (ours)"
 
 SIZES = {
     "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
-                 llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
+                 llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=25,
                  gen_reps=3),
     "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
-                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, True), (1, 8192, False)],
+                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                   gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=15,
                   gen_reps=2),
     "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
-                llama=models.LLAMA_SMALL, llama_rows=[(2, 256, True), (1, 512, False)],
+                llama=models.LLAMA_SMALL, llama_rows=[(2, 256, "padded"), (1, 512, "none"), (1, 512, "ones")],
                 gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2),
-    "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY, llama_rows=[(2, 32, True)],
+    "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY,
+                 llama_rows=[(2, 32, "padded")],
                  gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1),
 }
 
@@ -215,13 +216,16 @@ def _bert(ctx, s) -> Table:
 
 def _llama_train(ctx, s) -> Table:
     cfg = s["llama"]
-    t = Table("e2e", "llama_train", "Llama-style training step", "step_time", "ms", ["batch", "seqlen", "padded"])
-    t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; padded rows: right padding, lengths uniform in "
-                   "[seqlen/4, seqlen]; causal-LM loss on the real tokens.")
+    t = Table("e2e", "llama_train", "Llama-style training step", "step_time", "ms", ["batch", "seqlen", "mask"])
+    t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; mask 'padded': right padding, lengths uniform in "
+                   "[seqlen/4, seqlen], causal-LM loss on the real tokens; 'none': no padding, no attention_mask "
+                   "passed; 'ones': no padding, a mask of ones passed (as a tokenizer gives it: on a GPU fa_amd's "
+                   "sync-free mask function passes it on unread, so its large calls are packed varlen calls; "
+                   "hf.register(sync_free=False) keeps HF's mask function, which reads it and drops it).")
     h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"] // h
-    routes = "; ".join(f"b={b} s={sq}: {served_by(ctx, b, sq, h, hk, d, padded, causal=True)}"
-                       for b, sq, padded in s["llama_rows"])
+    routes = "; ".join(f"b={b} s={sq} mask {mask}: {served_by(ctx, b, sq, h, hk, d, mask != 'none', causal=True)}"
+                       for b, sq, mask in s["llama_rows"])
     t.notes.append(f"fa_amd's calls (causal) go to: {routes} (explain()).")
     impls = _impls(ctx, base=("sdpa",))
     for impl in impls[1:]:
@@ -231,9 +235,11 @@ def _llama_train(ctx, s) -> Table:
         bar.doing("building the model")
         model = models.hf_llama(cfg, max_len, ctx.device, ctx.dtype).train()
         bar.advance()
-        for b, sq, padded in s["llama_rows"]:
-            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=padded)
-            p = {"batch": b, "seqlen": sq, "padded": padded}
+        for b, sq, mask in s["llama_rows"]:
+            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=mask == "padded")
+            if mask == "none":
+                del batch["attention_mask"]
+            p = {"batch": b, "seqlen": sq, "mask": mask}
             bar.doing(f"b={b} s={sq} {', '.join(impls)}")
             for impl, cell in _train_cells(ctx, model, batch, impls, s, None).items():
                 t.put(p, impl, cell)

@@ -174,17 +174,28 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     return out, None
 
 
+# Device types whose masks padding_mask reads on the host (a CPU tensor: no synchronisation)
+READ_ON = ("cpu",)
+
+
 def padding_mask(*args, kv_length: int | None = None, attention_mask: torch.Tensor | None = None, **kwargs):
     """The mask function ``register()`` installs by default: HF's 2-D padding mask [b, kv_length] (its last
-    kv_length columns, as HF's own flash mask function slices it), passed on without reading its values.
+    kv_length columns, as HF's own flash mask function slices it), passed on without reading its values
+    on a GPU.
 
     HF's ``flash_attention_mask`` also drops a mask that has no padding (``attention_mask.all()``): one
-    host synchronisation per forward pass on a GPU, and a graph break under torch.compile. Here a mask
-    without padding reaches ``attention_forward`` like any other (small calls: a key mask; large calls:
-    packed into varlen calls of full length), with the same results."""
+    host synchronisation per forward pass on a GPU, and a graph break under torch.compile. Here a GPU
+    mask without padding reaches ``attention_forward`` like any other (small calls: a key mask; large
+    calls: packed into varlen calls of full length), with the same results. A CPU mask (``READ_ON``) is
+    read as HF does, outside torch.compile: no synchronisation there, and a batch without padding stays
+    a plain dense call."""
     if attention_mask is None or attention_mask.dim() != 2 or kv_length is None:
         return attention_mask
-    return attention_mask[:, -kv_length:]
+    mask = attention_mask[:, -kv_length:]
+    if (mask.device.type in READ_ON and mask.shape[1] == kv_length and not torch.compiler.is_compiling()
+            and bool(mask.all())):
+        return None
+    return mask
 
 
 def register(name: str = NAME, sync_free: bool = True) -> None:
