@@ -10,8 +10,9 @@ Models are built from configs with random weights (nothing is downloaded), bf16 
 - ``generate``: greedy generation, b=8, left-padded prompts of up to 512 tokens, 128 new
   tokens, tokens/s (new tokens only).
 - ``generate_check``: fp32, a small Llama: the tokens fa_amd generates against eager's.
-A step is forward + backward + AdamW step (optimizer included), timed between device
-synchronisations after warm-up steps. Ratios: ours over the faster of eager and sdpa.
+A step is forward + backward + AdamW step (optimizer included); a sample is the time per step of
+``group`` steps issued back to back with one device synchronisation at the end (a training loop
+that reads no value every step), after warm-up steps. Ratios: ours over the faster of eager and sdpa.
 """
 from __future__ import annotations
 
@@ -28,17 +29,19 @@ SIZES = {
     "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=25,
-                 gen_reps=3),
+                 gen_reps=3, group=5),
     "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                   llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                   gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=15,
-                  gen_reps=2),
+                  gen_reps=2, group=5),
     "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
                 llama=models.LLAMA_SMALL, llama_rows=[(2, 256, "padded"), (1, 512, "none"), (1, 512, "ones")],
-                gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2),
+                gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2,
+                group=1),
     "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY,
                  llama_rows=[(2, 32, "padded")],
-                 gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1),
+                 gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1,
+                 group=1),
 }
 
 
@@ -51,8 +54,9 @@ def describe(ctx):
     s = SIZES[ctx.size]
     yield (f"- transformers {transformers.__version__}; random weights from configs; "
            f"{str(ctx.dtype).replace('torch.', '')}; sizes: {ctx.size}.")
-    yield (f"- Step = forward + backward + AdamW step (optimizer included); {s['warmup']} warm-up steps, median "
-           f"(min-max) of {s['steps']} timed steps, each between device synchronisations.")
+    yield (f"- Step = forward + backward + AdamW step (optimizer included); {s['warmup']} warm-up steps; a sample "
+           f"is the ms per step of {s['group']} steps issued back to back with one device synchronisation at the "
+           f"end (a training loop that reads no value every step); median (min-max) of {s['steps']} samples.")
     yield ("- fa_amd = attn_implementation='fa_amd' with automatic backend choice"
            + (f"; fa_amd:NAME = with NAME forced ({', '.join(ctx.backends)})" if ctx.asked_backends else "") + ".")
     yield "- Ratios: fa_amd over the faster of eager and sdpa in the same row (> 1: ours is faster)."
@@ -166,7 +170,7 @@ def _train_cells(ctx, model, batch, impls, s, per) -> dict:
                     continue
                 try:
                     models.set_impl(model, attn)
-                    samples[impl] += _run_forced(backend, lambda step=step: ctx.timer.steps(step, 0, 1)).samples
+                    samples[impl].append(_run_forced(backend, lambda step=step: ctx.timer.pipelined(step, s["group"])))
                 except Exception as exc:
                     cells[impl] = failed(exc)
         for impl, vals in samples.items():

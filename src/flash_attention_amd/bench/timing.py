@@ -103,6 +103,17 @@ class Timer:
             samples.append((time.perf_counter() - t0) * 1e3)
         return Figure(samples)
 
+    def pipelined(self, step, n: int) -> float:
+        """Wall time (ms) per step of n steps issued back to back with one device synchronisation at
+        the end (a training loop that reads no value every step: the host queues the next step while
+        the device runs this one)."""
+        sync(self.device)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        sync(self.device)
+        return (time.perf_counter() - t0) * 1e3 / n
+
     # ------------------------------------------------------------------ memory
     def peak_bytes(self, fn) -> int:
         """Peak memory (bytes) that fn() allocates above what exists before it (outputs included)."""
