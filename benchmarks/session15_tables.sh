@@ -6,7 +6,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s)
-timeout ${KERNELS_TIMEOUT:-360} flash-attention-amd bench --suite kernels --device cuda --quick --no-progress \
+PYTHONPATH=src timeout ${KERNELS_TIMEOUT:-360} python3 -m flash_attention_amd bench --suite kernels --device cuda --quick --no-progress \
   --headdims ${HEADDIMS:-64 128} --seqlens 1024 4096 16384 --backends triton --peers flash cudnn flex \
   --json "$OUT/kernels.json" --markdown "$OUT/kernels.md" > "$OUT/kernels.txt" 2>&1
 echo "kernels done at $(( $(date +%s) - start )) s"
