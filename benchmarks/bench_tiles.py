@@ -23,7 +23,8 @@ Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`
 (head-dim chunks, d > 256), ``/xS`` (V's columns split over S programs), ``/rq`` (reload Q); bwd
 ``dkdv:dq`` each ``MxNxWxS`` (dkdv + ``u``: one masked loop instead of three), then optional
 ``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``),
-``/p2`` (dV and dK in two launches, ``kv_passes=2``), ``/rq`` (reload the tiles per block);
+``/p2`` (dV and dK in two launches, ``kv_passes=2``), ``/rq`` (reload the tiles per block), a final
+``/pre`` (delta from the preprocess kernel, not computed in the dQ kernel: ``launch.bwd.DELTA_IN_DQ`` off);
 ``default`` = the table's row for the call.
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
@@ -224,8 +225,15 @@ def main(argv=None):
                                 cfg = parse_fwd(c)
                                 fn = lambda q=q, k=k, v=v, p=p, cfg=cfg: F._forward(q, k, v, p, cfg=cfg)  # noqa: E731
                             else:
-                                cfg = parse_bwd(c)
-                                fn = lambda a=(do, q, k, v, out, lse, p), cfg=cfg: B.attention_backward(*a, config=cfg)  # noqa: E731
+                                pre = c.endswith("/pre")  # delta from the preprocess kernel (B.DELTA_IN_DQ off)
+                                cfg = parse_bwd(c[:-4] if pre else c)
+
+                                def fn(a=(do, q, k, v, out, lse, p), cfg=cfg, pre=pre):
+                                    B.DELTA_IN_DQ = not pre
+                                    try:
+                                        return B.attention_backward(*a, config=cfg)
+                                    finally:
+                                        B.DELTA_IN_DQ = True
                             res = fn()
                             torch.cuda.synchronize()
                             first = res[0].float()

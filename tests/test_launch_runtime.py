@@ -142,8 +142,10 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
         dout = torch.randn(b, h, s, d, device=dev).transpose(1, 2) if transpose else torch.randn(b, s, h, d, device=dev)
         dlse = torch.randn(b, h, s, device=dev) if transpose else None
         bwd.attention_backward(dout, q, k, v, out, lse, p, slot=bslot, dlse=dlse)
-    # forward, preprocess, dK/dV, dQ (no dQ kernel where the row adds dQ by atomics: sm90 dropout, d <= 64)
-    _check_slot_calls(seen, 3 if bslot["bwd"].use_atomic else 4)
+    # forward, preprocess, dK/dV, dQ (no dQ kernel where the row adds dQ by atomics: sm90 dropout, d <= 64;
+    # no preprocess kernel where the dQ kernel computes delta)
+    plan = bslot["bwd"]
+    _check_slot_calls(seen, 3 if plan.use_atomic or plan.delta_in_dq else 4)
 
 
 def _check_slot_calls(seen: dict, n_slots: int) -> None:

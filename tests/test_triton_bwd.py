@@ -153,6 +153,23 @@ def test_options_one_loop_dkdv(case):
     _check(b, sq, sk, h, hk, d, config=cfg, **_resolve(b, h, opts))
 
 
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[8], CASES[13]], ids=lambda c: c[0])
+@pytest.mark.parametrize("in_dq", [True, False])
+def test_delta_where_computed(case, in_dq, monkeypatch):
+    """delta = rowsum(dout * out) computed by the dQ kernel (launched first, no preprocess launch) or by the
+    preprocess kernel (DELTA_IN_DQ off): the same gradients, and the plan launches what it says."""
+    bwd = _bwd()
+    monkeypatch.setattr(bwd, "DELTA_IN_DQ", in_dq)
+    launched = []
+    launch = bwd.KernelSlot.launch
+    monkeypatch.setattr(bwd.KernelSlot, "launch", lambda self, *a, **kw: (launched.append(self.fn.__name__),
+                                                                          launch(self, *a, **kw)))
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, **_resolve(b, h, opts))
+    names = [n for n in launched if n.startswith("bwd")]
+    assert names == (["bwd_dq", "bwd_dkdv"] if in_dq else ["bwd_preprocess", "bwd_dkdv", "bwd_dq"]), names
+
+
 def _two_pass_cfg(split=False, atomic=False):
     """RDNA3's d=128 shape of the backward (tiles_bwd._RDNA3_D128) at interpreter sizes: dK and dV in two
     launches, K / V and Q / dO read per block."""
@@ -254,7 +271,7 @@ def test_diag_offset(diag_offset, opts):
 @pytest.mark.parametrize("varlen", [False, True])
 def test_dlse(varlen):
     """A gradient reaching the LSE (ring attention merges partial results by it) enters as
-    delta - dlse in the preprocess kernel; rows with no visible key ignore it."""
+    delta - dlse (computed in the dQ kernel); rows with no visible key ignore it."""
     b, h, hk, d = 2, 2, 1, 16
     params = _params(d, causal=True)
     if varlen:

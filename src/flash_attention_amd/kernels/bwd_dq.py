@@ -162,12 +162,16 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
 
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
-def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
+def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
            sizes, scores, seed_lo, seed_hi, drop,
            Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dQ of one query block [BLOCK_M, d] of one (batch, head). Grid (cdiv(max_sq, BLOCK_M), b * h).
+    Out (or None): the forward's output; given, this kernel computes delta = rowsum(dout * out) - dlse
+    (DLse like Delta, or None) for its rows and stores it to Delta for the dK/dV kernel launched after
+    it (the preprocess kernel's work, one launch fewer; no head-dim chunks, no RELOAD_TILES); None:
+    Delta was written by ``bwd_preprocess``.
     CHUNK, BLOCK_DK, BLOCK_DVK: as in ``bwd_dkdv``. Bias: as in ``bwd_dkdv``; DBias (or None): the
     bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
     dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
@@ -179,8 +183,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
     chunks) and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
     dS summed over rows / keys) and DBIAS_ATOMIC (fp32 atomic adds)."""
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
-    # dq; the slopes' batch stride
-    stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi = strides
+    # dq; the slopes' batch stride; (batch, row, head) of out (read with Out only)
+    stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi, stride_o = strides
     # int32: max (varlen) or the query / key length, query heads, query heads per KV head
     seqlen_q, seqlen_k, nheads, group = sizes
     # fp32 scale, fp32 softcap (0: off), int32 window bounds (-1: unbounded), int32 diagonal shift (CHUNK)
@@ -232,7 +236,16 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
             do = tl.load(do[0], mask=do[1], other=0.0)  # [BLOCK_M, BLOCK_DV]
     l_off = off_b64 * stride_lse[0] + off_h.to(tl.int64) * stride_lse[1] + q_start
     lse = tl.load(LSE + l_off + offs_m, mask=row_ok, other=float("inf"))  # [BLOCK_M]
-    delta = tl.load(Delta + l_off + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
+    if Out is not None:  # delta of these rows, from dout (in registers) and out; dK/dV reads it after
+        tl.static_assert(BLOCK_DK == 0 and not has(FEATURES, "RELOAD_TILES"))
+        o = tl.load(Out + off_b64 * stride_o[0] + off_h * stride_o[2] + q_row[:, None] * stride_o[1] + offs_dv[None, :],
+                    mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)  # [BLOCK_M, BLOCK_DV]
+        delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)  # [BLOCK_M]
+        if DLse is not None:
+            delta -= tl.load(DLse + l_off + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
+        tl.store(Delta + l_off + offs_m, delta, mask=row_ok)
+    else:
+        delta = tl.load(Delta + l_off + offs_m, mask=row_ok, other=0.0)  # [BLOCK_M]
     lse2 = lse * LOG2E
     slope = 0.0
     if Alibi is not None:

@@ -6,7 +6,10 @@ lse [h, total_q]. Returns dq, dk, dv shaped like q, k, v (dk/dv summed over the 
 of a GQA group inside one program: no race).
 
 Paths: dK/dV come from ``bwd_dkdv`` (one program per KV block and KV head), dQ from the
-separate ``bwd_dq`` kernel (recomputes the scores; deterministic). Tiles: launch/tiles_bwd.py BWD.
+separate ``bwd_dq`` kernel (recomputes the scores; deterministic), launched first: it also computes
+delta = rowsum(dout * out) - dlse for its rows, which dK/dV reads (``delta_in_dq``; configs with
+head-dim chunks or RELOAD_TILES dQ tiles get delta from ``bwd_preprocess`` instead, launched first).
+Tiles: launch/tiles_bwd.py BWD.
 A ``BwdConfig`` with ``dq_atomic`` (the sm90 dropout rows at d <= 64) adds dQ with atomics inside
 ``bwd_dkdv`` instead (not bitwise reproducible; never for ``deterministic`` or with dbias).
 
@@ -15,7 +18,7 @@ the tile tables); a float bias that requires grad gets dbias from ``bwd_dq`` (pl
 fp32 atomics where the bias broadcasts over batch, heads or query rows: not bitwise reproducible,
 so ``deterministic`` calls with such a bias are declined), returned in the bias dtype. With
 ``params.sinks``, dsinks = -sum_{b,i} exp(sink_h - lse) * delta comes from torch ops on the
-saved lse and the preprocess kernel's delta (= rowsum(dout * out) - dlse), O(b * h * sq).
+saved lse and delta (= rowsum(dout * out) - dlse), O(b * h * sq).
 """
 from __future__ import annotations
 
@@ -104,6 +107,16 @@ def _chunks(tile: Tile) -> dict:
     return dict(BLOCK_DK=tile.block_dk, BLOCK_DVK=(tile.block_dvk or tile.block_dk) if tile.block_dk else 0)
 
 
+DELTA_IN_DQ = True  # False: delta always from the preprocess kernel (benchmarks time both in one process)
+
+
+def delta_in_dq(cfg: BwdConfig) -> bool:
+    """Whether this config's dQ kernel computes delta itself when it runs (before dK/dV, instead of the
+    preprocess kernel): its dout tile is in registers (no head-dim chunks, no RELOAD_TILES). The atomic
+    path (no dQ kernel) keeps the preprocess kernel, which also zeroes its accumulator."""
+    return not cfg.dq.block_dk and not _reload(cfg.dq)
+
+
 def _reload(tile: Tile) -> bool:
     """RELOAD_TILES of a backward kernel: the tile's ``reload`` (the backward reads its fixed tiles again
     only without head-dim chunks)."""
@@ -184,7 +197,7 @@ class BwdPlan:
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
                  "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str",
-                 "dkdv_kernels", "zero_in_pre")
+                 "dkdv_kernels", "zero_in_pre", "delta_in_dq")
 
 
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
@@ -271,6 +284,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # the atomic path's fp32 dQ buffer ([b, sq, h, d] contiguous) is zeroed by the preprocess kernel
     # (dense calls; varlen: rows past the last sequence belong to no program, torch.zeros there)
     plan.zero_in_pre = plan.use_atomic and not varlen
+    # without the atomic path the dQ kernel runs first and computes delta itself (no preprocess launch)
+    plan.delta_in_dq = DELTA_IN_DQ and delta_in_dq(cfg) and not plan.use_atomic
     plan.pre_tail = (plan.lse_str, plan.grad_str[0], seqlen_q, nheads)
     masks = (float(params.softmax_scale), float(params.softcap), int(params.window_left), int(params.window_right),
              int(params.diag_offset))
@@ -351,10 +366,16 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         if t is not None:
             ptr |= t.data_ptr()
     fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str)
-    k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None, o_str, do_str,
-                                 *plan.pre_tail), ctx, fast)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
+    dq_args = (q, k, v, dout, lse, delta, out, dlse, dq, alibi, cu_q, cu_k,
+               (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head, o_str),
+               *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str)
+    if plan.delta_in_dq:  # dQ first: it writes delta for dK/dV
+        k_dq.launch(g_dq, device, dq_args, ctx, fast)
+    else:
+        k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None, o_str,
+                                     do_str, *plan.pre_tail), ctx, fast)
     dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
                  (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                  *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
@@ -362,11 +383,8 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
     if plan.use_atomic:
         torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
-    else:
-        k_dq.launch(g_dq, device,
-                    (q, k, v, dout, lse, delta, dq, alibi, cu_q, cu_k,
-                     (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head),
-                     *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str), ctx, fast)
+    elif not plan.delta_in_dq:
+        k_dq.launch(g_dq, device, dq_args[:6] + (None, None) + dq_args[8:], ctx, fast)
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:
@@ -416,8 +434,9 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
     (none), "float" or "bool" (a uint8 mask); dbias: "" (none), "store" (data dtype) or "atomic" (fp32)."""
     import inspect
 
-    # bwd_dkdv's / bwd_dq's strides: q, k, v, do, lse, (dk, dv,) dq, alibi
-    strides = (_S3,) * 4 + (("i32", "i32"),) + (_S3,) * (3 if fn.fn.__name__ == "bwd_dkdv" else 1) + ("i32",)
+    # bwd_dkdv's / bwd_dq's strides: q, k, v, do, lse, (dk, dv,) dq, alibi(, out: bwd_dq)
+    dkdv = fn.fn.__name__ == "bwd_dkdv"
+    strides = (_S3,) * 4 + (("i32", "i32"),) + (_S3,) * (3 if dkdv else 1) + ("i32",) + (() if dkdv else (_S3,))
     special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
                "Bias": {"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
                "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
@@ -499,9 +518,11 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
                  FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic",
                                RELOAD_TILES=_reload(cfg.dq)), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
+    if not delta_in_dq(cfg):  # delta from the preprocess kernel (run_backward)
+        sig["Out"] = "constexpr"
     specs.append(CompileSpec(
         "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
-        f"{what} dq {_tile_label(cfg.dq)}", accepted_spills=accepted_spills))
+        f"{what} dq {_tile_label(cfg.dq)}{' delta' if delta_in_dq(cfg) else ''}", accepted_spills=accepted_spills))
     return specs
 
 
