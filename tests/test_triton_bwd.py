@@ -599,3 +599,40 @@ def test_plan_reused_across_calls_through_the_api():
         o1 = flash_attn_func(q, k, v, dropout_p=0.3, causal=True)
         o2 = flash_attn_func(q, k, v, dropout_p=0.3, causal=True)
     assert rel_err(o1, o2) > 0.05, "a new seed per call"
+
+
+def test_sm90_rows_by_group_and_key_length():
+    """sm90, d=128, causal, plain: GQA calls take their own row at every length; MHA calls below 2048 keys the
+    short-sequence row, from 2048 up the long one; not causal, one row for all (run12 sweeps)."""
+    bwd = _bwd()
+    gqa = {bwd.pick_config("sm90", 128, 128, True, seqlen_k=s, gqa=True) for s in (256, 1024, 4096, 32768)}
+    short = {bwd.pick_config("sm90", 128, 128, True, seqlen_k=s) for s in (1, 512, 2047)}
+    long = {bwd.pick_config("sm90", 128, 128, True, seqlen_k=s) for s in (2048, 4096, 32768)}
+    assert len(gqa) == len(short) == len(long) == 1 and len(gqa | short | long) == 3
+    (g,), (sh,), (lo,) = gqa, short, long
+    assert (g.dkdv.block_m, g.dkdv.block_n, g.dkdv.num_stages) == (64, 128, 3) and g.dkdv.spills_ok
+    assert (sh.dkdv.block_m, sh.dkdv.block_n, sh.dkdv.num_warps) == (32, 64, 4)
+    assert (lo.dkdv.block_m, lo.dkdv.block_n, lo.dkdv.num_stages) == (64, 128, 2)
+    full = {bwd.pick_config("sm90", 128, 128, False, seqlen_k=s, gqa=q) for s in (512, 8192) for q in (False, True)}
+    assert len(full) == 1
+    # other tiers and head dims: no length or group rows
+    assert bwd.pick_config("sm90", 128, 128, True, options=True, seqlen_k=512, gqa=True) == \
+        bwd.pick_config("sm90", 128, 128, True, options=True, seqlen_k=8192)
+
+
+def test_plan_backward_picks_by_key_length_and_group(monkeypatch):
+    """plan_backward passes the call's key length (varlen: max_seqlen_k) and whether it is GQA to pick_config."""
+    bwd = _bwd()
+    seen = []
+    pick = bwd.pick_config
+
+    def spy(*args, **kwargs):
+        seen.append(args)
+        return pick(*args, **kwargs)
+
+    monkeypatch.setattr(bwd, "pick_config", spy)
+    for hk in (2, 1):
+        q = torch.randn(1, 20, 2, 16, device=DEVICE, dtype=FP)
+        k, v = (torch.randn(1, 37, hk, 16, device=DEVICE, dtype=FP) for _ in range(2))
+        bwd.plan_backward(q, k, v, _params(16, causal=True))
+    assert [a[-2:] for a in seen] == [(37, False), (37, True)]

@@ -61,11 +61,12 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
                 dropout: bool = False, options: bool = False, bias: bool = False,
-                window_only: bool = False) -> BwdConfig:
+                window_only: bool = False, seqlen_k: int = 0, gqa: bool = False) -> BwdConfig:
     """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
-    window_only: a window alone; bias: an attn_bias)."""
+    window_only: a window alone; bias: an attn_bias; seqlen_k: the key length (varlen: the longest);
+    gqa: several query heads per KV head): the first row that fits (Row)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only)), d, causal)
+    cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only)), d, causal, seqlen_k, gqa=gqa)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -232,7 +233,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
-                                bias is not None, params.window_only)
+                                bias is not None, params.window_only, seqlen_k, group > 1)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
@@ -479,8 +480,9 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
-                 accepted_spills: str = "", headdim_v: int | None = None) -> list[CompileSpec]:
-    """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config."""
+                 accepted_spills: str = "", headdim_v: int | None = None, gqa: bool | None = None) -> list[CompileSpec]:
+    """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config; gqa (the
+    row's ``Row.gqa``): dK/dV's MHA and GQA builds (None), or only the GQA (True) / MHA (False) one."""
     from ..kernels import bwd as K
     from ..kernels import bwd_dq as KQ
 
@@ -500,8 +502,9 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     specs = []
     # MHA (group == 1, which Triton also specialises as a constant) and GQA builds of dK/dV
     # (the atomic twin: calls without dbias, which the dK/dV kernel never computes anyway)
-    for atomic, gqa, role in itertools.product((False, True) if cfg.dq_atomic else (False,),
-                                               () if dq_only else (False, True), _passes(cfg)):
+    group_builds = () if dq_only else (False, True) if gqa is None else (gqa,)
+    for atomic, gqa, role in itertools.product((False, True) if cfg.dq_atomic else (False,), group_builds,
+                                               _passes(cfg)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
                      FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa, **role), **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
@@ -540,7 +543,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs: list[CompileSpec] = []
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
-            for max_d, cfg, when_causal, *_ in _rows(arch, tier):
+            for row in _rows(arch, tier):
+                max_d, cfg, when_causal = row.max_d, row.config, row.causal
                 if variant.startswith(("bias", "mask")) and max_d > CHUNKED_ABOVE:
                     continue  # bias: head dims up to 256 (supports() declines the rest)
                 # a power of two and a padded head dim; head-dim chunks: every multiple of 64 above 256
@@ -551,7 +555,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         causals = (when_causal is not False,)
                     for causal in causals:
                         specs += config_specs(arch, cfg, ty, headdim, causal, variant,
-                                              "" if arch.startswith("gfx") else cfg.dkdv.spills_ok)
+                                              "" if arch.startswith("gfx") else cfg.dkdv.spills_ok, gqa=row.gqa)
         for max_d in dict.fromkeys(row.max_d for row in _rows(arch)):
             for headdim in (max_d, max_d * 3 // 4):
                 bd = padded_dim(headdim)

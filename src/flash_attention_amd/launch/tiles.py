@@ -140,13 +140,16 @@ class BwdConfig:
 class Row(NamedTuple):
     """A table row: serves padded head dims up to ``max_d`` (the larger of q/k and v), calls
     with this causal flag (None: both) from ``min_seqlen_k`` keys up (a length bucket);
-    ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None)."""
+    ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None);
+    ``gqa`` (backward): calls with several query heads per KV head only (True), one only (False)
+    or both (None)."""
 
     max_d: int
     config: Tile | BwdConfig
     causal: bool | None = None
     min_seqlen_k: int = 0
     paged: bool | None = None
+    gqa: bool | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,11 +217,11 @@ def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> li
 
 
 def pick(rows: list[Row] | None, max_d: int, causal: bool = False, seqlen_k: int = 0,
-         paged: bool = False):
+         paged: bool = False, gqa: bool = False):
     """The config of the first row that fits, or None."""
     for row in rows or ():
         if (max_d <= row.max_d and row.causal in (None, causal) and seqlen_k >= row.min_seqlen_k
-                and row.paged in (None, paged)):
+                and row.paged in (None, paged) and row.gqa in (None, gqa)):
             return row.config
     return None
 

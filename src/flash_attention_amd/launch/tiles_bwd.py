@@ -74,14 +74,34 @@ _D256_TWO_PASS_H100 = ("H100 / H200 sweeps, d=256 (benchmarks/results/run11/): 1
 _D256_TWO_PASS = _bwd((32, 128, 8, 3), (32, 64, 4, 2), split=False, kv_passes=2, reason=_D256_TWO_PASS_H100,
                       spills_ok=_D256_TWO_PASS_H100 + "; GQA / dropout builds spill 4-10 registers (ptxas)")
 
+# sm90, d=128, causal, plain tier (benchmarks/results/run12/: session15_bwd_sweep2.sh, H100 twice and H200, the
+# table's row before / candidate / the row again, same process):
+# - GQA (4 query heads per KV head, 32 heads, 16k tokens): 64x128 w8 s3 dK/dV over the MHA row's 64x128 w8 s2:
+#   1k / 4k / 16k 1.12 / 1.11 / 1.15x and 1.13 / 1.06 / 1.11x on the H100, 1.15 / 1.14 / 1.15x on the H200 (not
+#   causal: the MHA row stays, 0.96-1.03x); its GQA build spills (the driver: 32 registers in the timed bf16
+#   build; ptxas offline, check-kernels: 49, 160 B); the other candidates measured 0.89-0.97x of it. GQA builds
+#   only (Row.gqa).
+# - MHA with fewer than 2048 keys: 32x64 w4 s3 dK/dV (spill-free) over the 64x128 w8 s2 row (24 spills), MHA
+#   builds only (its GQA build spills 3 registers, and GQA calls take the row above):
+#   s = 512 / 1k 1.11 / 1.06x (H100), 1.02-1.35 / 1.07x (H200, the row's own two timings differing at 512);
+#   at 2k even (0.98-1.06x), so the longer row keeps 2k and up.
+_SWEEP2 = "H100 / H200 sweeps, benchmarks/results/run12/*sweep2*"
+_GQA_CAUSAL_128 = _bwd((64, 128, 8, 3), (128, 64, 8, 3), reason=_SWEEP2 + ": GQA causal 1.06-1.15x the MHA row",
+                       spills_ok=_SWEEP2 + ": its GQA build spills (32 registers per the driver, 49 per ptxas); the "
+                                           "other candidates 0.89-0.97x")
+_SHORT_CAUSAL_128 = _bwd((32, 64, 4, 3), (128, 64, 8, 3),
+                         reason=_SWEEP2 + ": MHA causal below 2048 keys 1.02-1.35x the 64x128 w8 s2 row")
+
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((64, 64, 4, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=False),
         Row(64, _bwd((64, 64, 4, 3), (64, 64, 4, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128), causal=True),
         Row(128, _bwd((64, 128, 8, 3), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
             causal=False),
+        Row(128, _GQA_CAUSAL_128, causal=True, gqa=True),
         Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
-            causal=True),
+            causal=True, min_seqlen_k=2048),
+        Row(128, _SHORT_CAUSAL_128, causal=True, gqa=False),
         Row(256, _D256_TWO_PASS),
         Row(512, _D512_BWD_NV),
     ],
