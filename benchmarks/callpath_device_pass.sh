@@ -8,15 +8,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 start=$(date +%s)
-# BASE_SRC's package also importable as flash_attention_amd_base (its op namespace and HF name renamed), so
-# that host_overhead.py / bert_host.py --compare time the old code in the same process as the new
-CMP=""
-if [ -n "${BASE_SRC:-}" ]; then
-  rm -rf /tmp/basepkg && mkdir -p /tmp/basepkg && cp -r "$BASE_SRC/flash_attention_amd" /tmp/basepkg/flash_attention_amd_base
-  grep -rl "flash_attention_amd::" /tmp/basepkg | xargs -r sed -i 's/flash_attention_amd::/flash_attention_amd_base::/g'
-  sed -i 's/^NAME = "fa_amd"/NAME = "fa_amd_base"/' /tmp/basepkg/flash_attention_amd_base/integrations/hf.py
-  CMP="--compare flash_attention_amd_base"
-fi
+. benchmarks/base_pkg.sh  # CMP: --compare flash_attention_amd_base when BASE_SRC is set
 if [ "${TESTS:-1}" != 0 ]; then
   PYTHONPATH=src timeout ${TEST_TIMEOUT:-260} python3 -m pytest tests -q -n 12 -p no:cacheprovider \
     --ignore=tests/test_check_amd.py > "$OUT/gpu_tests.txt" 2>&1

@@ -27,13 +27,7 @@ if [ "${FWD256:-1}" != 0 ]; then
   echo "fwd done at $(( $(date +%s) - start )) s"
 fi
 if [ "${HOST:-1}" != 0 ]; then
-  CMP=""
-  if [ -n "${BASE_SRC:-}" ]; then  # BASE_SRC's package as flash_attention_amd_base, timed in the same loops
-    rm -rf /tmp/basepkg && mkdir -p /tmp/basepkg && cp -r "$BASE_SRC/flash_attention_amd" /tmp/basepkg/flash_attention_amd_base
-    grep -rl "flash_attention_amd::" /tmp/basepkg | xargs -r sed -i 's/flash_attention_amd::/flash_attention_amd_base::/g'
-    sed -i 's/^NAME = "fa_amd"/NAME = "fa_amd_base"/' /tmp/basepkg/flash_attention_amd_base/integrations/hf.py
-    CMP="--compare flash_attention_amd_base"
-  fi
+  . benchmarks/base_pkg.sh  # BASE_SRC's package as flash_attention_amd_base, timed in the same loops (CMP)
   PYTHONPATH=src:/tmp/basepkg timeout 150 python3 benchmarks/host_overhead.py --loops ${LOOPS:-7} --calls 40 $CMP \
     --json "$OUT/host.json" > "$OUT/host.txt" 2>&1
   echo "host done at $(( $(date +%s) - start )) s"

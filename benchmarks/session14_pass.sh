@@ -19,11 +19,9 @@ if [ -n "${BWD_CANDS:-}" ]; then
   echo "sweep done at $(( $(date +%s) - start )) s"
 fi
 if [ -n "${BASE_SRC:-}" ] && [ "${HOST:-1}" != 0 ]; then
-  rm -rf /tmp/basepkg && mkdir -p /tmp/basepkg && cp -r "$BASE_SRC/flash_attention_amd" /tmp/basepkg/flash_attention_amd_base
-  grep -rl "flash_attention_amd::" /tmp/basepkg | xargs -r sed -i 's/flash_attention_amd::/flash_attention_amd_base::/g'
-  sed -i 's/^NAME = "fa_amd"/NAME = "fa_amd_base"/' /tmp/basepkg/flash_attention_amd_base/integrations/hf.py
+  . benchmarks/base_pkg.sh
   PYTHONPATH=src:/tmp/basepkg timeout 240 python3 benchmarks/host_overhead.py --loops ${LOOPS:-9} --calls 40 \
-    --compare flash_attention_amd_base --json "$OUT/host.json" > "$OUT/host.txt" 2>&1
+    $CMP --json "$OUT/host.json" > "$OUT/host.txt" 2>&1
   echo "host done at $(( $(date +%s) - start )) s"
 fi
 if [ "${E2E:-0}" != 0 ]; then

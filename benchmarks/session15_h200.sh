@@ -4,13 +4,7 @@
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 TESTS=0 KERNELS=0 bash benchmarks/session15_bwd.sh > "$OUT/bwd_ab.txt" 2>&1
-CMP=""
-if [ -n "${BASE_SRC:-}" ]; then
-  rm -rf /tmp/basepkg && mkdir -p /tmp/basepkg && cp -r "$BASE_SRC/flash_attention_amd" /tmp/basepkg/flash_attention_amd_base
-  grep -rl "flash_attention_amd::" /tmp/basepkg | xargs -r sed -i 's/flash_attention_amd::/flash_attention_amd_base::/g'
-  sed -i 's/^NAME = "fa_amd"/NAME = "fa_amd_base"/' /tmp/basepkg/flash_attention_amd_base/integrations/hf.py
-  CMP="--compare flash_attention_amd_base"
-fi
+. benchmarks/base_pkg.sh  # CMP: --compare flash_attention_amd_base when BASE_SRC is set
 PYTHONPATH=src:/tmp/basepkg timeout 150 python3 benchmarks/host_overhead.py --loops ${LOOPS:-9} --calls 40 $CMP \
   --json "$OUT/host.json" > "$OUT/host.txt" 2>&1
 grep -v "^#" "$OUT/bwd_ab.txt" | tail -120

@@ -84,15 +84,20 @@ def test_llama_padded_training_grads_match_eager(side, padded_route):
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
 
 
-def test_bert_padded_outputs_and_grads_match_eager(padded_route):
-    from flash_attention_amd.integrations import hf
-
-    hf.register()
+def _bert():
+    """A tiny random BertForMaskedLM in training mode, dropout off."""
     config = transformers.BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                      intermediate_size=128, hidden_dropout_prob=0.0,
                                      attention_probs_dropout_prob=0.0, max_position_embeddings=64)
     torch.manual_seed(0)
-    model = transformers.BertForMaskedLM(config).train()
+    return transformers.BertForMaskedLM(config).train()
+
+
+def test_bert_padded_outputs_and_grads_match_eager(padded_route):
+    from flash_attention_amd.integrations import hf
+
+    hf.register()
+    model = _bert()
     ids = torch.randint(0, 97, (3, 21))
     mask = torch.ones_like(ids)
     mask[0, 15:], mask[2, 6:] = 0, 0
@@ -154,11 +159,7 @@ def test_mask_without_padding_reaches_attention(model_kind, padded_route, monkey
         model, _ = _model("fa_amd")
         model.train()
     else:
-        config = transformers.BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                         intermediate_size=128, hidden_dropout_prob=0.0,
-                                         attention_probs_dropout_prob=0.0, max_position_embeddings=64)
-        torch.manual_seed(0)
-        model = transformers.BertForMaskedLM(config).train()
+        model = _bert()
     ids = torch.randint(0, 97, (2, 17))
     mask = torch.ones_like(ids)
     ref_loss, ref = _grads_and_loss(model, "eager", ids, mask, ids)
