@@ -369,9 +369,10 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
-    dq_args = (q, k, v, dout, lse, delta, out, dlse, dq, alibi, cu_q, cu_k,
-               (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head, o_str),
-               *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str)
+    dq_args = None if plan.use_atomic else (
+        q, k, v, dout, lse, delta, out, dlse, dq, alibi, cu_q, cu_k,
+        (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head, o_str),
+        *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str)
     if plan.delta_in_dq:  # dQ first: it writes delta for dK/dV
         k_dq.launch(g_dq, device, dq_args, ctx, fast)
     else:
