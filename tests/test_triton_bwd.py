@@ -636,3 +636,13 @@ def test_plan_backward_picks_by_key_length_and_group(monkeypatch):
         k, v = (torch.randn(1, 37, hk, 16, device=DEVICE, dtype=FP) for _ in range(2))
         bwd.plan_backward(q, k, v, _params(16, causal=True))
     assert [a[-2:] for a in seen] == [(37, False), (37, True)]
+
+
+def test_delta_in_dq_follows_the_row():
+    """BwdConfig.delta_in_dq: a row whose dQ builds would spill with out's extra tile (sm80, d=256: check-kernels)
+    keeps the preprocess kernel; the others compute delta in dQ (not with head-dim chunks)."""
+    bwd = _bwd()
+    assert not bwd.delta_in_dq(bwd.pick_config("sm80", 256, 256, True, dropout=True, options=True))
+    assert bwd.delta_in_dq(bwd.pick_config("sm80", 128, 128, True))
+    assert bwd.delta_in_dq(bwd.pick_config("sm90", 256, 256, True))
+    assert not bwd.delta_in_dq(bwd.pick_config("sm90", 512, 512, True))  # head-dim chunks

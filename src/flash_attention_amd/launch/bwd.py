@@ -113,9 +113,10 @@ DELTA_IN_DQ = True  # False: delta always from the preprocess kernel (benchmarks
 
 def delta_in_dq(cfg: BwdConfig) -> bool:
     """Whether this config's dQ kernel computes delta itself when it runs (before dK/dV, instead of the
-    preprocess kernel): its dout tile is in registers (no head-dim chunks, no RELOAD_TILES). The atomic
-    path (no dQ kernel) keeps the preprocess kernel, which also zeroes its accumulator."""
-    return not cfg.dq.block_dk and not _reload(cfg.dq)
+    preprocess kernel): its dout tile is in registers (no head-dim chunks, no RELOAD_TILES) and the row
+    allows it (``BwdConfig.delta_in_dq``). The atomic path (no dQ kernel) keeps the preprocess kernel,
+    which also zeroes its accumulator."""
+    return cfg.delta_in_dq and not cfg.dq.block_dk and not _reload(cfg.dq)
 
 
 def _reload(tile: Tile) -> bool:

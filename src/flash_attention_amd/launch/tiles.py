@@ -124,6 +124,9 @@ class BwdConfig:
     ``kv_passes``: 1, dK and dV in one launch of the dK/dV kernel; 2, two launches (dV, then dK,
     each recomputing the scores), so a program holds one accumulator: RDNA3 above head dim 64,
     where one launch spilled (kernels/bwd.py).
+
+    ``delta_in_dq``: the dQ kernel computes delta itself and runs first (launch/bwd.py ``delta_in_dq``);
+    False: the preprocess kernel does, for a dQ tile whose builds spill with out's extra tile.
     """
 
     dkdv: Tile
@@ -131,6 +134,7 @@ class BwdConfig:
     split: bool = True
     dq_atomic: bool = False
     kv_passes: int = 1
+    delta_in_dq: bool = True
     reason: str = field(default="", compare=False)
 
     def replace(self, **changes) -> BwdConfig:

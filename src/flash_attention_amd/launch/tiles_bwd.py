@@ -15,7 +15,7 @@ from .tiles import _STATIC, INTERPRETER, BwdConfig, Row, Tile, family_table
 
 def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = False, amd: bool = False,
                reason: str = _STATIC, spills_ok: str = "", chunks: tuple[int, int] = (0, 0), kv_passes: int = 1,
-               reload: bool = False, waves_per_eu: int = 1) -> BwdConfig:
+               reload: bool = False, waves_per_eu: int = 1, delta_in_dq: bool = True) -> BwdConfig:
     """BwdConfig from (block_m, block_n, warps, stages) of the dK/dV and dQ kernels; ``amd``:
     ``waves_per_eu`` (1 unless given), 16x16 matrix instructions (every AMD backward row); ``chunks``:
     (block_dk, block_dvk) of both kernels (head dims above 256); ``kv_passes`` and ``reload`` (both
@@ -24,7 +24,7 @@ def bwd_config(dkdv: tuple, dq: tuple, *, split: bool = True, dq_atomic: bool = 
     opts.update(block_dk=chunks[0], block_dvk=chunks[1], reload=reload)
     return BwdConfig(Tile(*dkdv, **opts, reason=reason, spills_ok=spills_ok),
                      Tile(*dq, **opts, reason=reason, spills_ok=spills_ok), split=split, dq_atomic=dq_atomic,
-                     kv_passes=kv_passes, reason=reason)
+                     kv_passes=kv_passes, delta_in_dq=delta_in_dq, reason=reason)
 
 
 _bwd = bwd_config
@@ -81,7 +81,8 @@ _D256_TWO_PASS = _bwd((32, 128, 8, 3), (32, 64, 4, 2), split=False, kv_passes=2,
 #   causal: the MHA row stays, 0.96-1.03x); its GQA build spills (the driver: 32 registers in the timed bf16
 #   build; ptxas offline, check-kernels: 49, 160 B); the other candidates measured 0.89-0.97x of it. GQA builds
 #   only (Row.gqa).
-# - MHA with fewer than 2048 keys: 32x64 w4 s3 dK/dV (spill-free) over the 64x128 w8 s2 row (24 spills), MHA
+# - MHA with fewer than 2048 keys: 32x64 w4 s3 dK/dV (spill-free at d=128; 1 register at d=96, ptxas) over the
+#   64x128 w8 s2 row (24 spills), MHA
 #   builds only (its GQA build spills 3 registers, and GQA calls take the row above):
 #   s = 512 / 1k 1.11 / 1.06x (H100), 1.02-1.35 / 1.07x (H200, the row's own two timings differing at 512);
 #   at 2k even (0.98-1.06x), so the longer row keeps 2k and up.
@@ -90,7 +91,10 @@ _GQA_CAUSAL_128 = _bwd((64, 128, 8, 3), (128, 64, 8, 3), reason=_SWEEP2 + ": GQA
                        spills_ok=_SWEEP2 + ": its GQA build spills (32 registers per the driver, 49 per ptxas); the "
                                            "other candidates 0.89-0.97x")
 _SHORT_CAUSAL_128 = _bwd((32, 64, 4, 3), (128, 64, 8, 3),
-                         reason=_SWEEP2 + ": MHA causal below 2048 keys 1.02-1.35x the 64x128 w8 s2 row")
+                         reason=_SWEEP2 + ": MHA causal below 2048 keys 1.02-1.35x the 64x128 w8 s2 row",
+                         spills_ok=_SWEEP2 + ": spill-free at d=128, where it measured 1.02-1.35x the row it "
+                                             "replaced (that row spills 24 there); the d=96 build (padded to 128) "
+                                             "spills 1 register per ptxas, not timed")
 
 BWD_PLAIN: dict[str, list[Row]] = {
     "sm90": [
@@ -156,7 +160,9 @@ BWD_OPTIONS: dict[str, list[Row]] = {
     "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
         Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
         Row(128, _bwd((32, 64, 8, 2), (64, 64, 8, 2))),
-        Row(256, _bwd((16, 32, 8, 1), (64, 32, 8, 1), split=False)),
+        # delta from the preprocess kernel: with it computed in the dQ kernel the every-option dropout
+        # builds at d=192 / 256 spilled 4 registers (check-kernels, session 15)
+        Row(256, _bwd((16, 32, 8, 1), (64, 32, 8, 1), split=False, delta_in_dq=False)),
         Row(512, _D512_BWD_NV),
     ],
 }
