@@ -6,7 +6,8 @@ driver reports for each compiled kernel (a cross-check of the offline numbers).
 
 Shapes as ANCHORS.md: bf16, b * seqlen = 16384 tokens, nheads * d = 2048. TFLOP/s = 4 * b * h *
 sq * sk * d (x2.5 for the backward), halved when causal. Median of triton.testing.do_bench.
-Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); softcap = softcap 30 alone; drop = dropout 0.1;
+Feature sets: plain; opts = ALiBi + softcap 30 (+ causal when asked); softcap = softcap 30 alone; alibi = ALiBi
+alone; drop = dropout 0.1;
 fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); win = a window of 1024 keys
 to the left, and to the right unless causal (TFLOP/s of its visible pairs); bias = a (b, h, s, s) bf16
 attn_bias; dbias = the same bias requiring grad (dbias written by the backward); kmask = a (b, 1, 1, s)
@@ -98,6 +99,8 @@ def params_for(d, causal, feat, h, descales=None, bias=None):
         kw.update(softcap=30.0, alibi_slopes=torch.rand(h, device="cuda") * 0.1)
     elif feat == "softcap":  # softcap 30 alone (issue 13's softcap row)
         kw.update(softcap=30.0)
+    elif feat == "alibi":  # ALiBi alone (issue 13's ALiBi row)
+        kw.update(alibi_slopes=torch.rand(h, device="cuda") * 0.1)
     elif feat == "drop":
         kw.update(dropout_p=0.1, seed=1234)
     elif feat in ("bias", "dbias"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written)

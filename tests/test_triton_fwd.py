@@ -446,6 +446,40 @@ def test_window_tier():
     assert tiles.tier_of(False, True, True, window_only=True) == tiles.BIAS_OPTIONS
 
 
+def test_softcap_tier():
+    """Softcap alone, dense bf16, takes the softcap tier's row on sm90 (64x64 w4 through TMA) at d<=128;
+    fp16, varlen, d=256 and other arches keep the options row; the call's params say softcap alone only
+    without a window, ALiBi and sinks; check-amd's "softcap" builds compile the new row."""
+    from flash_attention_amd.launch import tiles
+    from flash_attention_amd.params import AttnParams
+
+    sel = launch.select_config
+    bf16 = torch.bfloat16
+    for causal in (False, True):
+        options = sel("sm90", bf16, 128, 128, causal, 4096, False, True)
+        cap = sel("sm90", bf16, 128, 128, causal, 4096, False, True, softcap_only=True)
+        assert (cap.block_m, cap.block_n, cap.num_warps, cap.num_stages, cap.use_tma) == (64, 64, 4, 3, True)
+        assert (options.block_m, options.use_tma) == (128, False)
+        assert sel("sm90", torch.float16, 128, 128, causal, 4096, False, True, softcap_only=True) == options
+        assert sel("sm90", bf16, 128, 128, causal, 4096, False, True, varlen=True, softcap_only=True) == options
+        assert sel("sm90", bf16, 256, 256, causal, 4096, False, True, softcap_only=True) == \
+            sel("sm90", bf16, 256, 256, causal, 4096, False, True)
+        assert sel("sm90", bf16, 128, 128, causal, 4096, True, True, softcap_only=True) == \
+            sel("sm90", bf16, 128, 128, causal, 4096, True, True)  # dropout: its own tier
+        for arch in ("sm80", "gfx942", "gfx1100"):
+            assert sel(arch, bf16, 128, 128, causal, 4096, False, True, softcap_only=True) == \
+                sel(arch, bf16, 128, 128, causal, 4096, False, True)
+    assert tiles.tier_of(False, True, softcap_only=True) == tiles.SOFTCAP
+    assert tiles.tier_of(False, True, True, softcap_only=True) == tiles.BIAS_OPTIONS
+    assert AttnParams(0.1, softcap=30.0).softcap_only
+    for extra in (dict(window_left=8), dict(alibi_slopes=torch.ones(2)), dict(sinks=torch.zeros(2))):
+        assert not AttnParams(0.1, softcap=30.0, **extra).softcap_only, extra
+    assert not AttnParams(0.1).softcap_only
+    specs = launch.compile_specs("sm90")
+    assert any(" softcap " in s.label and (s.constexprs["BLOCK_M"], s.constexprs["BLOCK_N"]) == (64, 64)
+               and s.constexprs["HEAD_DIM"] == 128 for s in specs)
+
+
 # ----------------------------------------------------------------------------- GPU, realistic sizes
 
 def _lowp_ref_chunked(q, k, v, causal, window=(-1, -1), chunk=1024, dtype=None):

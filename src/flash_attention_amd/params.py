@@ -74,6 +74,11 @@ class AttnParams(NamedTuple):
         """A window and no other option of the options tier (no ALiBi, no softcap): launch/tiles.py WINDOW."""
         return self.has_window and self.alibi_slopes is None and self.softcap == 0
 
+    @property
+    def softcap_only(self) -> bool:
+        """Softcap and no other option of the options tier, nor sinks: launch/tiles.py SOFTCAP."""
+        return self.softcap > 0 and not self.has_window and self.alibi_slopes is None and self.sinks is None
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -118,6 +123,11 @@ class Problem:
     def window_only(self) -> bool:
         """A window and no other option of the options tier (no ALiBi, no softcap): launch/tiles.py WINDOW."""
         return self.has_window and not self.has_alibi and self.softcap == 0
+
+    @property
+    def softcap_only(self) -> bool:
+        """Softcap and no other option of the options tier, nor sinks: launch/tiles.py SOFTCAP."""
+        return self.softcap > 0 and not self.has_window and not self.has_alibi and not self.has_sinks
 
     def describe(self) -> str:
         opts = [self.kind, str(self.dtype).replace("torch.", ""), self.device_type]

@@ -38,6 +38,7 @@ from .tiles import (
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
+    SOFTCAP,
     WINDOW,
     Tile,
     arch_family,
@@ -60,10 +61,12 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
-                  bias: bool = False, varlen: bool = False, window_only: bool = False) -> Tile | None:
+                  bias: bool = False, varlen: bool = False, window_only: bool = False,
+                  softcap_only: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on (``window_only``: a window alone); ``dropout``:
+    ``options``: a window, ALiBi or softcap is on (``window_only`` / ``softcap_only``: a window /
+    softcap alone, without sinks); ``dropout``:
     dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8
     for dense calls without options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
@@ -74,9 +77,11 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    # the window tier's rows were measured on dense calls (TMA on sm90); varlen windows keep the options rows
-    return pick(family_table(FWD, family, tier_of(dropout, options, bias, window_only and not varlen)), d, causal,
-                seqlen_k)
+    # the window and softcap tiers' rows were measured on dense calls (TMA on sm90), softcap in bf16 (its
+    # fixed-max softmax; fp16 runs the running max): other calls keep the options rows
+    tier = tier_of(dropout, options, bias, window_only and not varlen,
+                   softcap_only and not varlen and dtype == torch.bfloat16)
+    return pick(family_table(FWD, family, tier), d, causal, seqlen_k)
 
 
 # --------------------------------------------------------------------------------------
@@ -117,7 +122,7 @@ def supports(problem: Problem) -> str | None:
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
             problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias),
-            window_only=problem.window_only) is None:
+            window_only=problem.window_only, softcap_only=problem.softcap_only) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -196,7 +201,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None, varlen, params.window_only)
+                            params.attn_bias is not None, varlen, params.window_only, params.softcap_only)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
@@ -464,7 +469,7 @@ _VARIANTS = (
     ("bias-opts", dict(_OPTS, IS_VARLEN=False, HAS_BIAS="float", HAS_SINKS=True), BIAS_OPTIONS),
     ("bias-all", dict(_OPTS, IS_VARLEN=False, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
     ("mask-drop", dict(HAS_BIAS="bool", HAS_DROPOUT=True), BIAS_DROPOUT),  # BERT's padded training call
-    ("softcap", dict(HAS_SOFTCAP=True, SOFTCAP_MAX=True), OPTIONS),  # Gemma 2's call: the fixed-max softmax (bf16)
+    ("softcap", dict(HAS_SOFTCAP=True, SOFTCAP_MAX=True), SOFTCAP),  # Gemma 2's call: the fixed-max softmax (bf16)
     # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode), every other option on
     ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
     ("bias-drop", dict(HAS_WINDOW=True, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),

@@ -33,21 +33,25 @@ MAX_HEADDIM_DECODE = 576  # q/k head dim of the decode kernel (MLA: 512 latent +
 # tier uses the next lighter tier's table: BIAS_OPTIONS -> OPTIONS -> PLAIN, BIAS_DROPOUT ->
 # DROPOUT -> OPTIONS -> PLAIN (``TIER_FALLBACK``). WINDOW: a sliding window and no other option
 # (no ALiBi, softcap, dropout or bias: its programs are short, the score math light), else the
-# options tier's rows.
-PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT, WINDOW = 0, 1, 2, 3, 4, 5
+# options tier's rows. SOFTCAP: softcap alone (no window, ALiBi, sinks, dropout or bias), bf16, dense:
+# the forward's fixed-max softmax (launch/fwd.py softcap_max) holds fewer registers, and smaller tiles win.
+PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT, WINDOW, SOFTCAP = 0, 1, 2, 3, 4, 5, 6
 TIER_FALLBACK = {PLAIN: (PLAIN,), OPTIONS: (OPTIONS, PLAIN), DROPOUT: (DROPOUT, OPTIONS, PLAIN),
                  BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN),
-                 WINDOW: (WINDOW, OPTIONS, PLAIN)}
+                 WINDOW: (WINDOW, OPTIONS, PLAIN), SOFTCAP: (SOFTCAP, OPTIONS, PLAIN)}
 
 
-def tier_of(dropout: bool, options: bool, bias: bool = False, window_only: bool = False) -> int:
+def tier_of(dropout: bool, options: bool, bias: bool = False, window_only: bool = False,
+            softcap_only: bool = False) -> int:
     """The feature tier of a call; ``options``: a window, ALiBi or softcap; ``bias``: an attn_bias is
-    given; ``window_only``: the options are a window alone."""
+    given; ``window_only`` / ``softcap_only``: the options are a window alone / softcap alone."""
     if bias:
         return BIAS_DROPOUT if dropout else BIAS_OPTIONS
     if dropout:
         return DROPOUT
-    return (WINDOW if window_only else OPTIONS) if options else PLAIN
+    if not options:
+        return PLAIN
+    return WINDOW if window_only else SOFTCAP if softcap_only else OPTIONS
 
 
 @dataclass(frozen=True)
@@ -288,12 +292,20 @@ _FWD_D256 = _T(128, 64, 8, 2, use_tma=True, reason=_FWD_D256_H100)
 _FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / dropout builds spill 1-29 "
                                    "registers (ptxas)")
 
+# sm90 d<=64 without TMA: the same 128x64 w4 s3 tile through plain pointers, H100, b*s = 16384, h=32, d=64
+# (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA build not causal at s = 1k-16k and causal
+# at 1k-4k; the TMA build stays for causal calls from 8k keys (1.02-1.05x there).
+_D64_SHORT_H100 = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA "
+                   "build not causal at 1k-16k and causal at 1k-4k; 254 registers, 0 spills (driver)")
+
 FWD_PLAIN: dict[str, list[Row]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 128x64 w4 s3 TMA;
     # d<=128 128x64 w8 s3 plain pointers (TMA was 1-6% slower there), 4 stages for long
     # non-causal keys. Spill-free per ptxas.
     "sm90": [
-        Row(64, _T(128, 64, 4, 3, use_tma=True, reason=_H100_FWD)),
+        Row(64, _T(128, 64, 4, 3, use_tma=True, reason=_H100_FWD + "; run13/h100_sweep_d64.txt: 1.02-1.05x the "
+                   "same tile through pointers, causal s=16384"), causal=True, min_seqlen_k=8192),
+        Row(64, _T(128, 64, 4, 3, reason=_D64_SHORT_H100)),
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
         Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _FWD_D256),
@@ -506,7 +518,21 @@ FWD_WINDOW: dict[str, list[Row]] = {
     ],
 }
 
-FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW)
+# Softcap alone (Gemma 2's call), bf16, dense: the fixed-max softmax (no running max, no rescale) leaves the
+# score math light, and on Hopper the 64x64 w4 s3 TMA tile beat the options row's 128x64 w8 s3 by 1.11-1.18x
+# (H100, d=128 softcap 30, b*s = 16384, 32 heads, s = 4096 / 16384, causal and not: benchmarks/results/run13/
+# h100_sweep_opts128.txt), where with ALiBi or dropout it did not (there the options / dropout rows stay).
+_SOFTCAP_H100 = ("H100, softcap 30 alone, d=128 h=32 s=4096 / 16384, causal and not (benchmarks/results/run13/"
+                 "h100_sweep_opts128.txt): 435-529 TFLOP/s against 385-447 for the options row, best of 7; "
+                 "143 registers, 0 spills (driver)")
+FWD_SOFTCAP: dict[str, list[Row]] = {
+    "sm90": [
+        Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_SOFTCAP_H100)),  # d<=64: the options row's tile too
+        *FWD_OPTIONS["sm90"][3:],
+    ],
+}
+
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW, FWD_SOFTCAP)
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
