@@ -2,8 +2,9 @@
 
 Each part of the call path is timed alone, in a loop of identical calls while the GPU is held busy
 by a sleep kernel queued first (as benchmarks/host_overhead.py does), so only the CPU is timed:
-the whole call, the plan key, the append launch, the decode launches (split + combine), one
-output allocation, and raw SDPA over the same cache for the floor. Median of the loops, µs per call.
+the whole call, the plan key, the append kernel alone, the decode launches without an append (split +
+combine), one output allocation, and raw SDPA over the same cache for the floor. Median of the loops,
+µs per call. Then the GPU time of a step (CUDA graph replays of 20 calls), ours against raw SDPA.
 
     PYTHONPATH=src python benchmarks/kvcache_host_parts.py [--calls 40] [--loops 9]
 """
@@ -50,19 +51,22 @@ def main():
 
     full()
     plan = kvcache._plans[kvcache._plan_key(*call_args)]
-    params, slot = plan.params, plan.slot
+    params = plan.params
+    slots = ({}, {})  # launch plans of the parts timed alone
     parts = {
         "whole call": full,
         "plan key + lookup": lambda: kvcache._plans.get(kvcache._plan_key(*call_args)),
-        "append_kv (1 launch + 1 alloc)": lambda: launch_decode.append_kv(kc, vc, kn, vn, lens, None, None, slot),
-        "decode (split + combine, 4 allocs)": lambda: launch_decode.decode(q, kc, vc, lens, params, slot=slot),
+        "append_kv alone (1 launch + 1 alloc)": lambda: launch_decode.append_kv(kc, vc, kn, vn, lens, None, None,
+                                                                                slots[0]),
+        "decode without append (split + combine)": lambda: launch_decode.decode(q, kc, vc, lens, params,
+                                                                                slot=slots[1]),
         "torch.empty x1": lambda: torch.empty((b, 1, h, d), dtype=dt, device=dev),
         "raw SDPA over the cache": lambda: F.scaled_dot_product_attention(
             q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2), enable_gqa=True),
     }
-    if "decode" in slot and slot["decode"].split:
-        dplan = slot["decode"]
-        print(f"# splits: grid {dplan.grid}, combine grid {dplan.combine_grid}")
+    dplan = plan.slot.get("decode")
+    if dplan is not None:
+        print(f"# split kernel grid {dplan.grid}, combine grid {dplan.combine_grid}")
     for f in parts.values():
         for _ in range(3):
             f()
@@ -77,6 +81,28 @@ def main():
     print("|---|---|")
     for name, ts in times.items():
         print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |")
+    # GPU time of one step (the whole call, the append included) as a CUDA graph replay, against raw SDPA
+    print("\n| GPU time per step, CUDA graph replay | us |")
+    print("|---|---|")
+    for name in ("whole call", "raw SDPA over the cache"):
+        f = parts[name]
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            f()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(20):
+                f()
+        samples = []
+        for _ in range(7):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3 / 20)
+        print(f"| {name} | {statistics.median(samples):.1f} |")
 
 
 if __name__ == "__main__":

@@ -197,6 +197,27 @@ def _alibi(which, case):
     return torch.rand(h) * 0.5 if which else None
 
 
+@pytest.mark.skipif("triton" not in BACKENDS, reason="needs triton")
+@pytest.mark.parametrize("kind", ["contig", "paged"])
+@pytest.mark.parametrize("num_splits", [1, 3])
+def test_triton_long_append(kind, num_splits):
+    """A chunk of prompt appended in one call (37 new tokens: more than two key tiles): the split kernel
+    reads the new keys from k / v and its programs share out writing them (split s the tiles s, s + S,
+    ...); the cache and the outputs match the reference, with and without a left pad; the output
+    without the LSE (the kernels skip storing it) equals the output with it."""
+    case = make_case(kind=kind, page=16, cap=96, sq=37, sn=37, h=4, hk=2, seqlens=(0, 20, 59),
+                     leftpad=(0, 3, 11))
+    out, _ = check(case, "triton", causal=True, num_splits=num_splits)
+    kw = {n: case.get(n) for n in ("k", "v", "cache_leftpad", "block_table")}
+    kc, vc = case["k_cache"].clone().to(DEVICE), case["v_cache"].clone().to(DEVICE)
+    with use_backend("triton"):
+        alone = flash_attn_with_kvcache(case["q"].to(DEVICE), kc, vc,
+                                        cache_seqlens=torch.tensor(case["seqlens"], dtype=torch.int32).to(DEVICE),
+                                        causal=True, num_splits=num_splits,
+                                        **{n: (t.to(DEVICE) if t is not None else None) for n, t in kw.items()})
+    assert isinstance(alone, torch.Tensor) and torch.equal(alone.cpu(), out.cpu())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_kvcache_matches_reference(name, backend):
@@ -613,20 +634,29 @@ def test_failed_call_leaves_the_cache_unwritten(monkeypatch):
 
 
 @pytest.mark.skipif("triton" not in BACKENDS, reason="the triton backend cannot run here")
-def test_failed_fused_append_restores_the_cache(monkeypatch):
-    """The triton backend appends in one kernel (launch/decode.append_kv); if that launch fails on a
-    plan's first call after writing, the overwritten slots get their old contents back."""
+@pytest.mark.parametrize("fused", [True, False])
+def test_failed_fused_append_restores_the_cache(monkeypatch, fused):
+    """The triton backend appends in its split kernel (fused) or in one kernel before it
+    (launch/decode.append_kv); if that launch fails on a plan's first call after writing, the
+    overwritten slots get their old contents back."""
+    from flash_attention_amd import kvcache as kvcache_module
     from flash_attention_amd.launch import decode as launch_decode
 
     kw = {n: (t.to(DEVICE) if isinstance(t, torch.Tensor) else t) for n, t in _err_inputs().items()}
     before_k, before_v = kw["k_cache"].clone(), kw["v_cache"].clone()
 
-    def broken(k_cache, v_cache, *args, **kwargs):
+    def broken(*args, **kwargs):
+        k_cache, v_cache = (args[2], args[3]) if fused else (args[0], args[1])  # run_decode: (plan, q, kc, vc ...)
         k_cache.fill_(7.0)
         v_cache.fill_(7.0)
         raise RuntimeError("append failed")
 
-    monkeypatch.setattr(launch_decode, "append_kv", broken)
+    monkeypatch.setattr(kvcache_module, "_plans", {})  # a plan's first call (its slot caches fuses_append)
+    if fused:
+        monkeypatch.setattr(launch_decode, "run_decode", broken)
+    else:
+        monkeypatch.setattr(launch_decode, "fuses_append", lambda *a: False)
+        monkeypatch.setattr(launch_decode, "append_kv", broken)
     with use_backend("triton"), pytest.raises(RuntimeError, match="append failed"):
         flash_attn_with_kvcache(**kw)
     # the slots the call would write are restored; a failed launch that wrote elsewhere is not

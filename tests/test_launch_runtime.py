@@ -228,7 +228,7 @@ def test_direct_launches_call_registered_launch_hooks():
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
     torch.cuda.synchronize()
-    assert {"attn_fwd_kernel", "bwd_dkdv", "bwd_dq", "kv_append_kernel"} <= set(names), names
+    assert {"attn_fwd_kernel", "bwd_dkdv", "bwd_dq", "decode_split_kernel"} <= set(names), names
     names.clear()
     calls()
     assert names == []  # the hook is gone: nothing calls it

@@ -439,29 +439,29 @@ def _run(plan, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
         params = _params(plan.softmax_scale, plan.problem.causal, plan.left, plan.right, plan.problem.softcap,
                          alibi_slopes, return_softmax_lse, sinks)
     saved = None
+    new = {}  # the triton backend appends k / v itself (in its split kernel, or one kernel before it)
     if k is not None and seqlen_new > 0:
         if not plan.launched:  # the first call of a plan compiles the kernels: keep what it overwrites
             positions = rotary_positions(seqlens, seqlen_new)  # [b, seqlen_new] cache positions
             saved = (positions, _read(k_cache, positions, cache_batch_idx, block_table, capacity),
                      _read(v_cache, positions, cache_batch_idx, block_table, capacity))
-        try:
-            if hasattr(plan.backend, "append_kv"):  # triton: one kernel
-                seqlens = plan.backend.append_kv(k_cache, v_cache, k, v, seqlens, block_table, cache_batch_idx,
-                                                 plan.slot)
-            else:
+        if hasattr(plan.backend, "append_kv"):
+            new = {"k_new": k, "v_new": v}
+        else:
+            try:
                 positions = rotary_positions(seqlens, seqlen_new)
                 _append(k_cache, k, positions, cache_batch_idx, block_table, capacity)
                 _append(v_cache, v, positions, cache_batch_idx, block_table, capacity)
                 seqlens = seqlens + seqlen_new
-        except BaseException:
-            if saved is not None:  # a failed first launch: the caches hold what they held before it
-                _append(k_cache, saved[1], saved[0], cache_batch_idx, block_table, capacity)
-                _append(v_cache, saved[2], saved[0], cache_batch_idx, block_table, capacity)
-            raise
+            except BaseException:
+                if saved is not None:  # a failed first call: the caches hold what they held before it
+                    _append(k_cache, saved[1], saved[0], cache_batch_idx, block_table, capacity)
+                    _append(v_cache, saved[2], saved[0], cache_batch_idx, block_table, capacity)
+                raise
     try:
         out, lse = plan.backend.decode(q, k_cache, v_cache, seqlens, params, slot=plan.slot, block_table=block_table,
                                        cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
-                                       num_splits=plan.num_splits)
+                                       num_splits=plan.num_splits, **new)
     except BaseException:
         if saved is not None:  # the call failed: the caches hold what they held before it
             positions, old_k, old_v = saved

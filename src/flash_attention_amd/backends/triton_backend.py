@@ -77,6 +77,8 @@ class TritonBackend(KernelBackend):
         return decode.append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table, cache_batch_idx, slot)
 
     def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, slot=None, **cache_args):
+        """launch/decode.decode; cache_args may add k_new / v_new (appended at cache_seqlens first; the
+        split kernel does it where it can), and lse is None unless params.return_lse."""
         from ..launch import decode
 
         return decode.decode(q, k_cache, v_cache, cache_seqlens, params, slot=slot, **cache_args)

@@ -20,8 +20,10 @@ d / dv head dims, S splits, cap keys one sequence can hold (seqlen_cache, or
 max_pages * PAGE_SIZE when paged).
 - Q [b, sq, h, d]; K/V [b_cache, cap, hk, d|dv], or paged [num_blocks, PAGE_SIZE, hk, d|dv]
   addressed through BlockTable [b, max_pages] (int32); CacheSeqlens [b] int32 = end of
-  each sequence in the cache (appended tokens included); LeftPad [b] int32 = its start.
-- Out [b, sq, h, dv]; Lse [b, h, sq] fp32; OPart [b, h, sq, S, dv] fp32; LsePart [b, h, sq, S].
+  each sequence in the cache (appended tokens included; with KNew: not yet included); LeftPad
+  [b] int32 = its start. KNew / VNew [b, seqlen_new, hk, d|dv]: the tokens the call appends.
+- Out [b, sq, h, dv]; Lse [b, h, sq] fp32; OPart [b, h, sq, S, dv] fp32; LsePart [b, h, sq, S] fp32
+  from element lse_offset on (the launcher passes OPart's buffer: one allocation for both).
 
 Key j of a sequence sits at cache position LeftPad + j; seqlen_k = CacheSeqlens - LeftPad
 and masks are bottom-right aligned with it. Every index read from memory (seqlens,
@@ -41,20 +43,30 @@ from .common import LN2, LOG2E, block_dim, dot_chunks, has, load_chunks, num_chu
 @triton.jit
 def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
-    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks,
+    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks, KNew, VNew,
     strides, scores, sizes,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
     FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
 ):
-    """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad and Alibi
-    may be None. strides = (stride_q, stride_k, stride_v, stride_o: (batch or page, position, head)
-    of q/k/v/out; stride_table: the block table's row stride; stride_alibi: the slopes' batch stride,
-    0 for [h]), scores = (sm_scale, softcap, window_left, window_right) and sizes = (seqlen_q,
-    nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits): the call's strides and scalars,
-    unpacked below. FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, SPLIT_KV
-    (here SPLIT: write partial results per split) and IEEE_DOT: q/k/v in fp32 and "ieee" products
-    (fp32 inputs; and bf16/fp16 in Triton 3.6's interpreter, whose low-precision dot is wrong).
+    """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad, Alibi, Lse
+    (one pass: the caller wants no LSE) and KNew / VNew may be None. strides = (stride_q, stride_k,
+    stride_v, stride_o: (batch or page, position, head) of q/k/v/out; stride_table: the block table's
+    row stride; stride_alibi: the slopes' batch stride, 0 for [h]; stride_kn, stride_vn: (batch,
+    token, head) of KNew / VNew), scores = (sm_scale, softcap, window_left, window_right) and sizes =
+    (seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits, seqlen_new,
+    lse_offset): the call's strides and scalars, unpacked below. lse_offset: where the split LSEs
+    start in LsePart (the launcher passes one buffer for OPart and LsePart: one allocation).
+
+    KNew / VNew [b, seqlen_new, hk, d|dv] (the append fused, no head-dim chunks): CacheSeqlens holds
+    where each sequence ends before the call; its keys end seqlen_new later. The new keys are read
+    from KNew / VNew (a second pass of the key loop over them), not from the cache, and the programs
+    of query block 0 write them into the cache (split s the rows s, s + S, ... in tiles of BLOCK_N),
+    so no program reads a cache slot another one writes.
+
+    FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, SPLIT_KV (here SPLIT: write
+    partial results per split) and IEEE_DOT: q/k/v in fp32 and "ieee" products (fp32 inputs; and
+    bf16/fp16 in Triton 3.6's interpreter, whose low-precision dot is wrong).
     BLOCK_DK / BLOCK_DVK > 0: head-dim chunks (module docstring)."""
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
@@ -65,12 +77,13 @@ def decode_split_kernel(
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     PAGED: tl.constexpr = BlockTable is not None
-    stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi = strides
+    APPEND: tl.constexpr = KNew is not None
+    stride_q, stride_k, stride_v, stride_o, stride_table, stride_alibi, stride_kn, stride_vn = strides
     # scale (fp32, > 0 or not), softcap (fp32, 0: off), window bounds (int32, -1: unbounded)
     sm_scale, softcap, window_left, window_right = scores
     # int32: query tokens, query heads, KV heads, keys a sequence can hold (cap), rows of the
-    # cache (b_cache or num_blocks), block-table columns (1 if not paged), splits S
-    seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits = sizes
+    # cache (b_cache or num_blocks), block-table columns (1 if not paged), splits S, new tokens
+    seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits, seqlen_new, lse_offset = sizes
     pid_bh = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -79,6 +92,9 @@ def decode_split_kernel(
 
     # the sequence's keys: cache positions [start, end)
     end = tl.load(CacheSeqlens + b)  # scalar int32
+    old_end = end  # APPEND: where the new tokens go
+    if APPEND:
+        end = end + seqlen_new
     end = tl.minimum(tl.maximum(end, 0), capacity)
     if LeftPad is not None:
         start = tl.load(LeftPad + b)  # scalar int32
@@ -86,6 +102,9 @@ def decode_split_kernel(
     else:
         start = 0
     seqlen_k = end - start
+    # APPEND: key j >= new_lo is new token j - new_off (read from KNew / VNew)
+    new_off = old_end - start
+    new_lo = tl.minimum(tl.maximum(new_off, 0), seqlen_k)
 
     # packed rows: query token i, query head hk * GROUP + g
     offs_r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -130,6 +149,9 @@ def decode_split_kernel(
         if window_left >= 0:
             lo = tl.maximum(lo, (tl.maximum(i_first + diag - window_left, 0) // BLOCK_N) * BLOCK_N)
 
+    if APPEND:
+        kn_base = KNew + b.to(tl.int64) * stride_kn[0] + hk * stride_kn[2]
+        vn_base = VNew + b.to(tl.int64) * stride_vn[0] + hk * stride_vn[2]
     if PAGED:
         bt_row = BlockTable + b.to(tl.int64) * stride_table
         k_base = K + hk * stride_k[2]
@@ -154,61 +176,79 @@ def decode_split_kernel(
             acc = acc + (tl.zeros([BLOCK_M, BLOCK_DVK], tl.float32),)
     else:
         acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
-    for start_n in range(lo, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)  # key index in the sequence
-        n_ok = offs_n < hi
-        pos = start + offs_n  # cache position
-        if PAGED:
-            page = tl.minimum(pos // PAGE_SIZE, max_pages - 1)
-            blk = tl.load(bt_row + page, mask=n_ok, other=0)  # [BLOCK_N]
-            blk = tl.minimum(tl.maximum(blk, 0), num_kv_rows - 1).to(tl.int64)
-            slot = pos % PAGE_SIZE
-            k_rows = blk * stride_k[0] + slot * stride_k[1]
-            v_rows = blk * stride_v[0] + slot * stride_v[1]
+    # pass 0: keys in the cache; pass 1 (APPEND): the new keys, from KNew / VNew
+    for kv_pass in tl.static_range(2 if APPEND else 1):
+        if kv_pass == 0:
+            pass_lo = lo
+            pass_hi = tl.minimum(hi, new_lo) if APPEND else hi
+            kb = k_base
+            vb = v_base
         else:
-            k_rows = pos.to(tl.int64) * stride_k[1]
-            v_rows = pos.to(tl.int64) * stride_v[1]
-        if BLOCK_DK > 0:
-            qk = dot_chunks(q, load_chunks(k_base + k_rows[:, None] + tl.arange(0, BLOCK_DK)[None, :], n_ok, 0,
-                                           NUM_DK, BLOCK_DK, HEAD_DIM, True, False), None, True, IEEE_DOT)
-        else:
-            k = tl.load(k_base + k_rows[:, None] + offs_d[None, :],
-                        mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
-        if BLOCK_DK > 0:
-            pass
-        elif IEEE_DOT:
-            k = k.to(tl.float32)
-            qk = tl.dot(q, tl.trans(k), input_precision="ieee")  # [BLOCK_M, BLOCK_N]
-        else:
-            qk = tl.dot(q, tl.trans(k))  # [BLOCK_M, BLOCK_N]
-        s, _ = score_mod(qk, offs_i, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, Alibi is not None, FAST_TANH)
-        ok = visible(offs_i, offs_n, diag, seqlen_k, window_left, window_right,
-                     IS_CAUSAL, HAS_WINDOW, False) & n_ok[None, :]
-        s = tl.where(ok, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m_i - m_use)
-        p = tl.exp2(s - m_use[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if BLOCK_DK > 0:  # acc_i = acc_i * alpha + P V_i per chunk of V's columns
-            v = load_chunks(v_base + v_rows[:, None] + tl.arange(0, BLOCK_DVK)[None, :], n_ok, 0, NUM_DVK, BLOCK_DVK,
-                            HEAD_DIM_V, True, False)
-            p_lo = p if IEEE_DOT else p.to(V.dtype.element_ty)
-            scaled = ()
-            for i in tl.static_range(NUM_DVK):
-                scaled = scaled + (dot_chunks((p_lo,), (v[i],), acc[i] * alpha[:, None], False, IEEE_DOT),)
-            acc = scaled
-        else:
-            v = tl.load(v_base + v_rows[:, None] + offs_dv[None, :],
-                        mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
-        if BLOCK_DK > 0:
-            pass
-        elif IEEE_DOT:
-            v = v.to(tl.float32)
-            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+            pass_lo = tl.maximum(lo, new_lo)
+            pass_hi = hi
+            kb = kn_base
+            vb = vn_base
+        for start_n in range(pass_lo, pass_hi, BLOCK_N):
+            offs_n = start_n + tl.arange(0, BLOCK_N)  # key index in the sequence
+            n_ok = offs_n < pass_hi
+            if kv_pass == 1:  # new token t = j - new_off (clamped: bad seqlens give wrong numbers, not faults)
+                t = tl.minimum(tl.maximum(offs_n - new_off, 0), seqlen_new - 1).to(tl.int64)
+                k_rows = t * stride_kn[1]
+                v_rows = t * stride_vn[1]
+            elif PAGED:
+                pos = start + offs_n  # cache position
+                page = tl.minimum(pos // PAGE_SIZE, max_pages - 1)
+                blk = tl.load(bt_row + page, mask=n_ok, other=0)  # [BLOCK_N]
+                blk = tl.minimum(tl.maximum(blk, 0), num_kv_rows - 1).to(tl.int64)
+                slot = pos % PAGE_SIZE
+                k_rows = blk * stride_k[0] + slot * stride_k[1]
+                v_rows = blk * stride_v[0] + slot * stride_v[1]
+            else:
+                pos = start + offs_n  # cache position
+                k_rows = pos.to(tl.int64) * stride_k[1]
+                v_rows = pos.to(tl.int64) * stride_v[1]
+            if BLOCK_DK > 0:
+                qk = dot_chunks(q, load_chunks(kb + k_rows[:, None] + tl.arange(0, BLOCK_DK)[None, :], n_ok, 0,
+                                               NUM_DK, BLOCK_DK, HEAD_DIM, True, False), None, True, IEEE_DOT)
+            else:
+                k = tl.load(kb + k_rows[:, None] + offs_d[None, :],
+                            mask=n_ok[:, None] & d_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+            if BLOCK_DK > 0:
+                pass
+            elif IEEE_DOT:
+                k = k.to(tl.float32)
+                qk = tl.dot(q, tl.trans(k), input_precision="ieee")  # [BLOCK_M, BLOCK_N]
+            else:
+                qk = tl.dot(q, tl.trans(k))  # [BLOCK_M, BLOCK_N]
+            s, _ = score_mod(qk, offs_i, offs_n, diag, sm_scale, softcap, slope, HAS_SOFTCAP, Alibi is not None,
+                             FAST_TANH)
+            ok = visible(offs_i, offs_n, diag, seqlen_k, window_left, window_right,
+                         IS_CAUSAL, HAS_WINDOW, False) & n_ok[None, :]
+            s = tl.where(ok, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - m_use)
+            p = tl.exp2(s - m_use[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            if BLOCK_DK > 0:  # acc_i = acc_i * alpha + P V_i per chunk of V's columns
+                v = load_chunks(vb + v_rows[:, None] + tl.arange(0, BLOCK_DVK)[None, :], n_ok, 0, NUM_DVK,
+                                BLOCK_DVK, HEAD_DIM_V, True, False)
+                p_lo = p if IEEE_DOT else p.to(V.dtype.element_ty)
+                scaled = ()
+                for i in tl.static_range(NUM_DVK):
+                    scaled = scaled + (dot_chunks((p_lo,), (v[i],), acc[i] * alpha[:, None], False, IEEE_DOT),)
+                acc = scaled
+            else:
+                v = tl.load(vb + v_rows[:, None] + offs_dv[None, :],
+                            mask=n_ok[:, None] & dv_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_DV]
+            if BLOCK_DK > 0:
+                pass
+            elif IEEE_DOT:
+                v = v.to(tl.float32)
+                acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
 
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
@@ -218,7 +258,7 @@ def decode_split_kernel(
     row_lse = (b * nheads + offs_h) * seqlen_q + offs_i  # [BLOCK_M] index into [b, h, sq]
     if SPLIT:
         part = row_lse.to(tl.int64) * num_splits + pid_s
-        tl.store(LsePart + part, tl.where(empty, float("-inf"), lse), mask=row_ok)
+        tl.store(LsePart + lse_offset + part, tl.where(empty, float("-inf"), lse), mask=row_ok)
         if BLOCK_DK > 0:
             store_chunks(OPart + part[:, None] * HEAD_DIM_V + tl.arange(0, BLOCK_DVK)[None, :], acc, 1.0 / l_safe,
                          row_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, False)
@@ -226,7 +266,8 @@ def decode_split_kernel(
             tl.store(OPart + part[:, None] * HEAD_DIM_V + offs_dv[None, :], o,
                      mask=row_ok[:, None] & dv_ok[None, :])
     else:
-        tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
+        if Lse is not None:
+            tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
         o_row = Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1] + offs_h[:, None] * stride_o[2]
         if BLOCK_DK > 0:
             store_chunks(o_row + tl.arange(0, BLOCK_DVK)[None, :], acc, 1.0 / l_safe, row_ok, 0, NUM_DVK, BLOCK_DVK,
@@ -235,19 +276,43 @@ def decode_split_kernel(
             o_ptrs = o_row + offs_dv[None, :]
             tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
 
+    if APPEND:  # the new tokens into the cache: query block 0's programs, split s rows s, s + S, ...
+        if pid_m == 0:
+            for t0 in range(pid_s * BLOCK_N, seqlen_new, num_splits * BLOCK_N):
+                offs_t = t0 + tl.arange(0, BLOCK_N)  # new token index
+                t_ok = offs_t < seqlen_new
+                pos = tl.minimum(tl.maximum(old_end + offs_t, 0), capacity - 1)  # cache position
+                if PAGED:
+                    page = tl.minimum(pos // PAGE_SIZE, max_pages - 1)
+                    blk = tl.load(bt_row + page, mask=t_ok, other=0)  # [BLOCK_N]
+                    blk = tl.minimum(tl.maximum(blk, 0), num_kv_rows - 1).to(tl.int64)
+                    k_rows = blk * stride_k[0] + (pos % PAGE_SIZE) * stride_k[1]
+                    v_rows = blk * stride_v[0] + (pos % PAGE_SIZE) * stride_v[1]
+                else:
+                    k_rows = pos.to(tl.int64) * stride_k[1]
+                    v_rows = pos.to(tl.int64) * stride_v[1]
+                kn = tl.load(kn_base + offs_t[:, None].to(tl.int64) * stride_kn[1] + offs_d[None, :],
+                             mask=t_ok[:, None] & d_ok[None, :])  # [BLOCK_N, BLOCK_D]
+                tl.store(k_base + k_rows[:, None] + offs_d[None, :], kn, mask=t_ok[:, None] & d_ok[None, :])
+                vn = tl.load(vn_base + offs_t[:, None].to(tl.int64) * stride_vn[1] + offs_dv[None, :],
+                             mask=t_ok[:, None] & dv_ok[None, :])  # [BLOCK_N, BLOCK_DV]
+                tl.store(v_base + v_rows[:, None] + offs_dv[None, :], vn, mask=t_ok[:, None] & dv_ok[None, :])
+
 
 @triton.jit
 def decode_combine_kernel(
     OPart, LsePart, Out, Lse,
-    stride_o, num_splits, nheads, seqlen_q, Sinks,
+    stride_o, num_splits, nheads, seqlen_q, lse_offset, Sinks,
     HEAD_DIM_V: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
-    """Out[b, i, h] = sum_s w_s OPart[b, h, i, s] / sum_s w_s, w_s = exp(LsePart[b, h, i, s] - max).
+    """Out[b, i, h] = sum_s w_s OPart[b, h, i, s] / sum_s w_s, w_s = exp(LsePart[b, h, i, s] - max)
+    (LsePart's values start at element lse_offset, as the split kernel wrote them).
 
-    Lse = max + log(sum_s w_s); a row whose splits are all empty gets Out 0 and Lse +inf. Sinks
-    (fp32 [h], or None): the sink of head h joins as one more split with lse = sink, output 0.
+    Lse = max + log(sum_s w_s) (None: not wanted); a row whose splits are all empty gets Out 0 and Lse
+    +inf. Sinks (fp32 [h], or None): the sink of head h joins as one more split with lse = sink, output 0.
     """
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
+    LsePart = LsePart + lse_offset
     row = tl.program_id(0)  # (b * nheads + h) * seqlen_q + i
     i = row % seqlen_q
     h = (row // seqlen_q) % nheads
@@ -284,7 +349,8 @@ def decode_combine_kernel(
     empty = w_sum == 0.0
     out = acc / tl.where(empty, 1.0, w_sum)
     lse_out = tl.where(empty, float("inf"), m_use + tl.log(tl.where(empty, 1.0, w_sum)))
-    tl.store(Lse + row, lse_out)
+    if Lse is not None:
+        tl.store(Lse + row, lse_out)
     o_ptrs = Out + b.to(tl.int64) * stride_o[0] + i * stride_o[1] + h * stride_o[2] + offs_dv
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=dv_ok)
 

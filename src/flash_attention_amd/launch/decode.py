@@ -164,17 +164,30 @@ class DecodePlan:
     the AttnParams scalars): grids, constexprs, options, the scalar arguments and the kernels'
     slots. ``run_decode`` only allocates and launches."""
 
-    __slots__ = ("b", "sq", "h", "dv", "out_shape", "lse_shape", "part_shapes", "dtype", "device", "q_stride",
-                 "split", "grid", "combine_grid", "tail", "split_slot", "combine_slot", "combine_tail")
+    __slots__ = ("b", "sq", "h", "dv", "out_shape", "lse_shape", "part_numel", "dtype", "device", "q_stride",
+                 "split", "grid", "combine_grid", "tail", "split_slot", "combine_slot", "combine_tail", "want_lse",
+                 "new_strides")
 
 
 # the split / combine kernels' arguments that change between the calls of one plan: the tensors
 _DECODE_DYNAMIC = ("Q", "K", "V", "Out", "Lse", "OPart", "LsePart", "CacheSeqlens", "BlockTable", "BatchIdx",
-                   "LeftPad", "Alibi", "Sinks")
+                   "LeftPad", "Alibi", "Sinks", "KNew", "VNew")
 _COMBINE_DYNAMIC = ("OPart", "LsePart", "Out", "Lse", "Sinks")
 
 
-def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_splits=0) -> DecodePlan:
+def fuses_append(q, k_cache, v_cache, block_table=None) -> bool:
+    """Whether the split kernel appends the new k / v itself (its KNew / VNew): a tile without
+    head-dim chunks, and query tokens to launch for."""
+    if q.shape[0] == 0 or q.shape[1] == 0:
+        return False
+    tile, _ = _launch_config(q.device, max(q.shape[3], v_cache.shape[3]), block_table is not None)
+    return tile.block_dk == 0
+
+
+def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_splits=0,
+                new_strides: tuple | None = None) -> DecodePlan:
+    """new_strides: (seqlen_new, k_new.stride(), v_new.stride()) when the split kernel appends the
+    new k / v itself (fuses_append), else None."""
     b, sq, h, d = q.shape
     hk, dv = k_cache.shape[2], v_cache.shape[3]
     group = h // hk
@@ -185,23 +198,28 @@ def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_s
     plan.b, plan.sq, plan.h, plan.dv = b, sq, h, dv
     plan.out_shape, plan.lse_shape = (b, sq, h, dv), (b, h, sq)
     plan.dtype, plan.device, plan.q_stride = q.dtype, device, q.stride()
+    plan.want_lse, plan.new_strides = bool(params.return_lse), new_strides
     tile, heuristic = _launch_config(device, max(d, dv), paged)
     bm = block_m(sq * group, tile.block_m)
     m_blocks = cdiv(sq * group, bm)
     splits = (int(num_splits) if num_splits and num_splits > 0
               else _splits(b * hk * m_blocks, capacity, device, tile.block_n, heuristic))
     plan.split = split = splits > 1
-    plan.part_shapes = ((b, h, sq, splits, dv), (b, h, sq, splits))
+    plan.part_numel = b * h * sq * splits * (dv + 1)  # OPart, then LsePart, in one fp32 buffer
+    lse_offset = b * h * sq * splits * dv
     out_stride = (sq * h * dv, h * dv, dv)  # out is allocated contiguous
     alibi = params.alibi_slopes
     ieee = q.dtype == torch.float32 or device.type != "cuda"  # the interpreter's low-precision dot is wrong
     plan.grid = (b * hk, splits, m_blocks)
     # every argument after the thirteen tensors: the same on each call of the plan
+    seqlen_new, kn_stride, vn_stride = new_strides or (0, (0, 0, 0), (0, 0, 0))
     plan.tail = ((q.stride()[:3], k_cache.stride()[:3], v_cache.stride()[:3], out_stride,
-                  block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0),
+                  block_table.stride(0) if paged else 0, h if alibi is not None and alibi.dim() == 2 else 0,
+                  tuple(kn_stride[:3]), tuple(vn_stride[:3])),
                  (float(params.softmax_scale), float(params.softcap), int(params.window_left),
                   int(params.window_right)),
-                 (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits))
+                 (sq, h, hk, capacity, k_cache.shape[0], block_table.shape[1] if paged else 1, splits, seqlen_new,
+                  lse_offset))
     constexprs = dict(GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=bm, BLOCK_N=tile.block_n,
                       PAGE_SIZE=k_cache.shape[1] if paged else 1,
                       FEATURES=pack(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window,
@@ -214,23 +232,23 @@ def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_s
     if split:
         fn = kernels.decode_combine_kernel
         plan.combine_grid = (b * h * sq, 1, 1)
-        plan.combine_tail = (out_stride, splits, h, sq)
+        plan.combine_tail = (out_stride, splits, h, sq, lse_offset)
         plan.combine_slot = runtime.KernelSlot(fn, dict(HEAD_DIM_V=dv, BLOCK_S=min(next_pow2(splits), 16)),
                                                {"num_warps": 4}, arg_positions(fn, _COMBINE_DYNAMIC))
     return plan
 
 
 def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
-               cache_batch_idx=None, cache_leftpad=None):
-    """Allocate out / lse (and the split partials) and launch the planned kernels -> (out, lse)."""
+               cache_batch_idx=None, cache_leftpad=None, k_new=None, v_new=None):
+    """Allocate out / lse (lse only when params.return_lse; else None) and the split partials, and
+    launch the planned kernels -> (out, lse). k_new / v_new: given when the plan appends them."""
     device = plan.device
     out = _empty(plan.out_shape, plan.dtype, device)
-    lse = _empty(plan.lse_shape, torch.float32, device)
+    lse = _empty(plan.lse_shape, torch.float32, device) if plan.want_lse else None
     if plan.b == 0 or plan.sq == 0:
         return out, lse
     if plan.split:
-        o_part = _empty(plan.part_shapes[0], torch.float32, device)
-        lse_part = _empty(plan.part_shapes[1], torch.float32, device)
+        o_part = lse_part = _empty((plan.part_numel,), torch.float32, device)
     else:
         o_part, lse_part = out, lse
     alibi = params.alibi_slopes
@@ -239,7 +257,7 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     sinks = None if params.sinks is None else _f32(params.sinks)
     tensors = (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
                None if block_table is not None else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
-               None if plan.split else sinks)
+               None if plan.split else sinks, k_new, v_new)
     if not FAST_LAUNCH:
         slot = plan.split_slot
         runtime.launch_through_triton(slot.fn, plan.grid, device, (*tensors, *plan.tail), slot.constexprs,
@@ -264,17 +282,38 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
 
 
 def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=None,
-           cache_batch_idx=None, cache_leftpad=None, num_splits=0, slot: dict | None = None):
-    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32; same contract as backends/torch_decode.decode.
+           cache_batch_idx=None, cache_leftpad=None, num_splits=0, slot: dict | None = None, k_new=None, v_new=None):
+    """out [b, sq, h, dv] (q's dtype), lse [b, h, sq] fp32 (None unless params.return_lse); the
+    contract of backends/torch_decode.decode.
+
+    k_new / v_new [b, n, hk, d|dv] (n >= 1, optional): appended to the caches at cache_seqlens first
+    (which then holds where each sequence ends before the call): by the split kernel itself where
+    ``fuses_append``, else by ``append_kv``'s kernel before it.
 
     ``slot`` (the kvcache call plan's dict): the DecodePlan is kept there and reused while q's
-    strides stay the plan's (every other tensor's metadata is fixed by the call plan's key)."""
+    strides (and the new k / v's) stay the plan's (every other tensor's metadata is fixed by the
+    call plan's key)."""
+    append = None
+    if k_new is not None:
+        if k_new.stride(-1) != 1 or v_new.stride(-1) != 1:  # the kernels read rows as vectors
+            k_new, v_new = (t if t.stride(-1) == 1 else t.contiguous() for t in (k_new, v_new))
+        fused = slot.get("fuses_append") if slot is not None else None
+        if fused is None:  # fixed by the call plan's key (shapes, device, paged)
+            fused = fuses_append(q, k_cache, v_cache, block_table)
+            if slot is not None:
+                slot["fuses_append"] = fused
+        if fused:
+            append = (k_new.shape[1], k_new.stride(), v_new.stride())
+        else:
+            cache_seqlens = append_kv(k_cache, v_cache, k_new, v_new, cache_seqlens, block_table, cache_batch_idx, slot)
+            k_new = v_new = None
     plan = slot.get("decode") if slot is not None else None
-    if plan is None or plan.q_stride != q.stride():
-        plan = plan_decode(q, k_cache, v_cache, params, block_table, num_splits)
+    if plan is None or plan.q_stride != q.stride() or plan.new_strides != append:
+        plan = plan_decode(q, k_cache, v_cache, params, block_table, num_splits, append)
         if slot is not None:
             slot["decode"] = plan
-    return run_decode(plan, q, k_cache, v_cache, cache_seqlens, params, block_table, cache_batch_idx, cache_leftpad)
+    return run_decode(plan, q, k_cache, v_cache, cache_seqlens, params, block_table, cache_batch_idx, cache_leftpad,
+                      k_new, v_new)
 
 
 class AppendPlan:
@@ -352,16 +391,18 @@ def _split_signature(ptr: str) -> dict[str, object]:
     sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
     sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
-               Alibi="constexpr", Sinks="constexpr",
-               strides=(_S3, _S3, _S3, _S3, "i32", "i32"),  # q, k, v, out, block table, alibi
+               Alibi="constexpr", Sinks="constexpr", KNew="constexpr", VNew="constexpr",
+               strides=(_S3, _S3, _S3, _S3, "i32", "i32", _S3, _S3),  # q, k, v, out, block table, alibi, k/v new
                scores=("fp32", "fp32", "i32", "i32"),  # sm_scale, softcap, window_left, window_right
-               sizes=("i32",) * 7)  # seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits
+               # seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits, seqlen_new, lse_offset
+               sizes=("i32",) * 9)
     return sig
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
-    with and without splitting (and contiguous GQA 8 one-pass with sinks at d <= 256), plus the
+    with and without splitting (and contiguous GQA 8 one-pass with sinks at d <= 256; at d <= 256
+    GQA 8 with the append fused (KNew / VNew, no LSE: a decoding step's call), plus the
     combine kernel per dv, with and without sinks; where the arch has a row for them, MLA's head
     dims 576/512 (and 512/512) with 1 and 64 query heads per KV head (16 and 64 packed rows),
     head-dim chunks."""
@@ -375,11 +416,15 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             for paged in (False, True):
                 tile = _tile(family, max(d, dv), paged)
                 opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages)
-                for group in (1, 8) if d <= 256 else (1, 64):
+                forms = [(g, False) for g in ((1, 8) if d <= 256 else (1, 64))]
+                forms += [(8, True)] if not tile.block_dk else []  # fuses_append: no head-dim chunks
+                for group, append in forms:
                     for split in (False, True):
                         sig = _split_signature(_TYPES[dtype])
                         if paged:
                             sig["BlockTable"] = "*i32"
+                        if append:
+                            sig.update(KNew=_TYPES[dtype], VNew=_TYPES[dtype], Lse="constexpr")
                         const = dict(
                             GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=block_m(group, tile.block_m),
                             BLOCK_N=tile.block_n,
@@ -388,7 +433,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         chunks = f" dk{const['BLOCK_DK']}/dv{const['BLOCK_DVK']}" if tile.block_dk else ""
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d}{'' if dv == d else f'/{dv}'} "
                                  f"group={group} {'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
-                                 f"BLOCK_N {tile.block_n} w{opts['num_warps']} s{opts['num_stages']}{chunks}")
+                                 f"{'append ' if append else ''}BLOCK_N {tile.block_n} w{opts['num_warps']} "
+                                 f"s{opts['num_stages']}{chunks}")
                         specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))
             if d == dv and d <= 256:  # sinks: in the one-pass kernel (with splits the combine kernel adds them)
                 tile = _tile(family, d)
@@ -405,7 +451,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 continue  # one combine per dv
             for sinks in (False, True):
                 sig = {"OPart": "*fp32", "LsePart": "*fp32", "Out": _TYPES[dtype], "Lse": "*fp32", "stride_o": _S3}
-                sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q")})
+                sig.update({n: "i32" for n in ("num_splits", "nheads", "seqlen_q", "lse_offset")})
                 sig["Sinks"] = "*fp32" if sinks else "constexpr"
                 const = dict(HEAD_DIM_V=dv, BLOCK_S=16, **({} if sinks else {"Sinks": None}))
                 specs.append(CompileSpec("combine", kernels.decode_combine_kernel, sig, const, dict(num_warps=4),
