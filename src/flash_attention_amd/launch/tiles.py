@@ -294,9 +294,11 @@ _FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / d
 
 # sm90 d<=64 without TMA: the same 128x64 w4 s3 tile through plain pointers, H100, b*s = 16384, h=32, d=64
 # (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA build not causal at s = 1k-16k and causal
-# at 1k-4k; the TMA build stays for causal calls from 8k keys (1.02-1.05x there).
+# at 1k-4k; the TMA build stays for causal calls from 8k keys (1.02-1.05x there on the H100; on the H200,
+# h200_confirm_d64.txt, it is 0.97-0.98x the pointer build there, and the pointer build 1.00-1.08x elsewhere).
 _D64_SHORT_H100 = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA "
-                   "build not causal at 1k-16k and causal at 1k-4k; 254 registers, 0 spills (driver)")
+                   "build not causal at 1k-16k and causal at 1k-4k; H200 1.00-1.08x (h200_confirm_d64.txt); "
+                   "254 registers, 0 spills (driver)")
 
 FWD_PLAIN: dict[str, list[Row]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 128x64 w4 s3 TMA;
@@ -521,10 +523,12 @@ FWD_WINDOW: dict[str, list[Row]] = {
 # Softcap alone (Gemma 2's call), bf16, dense: the fixed-max softmax (no running max, no rescale) leaves the
 # score math light, and on Hopper the 64x64 w4 s3 TMA tile beat the options row's 128x64 w8 s3 by 1.11-1.18x
 # (H100, d=128 softcap 30, b*s = 16384, 32 heads, s = 4096 / 16384, causal and not: benchmarks/results/run13/
-# h100_sweep_opts128.txt), where with ALiBi or dropout it did not (there the options / dropout rows stay).
+# h100_sweep_opts128.txt; H200 1.18-1.37x), where with ALiBi or dropout it did not (there the options /
+# dropout rows stay).
 _SOFTCAP_H100 = ("H100, softcap 30 alone, d=128 h=32 s=4096 / 16384, causal and not (benchmarks/results/run13/"
-                 "h100_sweep_opts128.txt): 435-529 TFLOP/s against 385-447 for the options row, best of 7; "
-                 "143 registers, 0 spills (driver)")
+                 "h100_sweep_opts128.txt): 435-529 TFLOP/s against 385-447 for the options row, best of 7; H200 "
+                 "(h200_confirm_softcap.txt) 456-581 against 384-438 (1.18-1.37x); 140-143 registers, 0 spills "
+                 "(driver)")
 FWD_SOFTCAP: dict[str, list[Row]] = {
     "sm90": [
         Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_SOFTCAP_H100)),  # d<=64: the options row's tile too
