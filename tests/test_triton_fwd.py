@@ -447,9 +447,10 @@ def test_window_tier():
 
 
 def test_softcap_tier():
-    """Softcap alone, dense bf16, takes the softcap tier's row on sm90 (64x64 w4 through TMA) at d<=128;
-    fp16, varlen, d=256 and other arches keep the options row; the call's params say softcap alone only
-    without a window, ALiBi and sinks; check-amd's "softcap" builds compile the new row."""
+    """Softcap alone, dense bf16, takes the softcap tier's row on sm90 (64x64 w4 through TMA) at d<=128 and
+    the plain row's tile on gfx942 / gfx90a at d=128; fp16, varlen, d=256 on sm90 and other arches keep the
+    options row; the call's params say softcap alone only without a window, ALiBi and sinks; check-amd's
+    "softcap" builds compile the new rows."""
     from flash_attention_amd.launch import tiles
     from flash_attention_amd.params import AttnParams
 
@@ -466,9 +467,14 @@ def test_softcap_tier():
             sel("sm90", bf16, 256, 256, causal, 4096, False, True)
         assert sel("sm90", bf16, 128, 128, causal, 4096, True, True, softcap_only=True) == \
             sel("sm90", bf16, 128, 128, causal, 4096, True, True)  # dropout: its own tier
-        for arch in ("sm80", "gfx942", "gfx1100"):
+        for arch in ("sm80", "gfx950", "gfx1100"):  # no softcap rows of their own (gfx950: not gfx942's)
             assert sel(arch, bf16, 128, 128, causal, 4096, False, True, softcap_only=True) == \
                 sel(arch, bf16, 128, 128, causal, 4096, False, True)
+        for arch in ("gfx942", "gfx90a"):  # CDNA: the plain row's tile at d=128 (static check), the options row at 64
+            assert sel(arch, bf16, 128, 128, causal, 4096, False, True, softcap_only=True) == \
+                sel(arch, bf16, 128, 128, causal, 4096, False, False)
+            assert sel(arch, bf16, 64, 64, causal, 4096, False, True, softcap_only=True) == \
+                sel(arch, bf16, 64, 64, causal, 4096, False, True)
     assert tiles.tier_of(False, True, softcap_only=True) == tiles.SOFTCAP
     assert tiles.tier_of(False, True, True, softcap_only=True) == tiles.BIAS_OPTIONS
     assert AttnParams(0.1, softcap=30.0).softcap_only

@@ -529,11 +529,32 @@ _SOFTCAP_H100 = ("H100, softcap 30 alone, d=128 h=32 s=4096 / 16384, causal and 
                  "h100_sweep_opts128.txt): 435-529 TFLOP/s against 385-447 for the options row, best of 7; H200 "
                  "(h200_confirm_softcap.txt) 456-581 against 384-438 (1.18-1.37x); 140-143 registers, 0 spills "
                  "(driver)")
+# CDNA (static check only, never run on AMD hardware): the options rows are smaller than the plain ones
+# because every-option builds spilled with the plain tiles; softcap alone (fixed max, bf16) fits the plain
+# rows at d=128 (gfx942: 128x32 w4 s2, 210 VGPRs; gfx90a: 231) and d=256 (gfx942: 64x32 w4 s1, 252-254) with
+# no spill and the same occupancy (2 waves per SIMD) as the options rows' builds, so a program takes 2x the
+# query rows for the same K / V traffic, as the plain call does (benchmarks/results/run13/
+# check_softcap_amd.txt, benchmarks/check_softcap_amd_specs.py). d<=64 keeps the options row (the plain
+# 128x64 builds spill 2-32 SGPRs into VGPR lanes); gfx950 keeps the options rows (its d=128 plain-tile
+# build spilled 16 VGPRs).
+_SOFTCAP_CDNA = _STATIC + " (softcap alone, bf16: the plain row's tile; run13/check_softcap_amd.txt)"
 FWD_SOFTCAP: dict[str, list[Row]] = {
     "sm90": [
         Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_SOFTCAP_H100)),  # d<=64: the options row's tile too
         *FWD_OPTIONS["sm90"][3:],
     ],
+    "gfx942": [
+        FWD_OPTIONS["gfx942"][0],
+        Row(128, _cdna(128, 32, 4, 2, _SOFTCAP_CDNA + "; 210 VGPRs")),
+        Row(256, _cdna(64, 32, 4, 1, _SOFTCAP_CDNA + "; 252-254 VGPRs")),
+        FWD_OPTIONS["gfx942"][3],
+    ],
+    "gfx90a": [
+        FWD_OPTIONS["gfx90a"][0],
+        Row(128, _cdna(128, 32, 4, 2, _SOFTCAP_CDNA + "; 231 VGPRs")),
+        *FWD_OPTIONS["gfx90a"][2:],
+    ],
+    "gfx950": FWD_OPTIONS["gfx942"],  # not the gfx942 softcap rows (FALLBACK): d=128 spilled there
 }
 
 FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW, FWD_SOFTCAP)
