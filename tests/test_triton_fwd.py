@@ -436,9 +436,14 @@ def test_window_tier():
     assert sel("sm90", bf16, 128, 128, True, 8192, False, True, varlen=True, window_only=True) == options
     assert sel("sm90", bf16, 128, 128, False, 8192, False, True, window_only=True) == \
         sel("sm90", bf16, 128, 128, False, 8192, False, True)
-    for arch in ("sm80", "gfx942", "gfx1100"):
+    for arch in ("sm80", "gfx942", "gfx950", "gfx1100"):
         assert sel(arch, bf16, 128, 128, True, 8192, False, True, window_only=True) == \
             sel(arch, bf16, 128, 128, True, 8192, False, True)
+    # gfx942 d=256 (static check): the plain row's 64x32 tile; gfx950 keeps the options row there
+    assert (sel("gfx942", bf16, 256, 256, True, 8192, False, True, window_only=True).block_m,
+            sel("gfx942", bf16, 256, 256, True, 8192, False, True).block_m) == (64, 32)
+    assert sel("gfx950", bf16, 256, 256, True, 8192, False, True, window_only=True) == \
+        sel("gfx950", bf16, 256, 256, True, 8192, False, True)
     # the plan reads the rule from the call: a window alone, not with softcap
     from flash_attention_amd.launch import tiles
     assert tiles.tier_of(False, True, window_only=True) == tiles.WINDOW

@@ -513,11 +513,22 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
 _WINDOW_H100 = ("H100, causal + window 1024, d=128 b=4 s=4096 h=32 and b=1 s=16384 (benchmarks/results/run9/"
                 "h100_sweep_win_fwd.txt): 374 / 361 TFLOP/s against 330 / 330 for the options row, best of 7; "
                 "H200 391 / 377 against 328 / 333 (h200_win_fwd.txt); 168 registers, 0 spills (driver and ptxas)")
+# gfx942 d=256 (static check only; Gemma 3's sliding-window layers): a window alone compiles the plain
+# row's 64x32 w4 s1 without a spill at the options row's occupancy (236-237 VGPRs, 2 waves per SIMD; the
+# options row is 32x32), benchmarks/results/run13/check_win_amd.txt; at d<=128 the plain tiles spill
+# 26-166 SGPRs into VGPR lanes with a window, and gfx950's d=256 build 1: those keep the options rows.
 FWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
         Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_WINDOW_H100), causal=True),
         *FWD_OPTIONS["sm90"],
     ],
+    "gfx942": [
+        *FWD_OPTIONS["gfx942"][:2],
+        Row(256, _cdna(64, 32, 4, 1, _STATIC + " (a window alone: the plain row's tile; run13/check_win_amd.txt); "
+                       "236-237 VGPRs")),
+        FWD_OPTIONS["gfx942"][3],
+    ],
+    "gfx950": FWD_OPTIONS["gfx942"],  # not the gfx942 window rows (FALLBACK): its d=256 build spilled 1 SGPR
 }
 
 # Softcap alone (Gemma 2's call), bf16, dense: the fixed-max softmax (no running max, no rescale) leaves the
