@@ -12,24 +12,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from host_overhead import host_us  # benchmarks/ is on the path when this script runs
 
 import flash_attention_amd as fa
 from flash_attention_amd import kvcache
 from flash_attention_amd.launch import decode as launch_decode
-
-
-def host_us(call, calls: int, cycles: int) -> float:
-    torch.cuda._sleep(cycles)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        call()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
 
 
 def main():
