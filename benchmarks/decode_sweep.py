@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import flash_attention_amd as fa
+from flash_attention_amd import kvcache
 from flash_attention_amd.launch import decode as launch_decode
 
 CANDIDATES = ["default", "32x4x2x4", "64x4x2x4", "64x4x3x4", "32x4x3x4", "64x8x2x4", "32x4x2x8", "64x4x2x8",
@@ -66,7 +67,7 @@ def sweep(cache: int, b: int, candidates: list[str], h: int, hk: int, d: int, dt
         if cand != "default":
             bn, w, s, c = map(int, cand.split("x"))
             launch_decode._overrides.update(BLOCK_N=bn, num_warps=w, num_stages=s, ctas_per_sm=c)
-        fa.kvcache._plans.clear()
+        kvcache._plans.clear()
         with fa.use_backend("triton"):
             ms = graph_ms(lambda: fa.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens))
         print(f"cache={cache} b={b} {cand:12s} {gbytes / ms:.2f}  ({sdpa / ms:.2f}x SDPA)")
