@@ -628,7 +628,12 @@ _MLA_CDNA = _T(0, 32, 4, 1, block_dk=64, block_dvk=64, reason=_DEC_MLA + "; 212-
 DECODE: dict[str, list[Row]] = {
     "sm90": [
         Row(256, _T(0, 32, 4, 4, reason="measured on an H100, decode_h100.md"), paged=True),
-        Row(256, _T(0, 32, 4, 2, reason="measured on an H100, decode_h100.md")),
+        # contiguous caches: 64-key blocks (session 16, benchmarks/decode_sweep.py, graph-timed, b=8 cache 8k /
+        # b=1 64k, h=32/8 d=128): H200 1.05-1.07x the 32-key row it replaced (run13/h200_decode_sweep.txt:
+        # 3.97 / 3.72 TB/s against 3.72 / 3.55), H100 0.99x (h100_decode_sweep.txt: 2.81 / 2.67 against
+        # 2.84 / 2.71)
+        Row(256, _T(0, 64, 4, 2, reason="H200 1.05-1.07x, H100 0.99x the 32-key row (run13/h200_decode_sweep.txt, "
+                                        "h100_decode_sweep.txt)")),
         Row(1024, _T(0, 32, 8, 2, block_dk=64, block_dvk=64,
                      reason=_DEC_MLA + "; 99-244 registers (4 warps spilled 200+ at 64 rows)")),
     ],
