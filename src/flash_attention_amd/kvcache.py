@@ -2,7 +2,8 @@
 
 Same signature, defaults and returns as Dao-AILab flash_attn 2.x. Order of work:
 validate -> rotary on q and the new k -> append k/v into the cache in place at
-``cache_seqlens`` -> dispatch (``dispatch.select``) -> ``backend.decode``. Validation depends
+``cache_seqlens`` -> dispatch (``dispatch.select``) -> ``backend.decode``. The triton backend
+appends inside its decode kernel (``backend.decode(..., k_new=, v_new=)``; launch/decode.py). Validation depends
 only on metadata (shapes, dtypes, devices, strides, scalars), so its result is kept per
 distinct metadata (``_plan_key``) and repeated decode steps skip it (host time per call).
 
