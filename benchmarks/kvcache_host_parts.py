@@ -15,7 +15,8 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from host_overhead import host_us  # benchmarks/ is on the path when this script runs
+from decode_sweep import graph_ms  # benchmarks/ is on the path when this script runs
+from host_overhead import host_us
 
 import flash_attention_amd as fa
 from flash_attention_amd import kvcache
@@ -75,24 +76,7 @@ def main():
     print("\n| GPU time per step, CUDA graph replay | us |")
     print("|---|---|")
     for name in ("whole call", "raw SDPA over the cache"):
-        f = parts[name]
-        stream = torch.cuda.Stream()
-        with torch.cuda.stream(stream):
-            f()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(20):
-                f()
-        samples = []
-        for _ in range(7):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3 / 20)
-        print(f"| {name} | {statistics.median(samples):.1f} |")
+        print(f"| {name} | {graph_ms(parts[name]) * 1e3:.1f} |")
 
 
 if __name__ == "__main__":
