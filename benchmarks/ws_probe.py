@@ -202,7 +202,7 @@ def main():
         print(f"\n## d={d} s={s} causal={causal}")
         for name in names:
             r = results.get((name, d, s, causal))
-            rows.append(dict(d=d, s=s, causal=causal, path=_label(name), **(r or dict(error="no result"))))
+            rows.append(dict(r or dict(d=d, s=s, causal=causal, error="no result"), path=_label(name)))
             text = f"{r['tflops']:7.1f} TFLOP/s  rel err {r['err']:.1e}" if r else "no result (failed or hung)"
             print(f"  {_label(name):36s} {text}")
     if args.json:
