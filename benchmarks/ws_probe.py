@@ -31,15 +31,17 @@ import torch
 import triton
 import triton.language as tl
 
-# (block_m, block_n, warps, stages, warp_specialize); causal runs one masked loop (see the docstring)
+# (block_m, block_n, warps, stages, warp_specialize[, causal mask mode (_fwd_dev's MASK_MODE)]); causal runs one
+# masked loop (see the docstring)
 CANDIDATES = [(128, 64, 8, 3, False), (128, 128, 8, 2, False), (128, 64, 4, 2, True), (128, 64, 4, 3, True),
-              (128, 128, 4, 2, True)]
+              (128, 128, 4, 2, True), (128, 128, 4, 2, True, 1), (128, 128, 4, 2, True, 2),
+              (128, 64, 4, 2, True, 1), (128, 128, 4, 2, True, 3)]
 
 
 @triton.jit
 def _fwd_dev(Q, K, V, Out, Lse, sm_scale, seqlen, nheads, stride_b, stride_s,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, CAUSAL: tl.constexpr,
-             WS: tl.constexpr, TWO_LOOPS: tl.constexpr):
+             WS: tl.constexpr, TWO_LOOPS: tl.constexpr, MASK_MODE: tl.constexpr = 0):
     block_m = tl.program_id(0)
     off_bh = tl.program_id(1)
     off_b = off_bh // nheads
@@ -62,12 +64,29 @@ def _fwd_dev(Q, K, V, Out, Lse, sm_scale, seqlen, nheads, stride_b, stride_s,
         hi = start + BLOCK_M
     else:
         hi = seqlen
+    rows_c = offs_m
+    n_c = 0
     for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WS):
         k = dk.load([start_n, 0])  # [BLOCK_N, D]
         qk = tl.dot(q, k.T)
         if CAUSAL and not TWO_LOOPS:
             cols = start_n + tl.arange(0, BLOCK_N)
-            qk = tl.where(offs_m[:, None] >= cols[None, :], qk, -1.0e30)
+            if MASK_MODE == 0:  # the row offsets of the loop's enclosing scope
+                qk = tl.where(offs_m[:, None] >= cols[None, :], qk, -1.0e30)
+            elif MASK_MODE == 1:  # row offsets made inside the loop body
+                rows = start + tl.arange(0, BLOCK_M)
+                qk = tl.where(rows[:, None] >= cols[None, :], qk, -1.0e30)
+            elif MASK_MODE == 2:  # an additive bias, only blocks that reach the diagonal
+                rows = start + tl.arange(0, BLOCK_M)
+                qk += tl.where((rows[:, None] >= cols[None, :]) | (start_n + BLOCK_N <= start), 0.0, -1.0e30)
+            elif MASK_MODE == 4:  # no mask at all: the causal trip count alone (a prefix of whole blocks)
+                pass
+            elif MASK_MODE == 5:  # key offsets from a counter carried through the loop, not the induction variable
+                cols_c = n_c + tl.arange(0, BLOCK_N)
+                qk = tl.where(offs_m[:, None] >= cols_c[None, :], qk, -1.0e30)
+            else:  # row offsets carried through the loop, as m_i is (an update the compiler cannot fold)
+                qk = tl.where(rows_c[:, None] >= cols[None, :], qk, -1.0e30)
+                rows_c = tl.where(rows_c >= 0, rows_c, start_n)
         m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
         p = tl.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
@@ -76,6 +95,7 @@ def _fwd_dev(Q, K, V, Out, Lse, sm_scale, seqlen, nheads, stride_b, stride_s,
         v = dv.load([start_n, 0])  # [BLOCK_N, D]
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
+        n_c += BLOCK_N
     if CAUSAL and TWO_LOOPS:
         for start_n in tl.range(start, start + BLOCK_M, BLOCK_N, warp_specialize=WS):
             k = dk.load([start_n, 0])
@@ -100,13 +120,14 @@ def _allocator(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-def probe_forward(q, k, v, causal, block_m, block_n, warps, stages, ws):
+def probe_forward(q, k, v, causal, block_m, block_n, warps, stages, ws, mask_mode=0):
     b, s, h, d = q.shape
     out = torch.empty_like(q)
     lse = torch.empty(b, h, s, device=q.device, dtype=torch.float32)
     _fwd_dev[(triton.cdiv(s, block_m), b * h)](q, k, v, out, lse, 1.0 / math.sqrt(d), s, h, q.stride(0), q.stride(1),
                                              BLOCK_M=block_m, BLOCK_N=block_n, D=d, CAUSAL=causal, WS=ws,
-                                             TWO_LOOPS=False, num_warps=warps, num_stages=stages)
+                                             TWO_LOOPS=False, MASK_MODE=mask_mode, num_warps=warps,
+                                             num_stages=stages)
     return out
 
 
@@ -136,8 +157,8 @@ def one(name: str, d: int, s: int, causal: bool) -> dict:
     ref = _reference(q, k, v, causal)
     if name.startswith("probe"):
         triton.set_allocator(_allocator)  # the device-side descriptors' scratch memory
-        bm, bn, w, st, ws = CANDIDATES[int(name.split(":")[1])]
-        return _timed(lambda: probe_forward(q, k, v, causal, bm, bn, w, st, ws), ref, flops)
+        cand = CANDIDATES[int(name.split(":")[1])]
+        return _timed(lambda: probe_forward(q, k, v, causal, *cand), ref, flops)
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import flash_attention_amd as fa
@@ -159,12 +180,13 @@ def one(name: str, d: int, s: int, causal: bool) -> dict:
 def _label(name: str) -> str:
     if not name.startswith("probe"):
         return name
-    bm, bn, w, st, ws = CANDIDATES[int(name.split(":")[1])]
-    return f"probe {bm}x{bn} w{w} s{st}{' warp-specialized' if ws else ''}"
+    bm, bn, w, st, ws, *mode = CANDIDATES[int(name.split(":")[1])]
+    return f"probe {bm}x{bn} w{w} s{st}{' warp-specialized' if ws else ''}{f' mask {mode[0]}' if mode else ''}"
 
 
 def _shapes(args):
-    return [(d, s, c) for d in args.d for s in args.seqlens for c in (False, True)]
+    flags = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    return [(d, s, c) for d in args.d for s in args.seqlens for c in flags]
 
 
 def main():
@@ -174,6 +196,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds a path may take (all shapes) before it "
                                                                 "counts as hung")
     ap.add_argument("--json", default="")
+    ap.add_argument("--paths", nargs="+", default=None, help="probe:I (CANDIDATES[I]), ours, sdpa-cudnn, sdpa-flash")
+    ap.add_argument("--causal", choices=["both", "yes", "no"], default="both")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:  # child: every shape of one path, one JSON line each as it finishes
@@ -182,10 +206,11 @@ def main():
         return
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}; bf16, 16384 "
           f"tokens, hidden 2048; TFLOP/s (causal: visible pairs), median of do_bench; each path in its own process")
-    names = [f"probe:{i}" for i in range(len(CANDIDATES))] + ["ours", "sdpa-cudnn", "sdpa-flash"]
+    names = args.paths or [f"probe:{i}" for i in range(len(CANDIDATES))] + ["ours", "sdpa-cudnn", "sdpa-flash"]
     results = {}
     for name in names:
-        cmd = [sys.executable, __file__, "--one", name, "--d", *map(str, args.d), "--seqlens", *map(str, args.seqlens)]
+        cmd = [sys.executable, __file__, "--one", name, "--d", *map(str, args.d), "--seqlens", *map(str, args.seqlens),
+               "--causal", args.causal]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             stdout, err = done.stdout, (done.stderr.strip().splitlines() or [""])[-1][:160] if done.returncode else ""
