@@ -53,6 +53,8 @@ FLAGS = (
     "DBIAS_ATOMIC",  # dbias added with fp32 atomics
     # decoding (decode_split_kernel)
     "SPLIT_KV",  # write per-split partial outputs and LSEs (the combine kernel merges them)
+    # the sm90 warp-specialised forward (attn_fwd_ws_kernel)
+    "WARP_SPEC",  # the key loop split into a TMA producer warp group and two consumer warp groups
 )
 BITS = {name: 1 << i for i, name in enumerate(FLAGS)}
 

@@ -24,6 +24,7 @@ from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from ..validation import FP8_DTYPES
+from .fwd_ws import launch_ws, plan_ws, ws_reason, ws_tile
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec, arg_positions
 from .tiles import (
@@ -165,7 +166,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "out_like_q", "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors",
-                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "optional_pos")
+                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "optional_pos", "ws")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -198,6 +199,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.empty = q.numel() == 0 or 0 in plan.out_shape
     amd, arch = _arch_of(q.device.type, q.device.index)
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
+    explicit = cfg is not None
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
@@ -266,6 +268,11 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.optional_pos = arg_positions(attn_fwd_kernel, ("Alibi", "CuSeqlensQ", "CuSeqlensK", "Bias", "Sinks"))
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
+    # the warp-specialised forward (launch/fwd_ws.py) where the call qualifies, unless the caller chose a tile
+    plan.ws = None
+    if not explicit and ws_reason(arch, q, k, v, params, varlen) is None:
+        plan.ws = plan_ws(q, k, v, params, ws_tile(arch, d), o_str, l_str,
+                          {f: flags[f] for f in ("HAS_SOFTCAP", "FAST_TANH", "SOFTCAP_MAX", "IEEE_DOT")})
     return plan
 
 
@@ -295,6 +302,9 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     kernel = plan.kernel
     if plan.v_t:  # [b, sk, hk, dv] -> [b, hk, dv, sk] contiguous (plan.scalars holds its strides)
         v = v.permute(0, 2, 3, 1).contiguous()
+    if (plan.ws is not None and (not given or scalars[0][3:5] == plan.scalars[0][3:5])  # the plan's out / lse strides
+            and launch_ws(plan.ws, q, k, v, out, lse, plan.device)):
+        return out, lse
     if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
         bn, bd, bdv = plan.tma_blocks
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)

@@ -145,15 +145,20 @@ def _get_device() -> int:
 def _direct(kernel):
     """The compiled kernel's C launch function with the arguments that come before the kernel's own
     (its launcher object's ``__call__`` without the Python frame): ``(launch, kind, extra)``, or None
-    when the launcher is of another kind or needs scratch memory (then ``kernel.run`` launches).
-    Triton 3.6's CudaLauncher / HIPLauncher pass exactly these (triton/backends/*/driver.py)."""
+    when the launcher is of another kind or needs profile scratch memory (then ``kernel.run``
+    launches). Triton 3.6's CudaLauncher / HIPLauncher pass exactly these (triton/backends/*/driver.py).
+    A CUDA kernel with global scratch memory (device-side TMA descriptors, kernels/fwd_ws.py) gets
+    its buffer here, sized as CudaLauncher sizes it (grid x CTAs x the kernel's bytes a program)."""
     run = kernel.run  # loads the module
     launch = getattr(run, "launch", None)
     kind = type(run).__name__
     if launch is None or getattr(run, "profile_scratch_size", 1):
         return None
-    if kind == "CudaLauncher" and not getattr(run, "global_scratch_size", 1):
-        return launch, 0, (run.launch_cooperative_grid, run.launch_pdl)
+    if kind == "CudaLauncher":
+        scratch = getattr(run, "global_scratch_size", None)
+        if scratch is None or (scratch and getattr(run, "global_scratch_align", 1 << 20) > 256):
+            return None  # torch's allocations are 256-byte aligned at least
+        return launch, 0, (run.launch_cooperative_grid, run.launch_pdl, scratch * getattr(run, "num_ctas", 1))
     if kind == "HIPLauncher":
         return launch, 1, run.launch_cooperative_grid
     return None
@@ -201,12 +206,49 @@ def _launch_direct(entry, grid, index: int, args, cvals: tuple) -> bool:
         return False
     launch, kind, extra = direct
     if kind == 0:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
-        launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], None,
+        scratch = None
+        if extra[2]:  # bytes a program: one buffer for the grid, on the launch's device and stream
+            scratch = torch.empty(grid[0] * grid[1] * grid[2] * extra[2], dtype=torch.int8,
+                                  device=_cuda_device(index))
+        launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], scratch,
                None, kernel.packed_metadata, None, None, None, *args, *cvals)
     else:  # HIP: cooperative, grid, stream, function, profile scratch, metadata, hooks
         launch(extra, grid[0], grid[1], grid[2], current_stream(index), kernel.function, None,
                kernel.packed_metadata, None, None, None, *args, *cvals)
     return True
+
+
+_DEVICES: dict = {}
+
+
+def _cuda_device(index: int) -> torch.device:
+    device = _DEVICES.get(index)
+    if device is None:
+        device = _DEVICES[index] = torch.device("cuda", index)
+    return device
+
+
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Triton's allocator protocol: global scratch memory on the current CUDA device (torch's caching
+    allocator, stream-ordered like the launch that uses it)."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def scratch_allocator_set():
+    """Make ``_scratch`` Triton's allocator in this context when none is set (a kernel launched
+    through Triton's own path that needs global scratch memory reads it there) -> a token for
+    ``scratch_allocator_reset``, or None when the caller's own allocator stays."""
+    from triton.runtime import _allocation  # Triton 3.6: the allocator is a ContextVar there
+
+    var = _allocation._allocator
+    return var.set(_scratch) if isinstance(var.get(), _allocation.NullAllocator) else None
+
+
+def scratch_allocator_reset(token) -> None:
+    if token is not None:
+        from triton.runtime import _allocation
+
+        _allocation._allocator.reset(token)
 
 
 def _knob_key(index: int) -> tuple:

@@ -1,0 +1,117 @@
+"""Launcher of the warp-specialised forward (``kernels/fwd_ws.py``, NVIDIA sm90): which calls it
+serves (``ws_reason``), their plan (``plan_ws``) and the launch (``launch_ws``). ``launch/fwd.py``
+plans it next to the main kernel and runs it when the call's tensors allow; every other call (and
+every call of an arch without a ``FWD_WS`` row) runs the main kernel.
+
+The kernel makes its TMA descriptors on the device, so each launch needs a global scratch buffer
+(128 bytes a descriptor). The direct launch path (launch/runtime.py) allocates it itself; a launch
+through Triton's own path (a plan's first launch) reads it from Triton's allocator, which this
+module sets for the duration of that launch only when the caller has set none.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import config
+from ..kernels.features import pack
+from ..params import AttnParams
+from .runtime import KernelSlot, scratch_allocator_reset, scratch_allocator_set
+from .spec import arg_positions
+from .tiles import FWD_WS, Tile, cdiv, pick
+
+_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def ws_tile(arch: str | None, headdim: int) -> Tile | None:
+    """The FWD_WS row of this exact arch and head dim (the interpreter, arch None: sm90's, for the CPU
+    tests)."""
+    rows = FWD_WS.get("sm90" if arch is None else arch)
+    cfg = pick(rows, headdim, False)
+    return cfg if cfg is not None and cfg.block_n and headdim == 128 else None
+
+
+def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
+    """None when the warp-specialised forward computes this call exactly, else why not."""
+    if config.warp_spec_off():
+        return "FLASH_ATTENTION_WARP_SPEC=0"
+    d = q.shape[-1]
+    if varlen or q.dim() != 4:
+        return "varlen calls"
+    if k.shape[-1] != d or v.shape[-1] != d or ws_tile(arch, d) is None:
+        return f"no FWD_WS row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+    if q.dtype not in _DTYPES:
+        return f"dtype {q.dtype}"
+    if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
+            or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None or params.has_offsets:
+        return "a mask, bias, sinks, dropout or FP8 (the specialised loop takes no element mask)"
+    if not params.softmax_scale > 0:
+        return "softmax_scale <= 0"
+    block_n = ws_tile(arch, d).block_n
+    if k.shape[1] == 0 or k.shape[1] % block_n or q.shape[1] == 0:
+        return f"seqlen_k {k.shape[1]} is not a positive multiple of {block_n}"
+    for t in (q, k, v):  # TMA: 16-byte aligned strides (the base address is checked per call)
+        if t.stride(-1) != 1 or any(st % 8 for st in t.stride()[:-1]):
+            return "strides that TMA cannot take (last dim contiguous, the others multiples of 8 elements)"
+    return None
+
+
+class WsPlan:
+    __slots__ = ("slot", "grid", "tail")
+
+
+def plan_ws(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple, flags: dict) -> WsPlan:
+    """flags: HAS_SOFTCAP, FAST_TANH, SOFTCAP_MAX, IEEE_DOT as the main kernel's plan set them."""
+    from ..kernels.fwd_ws import attn_fwd_ws_kernel
+
+    batch, seqlen_q, nheads, d = q.shape
+    plan = WsPlan()
+    plan.grid = (cdiv(seqlen_q, cfg.block_m), batch * nheads, 1)
+    strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
+    plan.tail = (strides, (nheads, nheads // k.shape[2], seqlen_q, k.shape[1]),
+                 (float(params.softmax_scale), float(params.softcap)))
+    features = pack(WARP_SPEC=q.device.type == "cuda", **flags)
+    constexprs = dict(HEAD_DIM=d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, FEATURES=features)
+    dynamic = arg_positions(attn_fwd_ws_kernel, ("Q", "K", "V", "Out", "Lse"))
+    plan.slot = KernelSlot(attn_fwd_ws_kernel, constexprs, cfg.launch_options(False), dynamic)
+    return plan
+
+
+def launch_ws(plan: WsPlan, q, k, v, out, lse, device: torch.device) -> bool:
+    """Launch when q, k, v, out and lse are 16-byte aligned (TMA's base addresses) -> launched."""
+    if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr() | lse.data_ptr()) & 15:
+        return False
+    token = scratch_allocator_set()
+    try:  # fast=True: dtypes and strides are the plan's, alignment checked above
+        plan.slot.launch(plan.grid, device, (q, k, v, out, lse, *plan.tail), fast=True)
+    finally:
+        scratch_allocator_reset(token)
+    return True
+
+
+_S3 = ("i32", "i32", "i32")
+# (label, dtype, FEATURES flags): the builds a sm90 launch can ask for (plan_forward's flags on a GPU)
+_VARIANTS = (
+    ("plain", "bf16", {}), ("plain", "fp16", {}),
+    ("softcap", "bf16", dict(HAS_SOFTCAP=True, FAST_TANH=True, SOFTCAP_MAX=True)),  # fixed max (bf16)
+    ("softcap", "fp16", dict(HAS_SOFTCAP=True, FAST_TANH=True)),  # running max (fp16's P range)
+)
+
+
+def compile_specs(arch: str):
+    """Every launchable build of the warp-specialised forward on ``arch`` (check-kernels)."""
+    from ..kernels.fwd_ws import attn_fwd_ws_kernel
+    from .spec import CompileSpec
+
+    specs = []
+    for row in FWD_WS.get(arch, ()):
+        cfg = row.config
+        for label, dtype, flags in _VARIANTS:
+            sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
+                   "strides": (_S3, _S3, _S3, _S3, ("i32", "i32")), "sizes": ("i32",) * 4,
+                   "scores": ("fp32", "fp32")}
+            constexprs = dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+                              FEATURES=pack(WARP_SPEC=True, **flags))
+            specs.append(CompileSpec(kernel="fwd_ws", fn=attn_fwd_ws_kernel, signature=sig, constexprs=constexprs,
+                                     options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
+                                     label=f"{dtype} d={row.max_d} {label} {cfg.label()} warp-specialised"))
+    return specs

@@ -1,0 +1,127 @@
+"""The warp-specialised forward (kernels/fwd_ws.py via launch/fwd_ws.py) against the float64 oracle.
+
+In the interpreter (CPU) the kernel runs as a plain loop (no warp specialisation), at its real
+tile (128 x 128, head dim 128): the tests check its addressing (batch / head / GQA offsets, the
+descriptors' bounds on query rows past the sequence), its softmax (running max, softcap's fixed
+max) and the LSE; on an sm90 GPU the same tests run the specialised build. Outputs are
+preallocated NaN, and which kernel served is read from the plan, so a test of this path cannot
+pass on the main kernel.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import DEVICE, assert_matches, rel_err
+
+pytest.importorskip("triton")
+
+from flash_attention_amd.launch import fwd as launch  # noqa: E402
+from flash_attention_amd.launch import fwd_ws  # noqa: E402
+from flash_attention_amd.params import AttnParams  # noqa: E402
+from flash_attention_amd.reference import attention_ref  # noqa: E402
+
+pytestmark = pytest.mark.triton
+ON_SM90 = DEVICE == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability() == (9, 0)
+SERVED = DEVICE == "cpu" or ON_SM90  # where the path exists (the interpreter mirrors sm90's row)
+
+
+def params(d=128, **kw):
+    opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
+    opts.update(kw)
+    return AttnParams(**opts)
+
+
+def qkv(b, sq, sk, h, hk, dtype, d=128):
+    return (torch.randn(b, sq, h, d, dtype=dtype, device=DEVICE),
+            torch.randn(b, sk, hk, d, dtype=dtype, device=DEVICE),
+            torch.randn(b, sk, hk, d, dtype=dtype, device=DEVICE))
+
+
+def run_ws(q, k, v, p):
+    """The planned call with NaN out / lse; asserts the warp-specialised kernel served it."""
+    plan = launch.plan_forward(q, k, v, p)
+    assert plan.ws is not None, fwd_ws.ws_reason(launch._arch_of(q.device.type, q.device.index)[1], q, k, v, p, False)
+    b, sq, h, d = q.shape
+    out = torch.full((b, sq, h, d), math.nan, dtype=q.dtype, device=q.device)
+    lse = torch.full((b, h, sq), math.nan, dtype=torch.float32, device=q.device)
+    launched = {}
+    real = fwd_ws.launch_ws
+
+    def spy(*a, **kw):
+        launched["ws"] = real(*a, **kw)
+        return launched["ws"]
+
+    launch.launch_ws = spy
+    try:
+        o, l_out = launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
+    finally:
+        launch.launch_ws = real
+    assert launched.get("ws") is True, "the main kernel served the call"
+    assert o is out and not out.isnan().any() and not lse.isnan().any()
+    return out, lse
+
+
+@pytest.mark.skipif(not SERVED, reason="the warp-specialised forward has an sm90 row only")
+@pytest.mark.parametrize("b,sq,sk,h,hk,dtype,softcap", [
+    (1, 128, 128, 1, 1, torch.bfloat16, 0.0),   # one block each way
+    (2, 77, 256, 4, 2, torch.bfloat16, 0.0),    # query rows past the sequence (clipped), GQA, two key blocks
+    (1, 200, 128, 2, 1, torch.float16, 0.0),    # sq > sk, MQA, a partial second query block
+    (1, 64, 256, 2, 2, torch.bfloat16, 30.0),   # softcap against its fixed max (bf16)
+    (1, 130, 128, 2, 2, torch.float16, 20.0),   # softcap with the running max (fp16)
+])
+def test_matches_reference(b, sq, sk, h, hk, dtype, softcap):
+    q, k, v = qkv(b, sq, sk, h, hk, dtype)
+    p = params(softcap=softcap)
+    out, lse = run_ws(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, softcap=softcap)
+    lo, _ = attention_ref(q, k, v, softmax_scale=p.softmax_scale, softcap=softcap)  # the plain math in dtype
+    assert_matches(out, ro, lo)
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.skipif(not SERVED, reason="the warp-specialised forward has an sm90 row only")
+def test_scale_and_large_scores():
+    """A custom softmax_scale, scores far from 0 (the running max moves by hundreds), strided q."""
+    q, k, v = qkv(1, 96, 256, 2, 2, torch.bfloat16)
+    q = (q * 8).transpose(1, 2).contiguous().transpose(1, 2)  # [b, sq, h, d] view of a [b, h, sq, d] tensor
+    p = params(softmax_scale=0.3)
+    out, lse = run_ws(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.parametrize("change,why", [
+    (dict(causal=True, window_right=0), "mask"),
+    (dict(window_left=16), "mask"),
+    (dict(dropout_p=0.1), "dropout"),
+    (dict(softmax_scale=-0.1), "softmax_scale"),
+])
+def test_declines_options(change, why):
+    q, k, v = qkv(1, 64, 128, 2, 2, torch.bfloat16)
+    p = params(**change)
+    reason = fwd_ws.ws_reason("sm90", q, k, v, p, False)
+    assert reason is not None and why in reason
+
+
+@pytest.mark.parametrize("shape,why", [
+    ((1, 64, 100, 2, 2, torch.bfloat16, 128), "seqlen_k 100"),  # a partial key block would need a mask
+    ((1, 64, 128, 2, 2, torch.bfloat16, 64), "no FWD_WS row"),  # d=64: slower than the main kernel
+    ((1, 64, 128, 2, 2, torch.float32, 128), "dtype"),
+])
+def test_declines_shapes(shape, why):
+    *dims, dtype, d = shape
+    q, k, v = qkv(*dims, dtype, d=d)
+    reason = fwd_ws.ws_reason("sm90", q, k, v, params(d), False)
+    assert reason is not None and why in reason
+    assert fwd_ws.ws_reason("gfx942", *qkv(1, 64, 128, 2, 2, torch.bfloat16), params(), False) is not None
+
+
+def test_env_turns_it_off(monkeypatch):
+    q, k, v = qkv(1, 64, 128, 2, 2, torch.bfloat16)
+    assert fwd_ws.ws_reason("sm90", q, k, v, params(), False) is None
+    monkeypatch.setenv("FLASH_ATTENTION_WARP_SPEC", "0")
+    assert "FLASH_ATTENTION_WARP_SPEC" in fwd_ws.ws_reason("sm90", q, k, v, params(), False)
