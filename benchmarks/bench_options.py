@@ -6,9 +6,10 @@ forward + backward timed as the backward's share: fwd+bwd minus fwd), TFLOP/s of
 (query, key) pairs: 4 * b * h * pairs * d for the forward, 2.5x that for the backward. "cost" is
 ours on the row over ours without the option (per visible pair; 1.00 = free). Peers on the same
 call: FlexAttention compiled (score_mod / block_mask), torch SDPA (its own kernel choice: cuDNN or
-FA2) where it can serve the row (none, GQA). Median of triton.testing.do_bench.
+FA2) where it can serve the row (none, GQA). Median of triton.testing.do_bench. ``--no-causal``: the
+same rows without the causal mask (the window rows are skipped; every pair is visible).
 
-    PYTHONPATH=src python benchmarks/bench_options.py [--json PATH] [--rows none,softcap30,...]
+    PYTHONPATH=src python benchmarks/bench_options.py [--json PATH] [--rows none,softcap30,...] [--no-causal]
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import flash_attention_amd as fa
 
 B, S, H, D = 4, 4096, 32, 128
 ROWS = ("none", "softcap30", "softcap50", "alibi", "window1024", "gqa8")
+CAUSAL = [True]  # --no-causal sets it False
 
 
 def _options(row: str, slopes) -> dict:
@@ -35,7 +37,9 @@ def _options(row: str, slopes) -> dict:
 
 
 def _pairs(row: str) -> int:
-    """Visible (query, key) pairs of one (batch, head), causal."""
+    """Visible (query, key) pairs of one (batch, head)."""
+    if not CAUSAL[0]:
+        return S * S
     if row.startswith("window"):
         w = int(row[len("window"):])
         return sum(min(i, w) + 1 for i in range(S))
@@ -51,7 +55,7 @@ def _flex(row: str, slopes):
         vis = q_idx >= kv_idx
         return vis & (q_idx - kv_idx <= w) if w is not None else vis
 
-    block_mask = create_block_mask(mask_mod, None, None, S, S, device="cuda")
+    block_mask = create_block_mask(mask_mod, None, None, S, S, device="cuda") if CAUSAL[0] else None
     score_mod = None
     if row.startswith("softcap"):
         cap = float(row[len("softcap"):])
@@ -60,7 +64,7 @@ def _flex(row: str, slopes):
             return cap * torch.tanh(score / cap)
     elif row == "alibi":
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score - slopes[h] * (q_idx - kv_idx)
+            return score - slopes[h] * torch.abs(q_idx - kv_idx)
     torch._dynamo.reset()  # each row its own compile: the rows' score_mods would pass dynamo's recompile limit
     fn = torch.compile(flex_attention, dynamic=False)
     gqa = row == "gqa8"
@@ -101,7 +105,7 @@ def measure(rows, peers: bool = True) -> list[dict]:
         flops = 4 * B * H * _pairs(row) * D
         rec = {"row": row}
         with fa.use_backend("triton"):
-            f, fb = _time(lambda a, b_, c, o=opts: fa.flash_attn_func(a, b_, c, causal=True, **o), q, k, v)
+            f, fb = _time(lambda a, b_, c, o=opts: fa.flash_attn_func(a, b_, c, causal=CAUSAL[0], **o), q, k, v)
         rec["ours"] = (f, fb - f)
         try:
             if not peers:
@@ -113,7 +117,7 @@ def measure(rows, peers: bool = True) -> list[dict]:
             rec["flex_error"] = f"{type(exc).__name__}: {exc}"[:200]
         if peers and row in ("none", "gqa8"):
             gqa = row == "gqa8"
-            f, fb = _time(lambda a, b_, c, g=gqa: F.scaled_dot_product_attention(a, b_, c, is_causal=True,
+            f, fb = _time(lambda a, b_, c, g=gqa: F.scaled_dot_product_attention(a, b_, c, is_causal=CAUSAL[0],
                                                                                 enable_gqa=g),
                           qt, kt, vt)
             rec["sdpa"] = (f, fb - f)
@@ -128,7 +132,8 @@ def measure(rows, peers: bool = True) -> list[dict]:
 
 def table(results: list[dict]) -> str:
     base = next((r["ours_tflops"] for r in results if r["row"] == "none"), None)
-    lines = [f"# {torch.cuda.get_device_name()}, bf16 b={B} s={S} h={H} d={D} causal; TFLOP/s of visible pairs "
+    lines = [f"# {torch.cuda.get_device_name()}, bf16 b={B} s={S} h={H} d={D} {'causal' if CAUSAL[0] else 'not causal'}"
+             "; TFLOP/s of visible pairs "
              "(fwd / bwd)", "",
              "| row | ours fwd | ours bwd | cost fwd | cost bwd | Flex fwd | Flex bwd | SDPA fwd | SDPA bwd |"
              " ours/Flex fwd | ours/Flex bwd |",
@@ -153,13 +158,16 @@ def main() -> None:
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--json", default="")
     ap.add_argument("--no-peers", action="store_true", help="ours only (a base tree timed in the same call)")
+    ap.add_argument("--no-causal", action="store_true", help="the rows without the causal mask (no window rows)")
     args = ap.parse_args()
-    results = measure(args.rows.split(","), not args.no_peers)
+    CAUSAL[0] = not args.no_causal
+    rows = [r for r in args.rows.split(",") if CAUSAL[0] or not r.startswith("window")]
+    results = measure(rows, not args.no_peers)
     text = table(results)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "results": results}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name(), "causal": CAUSAL[0], "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":
