@@ -271,8 +271,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     # the warp-specialised forward (launch/fwd_ws.py) where the call qualifies, unless the caller chose a tile
     plan.ws = None
     if not explicit and ws_reason(arch, q, k, v, params, varlen) is None:
-        plan.ws = plan_ws(q, k, v, params, ws_tile(arch, d), o_str, l_str,
-                          {f: flags[f] for f in ("HAS_SOFTCAP", "FAST_TANH", "SOFTCAP_MAX", "IEEE_DOT")})
+        plan.ws = plan_ws(q, k, v, params, ws_tile(arch, d), o_str, l_str, flags["IEEE_DOT"])
     return plan
 
 

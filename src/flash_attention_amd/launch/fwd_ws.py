@@ -44,11 +44,15 @@ def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> st
     if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
             or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None or params.has_offsets:
         return "a mask, bias, sinks, dropout or FP8 (the specialised loop takes no element mask)"
+    if params.softcap > 0:
+        return "softcap (measured faster in the main kernel's softcap tier)"
     if not params.softmax_scale > 0:
         return "softmax_scale <= 0"
     block_n = ws_tile(arch, d).block_n
     if k.shape[1] == 0 or k.shape[1] % block_n or q.shape[1] == 0:
         return f"seqlen_k {k.shape[1]} is not a positive multiple of {block_n}"
+    if q.shape[1] % 4:
+        return f"seqlen_q {q.shape[1]} is not a multiple of 4 (the LSE descriptor's aligned base)"
     for t in (q, k, v):  # TMA: 16-byte aligned strides (the base address is checked per call)
         if t.stride(-1) != 1 or any(st % 8 for st in t.stride()[:-1]):
             return "strides that TMA cannot take (last dim contiguous, the others multiples of 8 elements)"
@@ -59,17 +63,16 @@ class WsPlan:
     __slots__ = ("slot", "grid", "tail")
 
 
-def plan_ws(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple, flags: dict) -> WsPlan:
-    """flags: HAS_SOFTCAP, FAST_TANH, SOFTCAP_MAX, IEEE_DOT as the main kernel's plan set them."""
+def plan_ws(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple, ieee_dot: bool) -> WsPlan:
+    """ieee_dot: IEEE_DOT as the main kernel's plan set it (the interpreter's bf16)."""
     from ..kernels.fwd_ws import attn_fwd_ws_kernel
 
     batch, seqlen_q, nheads, d = q.shape
     plan = WsPlan()
     plan.grid = (cdiv(seqlen_q, cfg.block_m), batch * nheads, 1)
     strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
-    plan.tail = (strides, (nheads, nheads // k.shape[2], seqlen_q, k.shape[1]),
-                 (float(params.softmax_scale), float(params.softcap)))
-    features = pack(WARP_SPEC=q.device.type == "cuda", **flags)
+    plan.tail = (strides, (nheads, nheads // k.shape[2], seqlen_q, k.shape[1]), float(params.softmax_scale))
+    features = pack(WARP_SPEC=q.device.type == "cuda", IEEE_DOT=ieee_dot)
     constexprs = dict(HEAD_DIM=d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, FEATURES=features)
     dynamic = arg_positions(attn_fwd_ws_kernel, ("Q", "K", "V", "Out", "Lse"))
     plan.slot = KernelSlot(attn_fwd_ws_kernel, constexprs, cfg.launch_options(False), dynamic)
@@ -89,12 +92,7 @@ def launch_ws(plan: WsPlan, q, k, v, out, lse, device: torch.device) -> bool:
 
 
 _S3 = ("i32", "i32", "i32")
-# (label, dtype, FEATURES flags): the builds a sm90 launch can ask for (plan_forward's flags on a GPU)
-_VARIANTS = (
-    ("plain", "bf16", {}), ("plain", "fp16", {}),
-    ("softcap", "bf16", dict(HAS_SOFTCAP=True, FAST_TANH=True, SOFTCAP_MAX=True)),  # fixed max (bf16)
-    ("softcap", "fp16", dict(HAS_SOFTCAP=True, FAST_TANH=True)),  # running max (fp16's P range)
-)
+_DTYPE_NAMES = ("bf16", "fp16")
 
 
 def compile_specs(arch: str):
@@ -105,13 +103,12 @@ def compile_specs(arch: str):
     specs = []
     for row in FWD_WS.get(arch, ()):
         cfg = row.config
-        for label, dtype, flags in _VARIANTS:
+        for dtype in _DTYPE_NAMES:
             sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-                   "strides": (_S3, _S3, _S3, _S3, ("i32", "i32")), "sizes": ("i32",) * 4,
-                   "scores": ("fp32", "fp32")}
+                   "strides": (_S3, _S3, _S3, _S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
             constexprs = dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                              FEATURES=pack(WARP_SPEC=True, **flags))
+                              FEATURES=pack(WARP_SPEC=True))
             specs.append(CompileSpec(kernel="fwd_ws", fn=attn_fwd_ws_kernel, signature=sig, constexprs=constexprs,
                                      options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
-                                     label=f"{dtype} d={row.max_d} {label} {cfg.label()} warp-specialised"))
+                                     label=f"{dtype} d={row.max_d} {cfg.label()} warp-specialised"))
     return specs

@@ -572,9 +572,9 @@ FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WIND
 
 # The warp-specialised forward (kernels/fwd_ws.py), keyed by the exact arch (not the family: sm100's
 # warp specialisation is another pass, not measured) and the exact head dim of Q, K and V. It serves
-# only the calls launch/fwd.py ``ws_reason`` lets through (dense, not causal, softcap the only option,
-# seqlen_k a multiple of block_n); the others take the FWD rows. 4 warps become 12 (a producer warp
-# group, two consumer warp groups of 64 query rows); Triton 3.6 gave NaNs with 3 stages
+# only the calls launch/fwd_ws.py ``ws_reason`` lets through (dense, not causal, no option,
+# seqlen_k a multiple of block_n, seqlen_q of 4); the others take the FWD rows. 4 warps become 12 (a
+# producer warp group, two consumer warp groups of 64 query rows); Triton 3.6 gave NaNs with 3 stages
 # (run14/h100_ws_probe.txt). d=64 measured slower than the plain row (0.94-1.01x), so no row there.
 _WS_H100 = ("H100, d=128, not causal, b*s = 16384, 16 heads (benchmarks/results/run14/h100_ws_probe.txt): "
             "536 / 569 TFLOP/s at s = 4096 / 16384 against 491 / 503 for the production forward (1.09-1.13x)")
