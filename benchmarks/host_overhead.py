@@ -138,7 +138,9 @@ def main():
     ap.add_argument("--calls", type=int, default=50, help="calls per timed loop")
     ap.add_argument("--loops", type=int, default=15, help="timed loops per path (median and min reported)")
     ap.add_argument("--compare", default="", help="also time this importable copy of the library (triton-base)")
+    ap.add_argument("--cases", default="", help="only the cases whose name starts with one of these (comma separated)")
     args = ap.parse_args()
+    wanted = tuple(c for c in args.cases.split(",") if c)
     paths = ("triton", "sdpa", "torch-sdpa")
     if args.compare:
         import importlib
@@ -150,6 +152,8 @@ def main():
           f"(median and min of {args.loops} loops of {args.calls} calls per path, paths interleaved, "
           "GPU held busy)", flush=True)
     for name, *shape in cases():
+        if wanted and not name.startswith(wanted):
+            continue
         row = {"case": name}
         made = {}
         for path in paths:
