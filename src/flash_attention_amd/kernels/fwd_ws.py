@@ -4,7 +4,7 @@ Triton 3.6 splits the key loop of this kernel (``tl.range(..., warp_specialize=T
 into a producer warp group that issues the TMA loads of K and V and two consumer warp groups of
 64 query rows each, which overlap one group's softmax with the other's matrix products (12 warps,
 registers moved to the consumers with ``setmaxnreg``). Measured on an H100 at d=128, not causal:
-1.04-1.17x the main kernel's plain row (benchmarks/results/run14/README.md).
+1.02x the main kernel's plain row at 1k keys, 1.08-1.13x from 4k (benchmarks/results/run14/README.md).
 
 What it serves (``launch/fwd_ws.py`` ``ws_reason`` checks each point; everything else runs the main
 kernel): dense calls without any option (not causal; no window, ALiBi, softcap, bias, sinks, dropout

@@ -576,8 +576,10 @@ FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WIND
 # seqlen_k a multiple of block_n, seqlen_q of 4); the others take the FWD rows. 4 warps become 12 (a
 # producer warp group, two consumer warp groups of 64 query rows); Triton 3.6 gave NaNs with 3 stages
 # (run14/h100_ws_probe.txt). d=64 measured slower than the plain row (0.94-1.01x), so no row there.
-_WS_H100 = ("H100, d=128, not causal, b*s = 16384, 16 heads (benchmarks/results/run14/h100_ws_probe.txt): "
-            "536 / 569 TFLOP/s at s = 4096 / 16384 against 491 / 503 for the production forward (1.09-1.13x)")
+_WS_H100 = ("H100 twice, d=128, not causal, bf16 (benchmarks/results/run14/ws_h100, ws_h100_repeat): b*s = 16384, "
+            "16 heads, s = 1k / 4k / 16k 404-406 / 522-524 / 563-576 TFLOP/s against 398-400 / 464-478 / 506-511 "
+            "for the main kernel in the same call (1.02 / 1.10-1.13 / 1.11-1.13x); b=4 s=4096 32 heads 532-548 "
+            "against 481-486, GQA 32/8 532-540 against 491-492; not measured on an H200")
 FWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, _T(128, 128, 4, 2, reason=_WS_H100), causal=False)],
 }
