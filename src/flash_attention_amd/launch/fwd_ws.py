@@ -92,6 +92,7 @@ def launch_ws(plan: WsPlan, q, k, v, out, lse, device: torch.device) -> bool:
 
 
 _S3 = ("i32", "i32", "i32")
+COMPILE_ARCHS = tuple(FWD_WS)  # check-kernels compiles this launcher for these archs only
 _DTYPE_NAMES = ("bf16", "fp16")
 
 

@@ -125,7 +125,10 @@ def collect(sources: list[str], archs: list[str]) -> tuple[list[Job], list[Row],
         if not callable(getattr(mod, "compile_specs", None)):
             notes.append(f"{source}: has no compile_specs(arch), skipped")
             continue
+        only = getattr(mod, "COMPILE_ARCHS", None)  # a launcher of some archs only (fwd_ws: sm90)
         for arch in archs:
+            if only is not None and arch not in only:
+                continue
             try:
                 specs = specs_of(source, arch)
             except Exception as exc:
