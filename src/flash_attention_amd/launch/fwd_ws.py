@@ -31,7 +31,8 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
 
 
 def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
-    """None when the warp-specialised forward computes this call exactly, else why not."""
+    """None when the warp-specialised forward computes this call exactly, else why not. A chunk's
+    diagonal and dropout offsets (ring attention's pieces) change nothing without a mask or dropout."""
     if config.warp_spec_off():
         return "FLASH_ATTENTION_WARP_SPEC=0"
     d = q.shape[-1]
@@ -42,7 +43,7 @@ def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> st
     if q.dtype not in _DTYPES:
         return f"dtype {q.dtype}"
     if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
-            or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None or params.has_offsets:
+            or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None:
         return "a mask, bias, sinks, dropout or FP8 (the specialised loop takes no element mask)"
     if params.softcap > 0:
         return "softcap (measured faster in the main kernel's softcap tier)"
