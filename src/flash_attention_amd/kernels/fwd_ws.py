@@ -21,9 +21,10 @@ Softcap measured slower here than in the main kernel's softcap tier (0.89x), so 
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d] (row stride strides[i][1], last dim contiguous),
 Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log). One program per (query block, sequence,
-head); the descriptors are made per program over this (sequence, head)'s [seqlen, d] rows, so
-they need a scratch allocator (Triton's ``set_allocator``; launch/fwd.py sets one per launch when
-the caller has none). In the interpreter (CPU tests) the loop runs as a plain loop.
+head); the descriptors are made per program over this (sequence, head)'s [seqlen, d] rows, in
+global scratch memory (launch/runtime.py allocates it on the direct launch path; launch/fwd_ws.py
+sets Triton's allocator around a launch through Triton's own path when the caller has none). In the
+interpreter (CPU tests) the loop runs as a plain loop.
 """
 import triton
 import triton.language as tl
