@@ -95,6 +95,19 @@ def test_scale_and_large_scores():
 
 
 @pytest.mark.skipif(not SERVED, reason="the warp-specialised forward has an sm90 row only")
+def test_packed_and_plain_kv():
+    """K contiguous, V a view of a packed [b, sk, 3, hk, d] tensor (flash_attn_qkvpacked_func's layout):
+    V's row and batch strides differ from K's (each tensor is addressed with its own); GQA."""
+    q = torch.randn(2, 64, 4, 128, dtype=torch.float16, device=DEVICE)
+    k = torch.randn(2, 256, 2, 128, dtype=torch.float16, device=DEVICE)
+    v = torch.randn(2, 256, 3, 2, 128, dtype=torch.float16, device=DEVICE)[:, :, 2]
+    out, lse = run_ws(q, k, v, params())
+    ro, rl = attention_ref(q.double(), k.double(), v.double())
+    assert_matches(out, ro, attention_ref(q, k, v)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.skipif(not SERVED, reason="the warp-specialised forward has an sm90 row only")
 def test_chunk_offsets_without_mask():
     """A ring piece off the diagonal: not causal, with diagonal / dropout offsets that mean nothing
     without a mask or dropout; served, and equal to the plain call."""
