@@ -151,3 +151,14 @@ def test_env_turns_it_off(monkeypatch):
     assert fwd_ws.ws_reason("sm90", q, k, v, params(), False) is None
     monkeypatch.setenv("FLASH_ATTENTION_WARP_SPEC", "0")
     assert "FLASH_ATTENTION_WARP_SPEC" in fwd_ws.ws_reason("sm90", q, k, v, params(), False)
+
+
+def test_rows_serve_their_own_head_dim_only():
+    """A FWD_WS row serves exactly its head dim (the descriptors' block is the whole head dim, nothing
+    is padded): d=128's row does not serve d=96 or d=112, and a d=256 row would serve d=256 only."""
+    assert fwd_ws.ws_tile("sm90", 128) is not None
+    for d in (64, 96, 112, 120, 256):
+        assert fwd_ws.ws_tile("sm90", d) is None, d
+    assert fwd_ws.ws_tile("sm80", 128) is None and fwd_ws.ws_tile("gfx942", 128) is None
+    q, k, v = qkv(1, 64, 128, 2, 2, torch.bfloat16, d=96)
+    assert "no FWD_WS row" in fwd_ws.ws_reason("sm90", q, k, v, params(96), False)

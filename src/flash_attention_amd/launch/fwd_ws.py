@@ -23,11 +23,13 @@ _DTYPES = (torch.float16, torch.bfloat16)
 
 
 def ws_tile(arch: str | None, headdim: int) -> Tile | None:
-    """The FWD_WS row of this exact arch and head dim (the interpreter, arch None: sm90's, for the CPU
-    tests)."""
-    rows = FWD_WS.get("sm90" if arch is None else arch)
-    cfg = pick(rows, headdim, False)
-    return cfg if cfg is not None and cfg.block_n and headdim == 128 else None
+    """The FWD_WS row of this exact arch and exactly this head dim (a row serves its own head dim only:
+    the descriptors' block is the whole head dim, no padding), or None; the interpreter (arch None)
+    takes sm90's, for the CPU tests."""
+    for row in FWD_WS.get("sm90" if arch is None else arch, ()):
+        if row.max_d == headdim and row.config.block_n:
+            return pick([row], headdim, False)
+    return None
 
 
 def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
