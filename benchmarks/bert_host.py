@@ -86,8 +86,10 @@ def main() -> None:
     ap.add_argument("--json", default="")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--compare", default="", help="an importable copy of the library to time as fa_amd_base")
+    ap.add_argument("--autograd-threads", choices=["on", "off", "both"], default="on",
+                    help="off: torch.autograd.set_multithreading_enabled(False), the backward on the calling thread "
+                         "instead of autograd's device thread; both: each implementation both ways")
     args = ap.parse_args()
-    from flash_attention_amd.bench import models
 
     impls = IMPLS
     if args.compare:
@@ -99,39 +101,19 @@ def main() -> None:
         impls = IMPLS + ("fa_amd_base",)
     model, data, opt = _setup(args.seqlen, args.batch)
     rows = {}
-    for impl in impls:
-        models.set_impl(model, impl)
-        step = models.train_step(model, data, opt)
-        for _ in range(3):
-            step()
-        torch.cuda.synchronize()
-        walls, synced = [], []
-        for _ in range(args.loops):
-            t0 = time.perf_counter()
-            for _ in range(3):
-                step()
-            torch.cuda.synchronize()
-            walls.append((time.perf_counter() - t0) / 3 * 1e3)
-            t0 = time.perf_counter()
-            step()
-            torch.cuda.synchronize()
-            synced.append((time.perf_counter() - t0) * 1e3)
-        call = _attn_call(model, data, impl)
-        med, low = _host_us(call, 20, args.loops)
-        rows[impl] = dict(step_ms=statistics.median(walls), step_synced_ms=statistics.median(synced),
-                          attn_call_us=med, attn_call_us_min=low)
-        r = rows[impl]
-        print(f"{impl:7s} step {r['step_ms']:6.1f} ms, synced {r['step_synced_ms']:6.1f} ms, "
-              f"attn call fwd+bwd host {med:6.1f} us (min {low:6.1f})",
-              flush=True)
-        if args.profile and impl == "fa_amd":
-            from profile_host import cprofile_text  # benchmarks/, the script's own folder
-
-            print(cprofile_text(call, 50), flush=True)
-    base = min(rows["eager"]["step_ms"], rows["sdpa"]["step_ms"])
-    print(f"# BERT-base s={args.seqlen} b={args.batch}: fa_amd step / best of eager and sdpa = "
-          f"{rows['fa_amd']['step_ms'] / base:.3f} (samples/s ratio {base / rows['fa_amd']['step_ms']:.3f}x); "
-          f"attn call fa_amd - sdpa = {rows['fa_amd']['attn_call_us'] - rows['sdpa']['attn_call_us']:+.1f} us")
+    modes = {"on": (True,), "off": (False,), "both": (True, False)}[args.autograd_threads]
+    runs = [(impl, mt) for mt in modes for impl in impls]
+    for impl, mt in runs:
+        with torch.autograd.set_multithreading_enabled(mt):
+            _measure(args, model, data, opt, impl, impl if mt else impl + " (threads off)", rows)
+    for suffix in [""] + ([" (threads off)"] if False in modes else []):
+        if "eager" + suffix not in rows:
+            continue
+        base = min(rows["eager" + suffix]["step_ms"], rows["sdpa" + suffix]["step_ms"])
+        fa = rows["fa_amd" + suffix]
+        print(f"# BERT-base s={args.seqlen} b={args.batch}{suffix}: fa_amd step / best of eager and sdpa = "
+              f"{fa['step_ms'] / base:.3f} (samples/s ratio {base / fa['step_ms']:.3f}x); "
+              f"attn call fa_amd - sdpa = {fa['attn_call_us'] - rows['sdpa' + suffix]['attn_call_us']:+.1f} us")
     if args.compare:
         print(f"# fa_amd / fa_amd_base: step {rows['fa_amd']['step_ms'] / rows['fa_amd_base']['step_ms']:.3f}, "
               f"attn call {rows['fa_amd']['attn_call_us'] / rows['fa_amd_base']['attn_call_us']:.3f}")
@@ -139,6 +121,39 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), seqlen=args.seqlen, batch=args.batch, rows=rows), f,
                       indent=1)
+
+
+def _measure(args, model, data, opt, impl: str, label: str, rows: dict) -> None:
+    from flash_attention_amd.bench import models
+
+    models.set_impl(model, impl)
+    step = models.train_step(model, data, opt)
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    walls, synced = [], []
+    for _ in range(args.loops):
+        t0 = time.perf_counter()
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) / 3 * 1e3)
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        synced.append((time.perf_counter() - t0) * 1e3)
+    call = _attn_call(model, data, impl)
+    med, low = _host_us(call, 20, args.loops)
+    rows[label] = dict(step_ms=statistics.median(walls), step_synced_ms=statistics.median(synced),
+                       attn_call_us=med, attn_call_us_min=low)
+    r = rows[label]
+    print(f"{label:22s} step {r['step_ms']:6.1f} ms, synced {r['step_synced_ms']:6.1f} ms, "
+          f"attn call fwd+bwd host {med:6.1f} us (min {low:6.1f})",
+          flush=True)
+    if args.profile and impl == "fa_amd":
+        from profile_host import cprofile_text  # benchmarks/, the script's own folder
+
+        print(cprofile_text(call, 50), flush=True)
 
 
 if __name__ == "__main__":
