@@ -21,7 +21,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import make_backend  # noqa: E402
 from triton.runtime.jit import JITFunction, create_function_from_signature  # noqa: E402
 
-from flash_attention_amd.launch import bwd, decode, fwd, fwd_ws, runtime  # noqa: E402
+from flash_attention_amd.launch import bwd, bwd_ws, decode, fwd, fwd_ws, runtime  # noqa: E402
 
 _INTS = (0, 1, 2, 16, 17, 32, 48, -1, -16, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**40, 2**40 + 3, 2**63)
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -61,7 +61,7 @@ def _value(rng: random.Random, ty, name: str):
 def _cases():
     specs = []
     for mod, arch in ((fwd, "sm90"), (fwd, "gfx942"), (bwd, "gfx942"), (bwd, "sm90"), (decode, "sm90"),
-                      (fwd_ws, "sm90")):
+                      (fwd_ws, "sm90"), (bwd_ws, "sm90")):
         by_kernel: dict = {}
         for spec in mod.compile_specs(arch):
             if any(isinstance(t, str) and t.startswith("tensordesc") for t in spec.signature.values()):

@@ -10,9 +10,9 @@ between calls.
   tensors (cu_seqlens order, block_table range, cache room).
 - ``TRITON_INTERPRET``: ``1`` lets the Triton backend run on CPU tensors (Triton's
   interpreter): the way CI tests the real kernel code without a GPU.
-- ``FLASH_ATTENTION_WARP_SPEC``: ``0`` keeps the Triton backend off its warp-specialised forward
-  (sm90, kernels/fwd_ws.py): the main forward kernel serves those calls too (read when a call
-  signature is first planned).
+- ``FLASH_ATTENTION_WARP_SPEC``: ``0`` keeps the Triton backend off its warp-specialised kernels
+  (sm90: the forward, kernels/fwd_ws.py, and the backward's dK/dV, kernels/bwd_ws.py): the main
+  kernels serve those calls too (read when a call signature is first planned).
 """
 from __future__ import annotations
 
@@ -75,5 +75,5 @@ def triton_interpret() -> bool:
 
 
 def warp_spec_off() -> bool:
-    """FLASH_ATTENTION_WARP_SPEC=0: no warp-specialised forward (launch/fwd_ws.py)."""
+    """FLASH_ATTENTION_WARP_SPEC=0: no warp-specialised kernels (launch/fwd_ws.py, launch/bwd_ws.py)."""
     return _env("FLASH_ATTENTION_WARP_SPEC").strip().lower() in ("0", "false", "no", "off")

@@ -275,6 +275,20 @@ BWD_WINDOW: dict[str, list[Row]] = {
 
 BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT, BWD_WINDOW)
 
+# The warp-specialised dK/dV kernel (kernels/bwd_ws.py: dense calls without a mask or any option, keyed by
+# the arch itself; a row serves exactly its head dim). The tile: block_m query rows per step of the loop,
+# block_n KV rows per program (two consumer warp groups of 64). Chosen by session 18's probe on an H100
+# (benchmarks/results/run15/h100_bwd_fused_probe.txt, the rows labelled "dq tma-reduce" with a ws tile:
+# the probe's dK/dV-only mode): 64x128 w4 s2 over 64x64 (1.9x slower); 168 registers, 0 spills. In the
+# library, same process, on / off (run15/h100_ws_ab.md, H100, bf16, d=128, not causal, TFLOP/s of the
+# whole backward): 16 heads 1k / 4k / 16k 349 / 434 / 474 against 344 / 411 / 416 (1.02 / 1.06 / 1.14x),
+# b=4 s=4096 32 heads 437 against 409 (1.07x), GQA 32/8 465 against 408 (1.14x; cuDNN 502). Not run on an H200.
+_WS_BWD_H100 = ("H100, d=128, not causal, whole backward on / off (benchmarks/results/run15/h100_ws_ab.md): "
+                "1.02 / 1.06 / 1.14x at 1k / 4k / 16k, 1.07x b=4 s=4096 h=32, 1.14x GQA 32/8; not run on an H200")
+BWD_WS: dict[str, list[Row]] = {
+    "sm90": [Row(128, Tile(64, 128, 4, 2, reason=_WS_BWD_H100), causal=False)],
+}
+
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
     """The preprocess kernel (delta = rowsum(dout * out) - dlse): 4096 elements of out and dout

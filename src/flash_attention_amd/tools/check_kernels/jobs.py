@@ -20,6 +20,7 @@ LAUNCHERS = (
     "flash_attention_amd.launch.fwd",
     "flash_attention_amd.launch.fwd_ws",
     "flash_attention_amd.launch.bwd",
+    "flash_attention_amd.launch.bwd_ws",
     "flash_attention_amd.launch.decode",
 )
 QUICK_PER_KERNEL = 2  # configs per (kernel, arch) in --quick: the heaviest and the lightest
@@ -125,7 +126,7 @@ def collect(sources: list[str], archs: list[str]) -> tuple[list[Job], list[Row],
         if not callable(getattr(mod, "compile_specs", None)):
             notes.append(f"{source}: has no compile_specs(arch), skipped")
             continue
-        only = getattr(mod, "COMPILE_ARCHS", None)  # a launcher of some archs only (fwd_ws: sm90)
+        only = getattr(mod, "COMPILE_ARCHS", None)  # a launcher of some archs only (fwd_ws, bwd_ws: sm90)
         for arch in archs:
             if only is not None and arch not in only:
                 continue
