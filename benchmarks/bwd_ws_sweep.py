@@ -17,24 +17,22 @@ import triton
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
-from flash_attention_amd.launch import bwd_ws, tiles_bwd
+from flash_attention_amd.launch import tiles_bwd
 from flash_attention_amd.launch.tiles import Row, Tile
 
 CANDIDATES = {64: [(64, 128, 4, 2), (64, 128, 4, 3), (128, 128, 4, 2), (32, 128, 4, 2)],
               128: [(64, 128, 4, 2), (64, 128, 4, 3), (32, 128, 4, 2)]}
-CAUSAL_CANDIDATES = {64: [(64, 128, 4, 2), (128, 128, 4, 2)], 128: [(64, 128, 4, 2), (64, 128, 4, 3)]}
 
 
-def _time(q, k, v, dout, ws: bool, tile=None, causal=False, loaded=False) -> float:
+def _time(q, k, v, dout, ws: bool, tile=None) -> float:
     os.environ["FLASH_ATTENTION_WARP_SPEC"] = "1" if ws else "0"
     d = q.shape[-1]
-    tiles_bwd.BWD_WS["sm90"] = [r for r in tiles_bwd.BWD_WS["sm90"] if r.max_d != d or r.causal != causal]
+    tiles_bwd.BWD_WS["sm90"] = [r for r in tiles_bwd.BWD_WS["sm90"] if r.max_d != d]
     if tile is not None:
-        tiles_bwd.BWD_WS["sm90"].append(Row(d, Tile(*tile, reason="sweep"), causal=causal))
-    bwd_ws.LOADED_POSITIONS = loaded
+        tiles_bwd.BWD_WS["sm90"].append(Row(d, Tile(*tile, reason="sweep"), causal=False))
     core.clear_plans()
     with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=causal)
+        out = fa.flash_attn_func(q, k, v)
     return triton.testing.do_bench(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True),
                                    warmup=25, rep=150, return_mode="median")
 
@@ -45,13 +43,10 @@ def main() -> None:
     ap.add_argument("--seqlens", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--hk", type=int, default=0, help="KV heads (0: as many as query heads)")
     ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--causal", action="store_true", help="causal calls (a causal row put in the table)")
-    ap.add_argument("--positions", choices=["arange", "loaded", "both"], default="both",
-                    help="causal: the mask's positions from tl.arange, read through descriptors, or both")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}: dK/dV warp-specialised tiles vs the main kernel, whole backward "
-          f"TFLOP/s{' (causal)' if args.causal else ''}, median of {args.reps} rounds", flush=True)
+          f"TFLOP/s, median of {args.reps} rounds", flush=True)
     rows = []
     for d in args.d:
         for s in args.seqlens:
@@ -62,29 +57,24 @@ def main() -> None:
             k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
                     for _ in range(2))
             dout = torch.randn_like(q)
-            flop = 2.5 * 4 * b * h * s * s * d / (2 if args.causal else 1)
+            flop = 2.5 * 4 * b * h * s * s * d
             res = {"main": []}
-            modes = [False] if not args.causal else {"arange": [False], "loaded": [True],
-                                                     "both": [False, True]}[args.positions]
             for _ in range(args.reps):
-                res["main"].append(_time(q, k, v, dout, False, causal=args.causal))
-                for tile, loaded in ((t, m) for t in (CAUSAL_CANDIDATES if args.causal else CANDIDATES)[d]
-                                      for m in modes):
-                    key = (*tile, "loaded" if loaded else "arange") if args.causal else tile
+                res["main"].append(_time(q, k, v, dout, False))
+                for tile in CANDIDATES[d]:
                     try:
-                        res.setdefault(key, []).append(_time(q, k, v, dout, True, tile, args.causal, loaded))
+                        res.setdefault(tile, []).append(_time(q, k, v, dout, True, tile))
                     except Exception as exc:  # noqa: BLE001 - a tile that fails is reported
-                        res[key] = [float("nan")]
-                        print(f"d={d} s={s} {key}: {repr(exc)[:200]}", flush=True)
+                        res[tile] = [float("nan")]
+                        print(f"d={d} s={s} {tile}: {repr(exc)[:200]}", flush=True)
             base = flop / statistics.median(res["main"]) * 1e-9
             line = [f"d={d} s={s} h={h}/{hk}: main {base:.0f}"]
             for tile, ts in res.items():
                 if tile == "main":
                     continue
                 tf = flop / statistics.median(ts) * 1e-9
-                rows.append(dict(d=d, s=s, h=h, hk=hk, causal=args.causal, tile=list(tile), tflops=tf, main=base))
-                extra = f" {tile[4]}" if len(tile) > 4 else ""
-                line.append(f"{tile[0]}x{tile[1]} w{tile[2]} s{tile[3]}{extra} {tf:.0f} ({tf / base:.3f}x)")
+                rows.append(dict(d=d, s=s, h=h, hk=hk, tile=list(tile), tflops=tf, main=base))
+                line.append(f"{tile[0]}x{tile[1]} w{tile[2]} s{tile[3]} {tf:.0f} ({tf / base:.3f}x)")
             print(" | ".join(line), flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -24,17 +24,14 @@ from .common import LOG2E, has
 
 
 @triton.jit
-def bwd_dkdv_ws_kernel(Q, K, V, DO, LSE, Delta, DK, DV, Pos, strides, sizes, sm_scale,
+def bwd_dkdv_ws_kernel(Q, K, V, DO, LSE, Delta, DK, DV, strides, sizes, sm_scale,
                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        FEATURES: tl.constexpr):
     """strides = (q, k, v, do, dk, dv), each (batch, row, head) in elements (the head strides are
     HEAD_DIM: the launcher checks it); sizes = (nheads, group, seqlen_q, seqlen_k); sm_scale fp32.
-    FEATURES (kernels/features.py): WARP_SPEC, IEEE_DOT, IS_CAUSAL (the loop starts at the first query
-    block that sees the KV block and masks key j > query i + seqlen_k - seqlen_q in every block; the
-    positions come from Pos, int32 0, 1, 2, ... through descriptors, or with Pos None from tl.arange)."""
+    FEATURES (kernels/features.py): WARP_SPEC, IEEE_DOT."""
     WARP_SPEC: tl.constexpr = has(FEATURES, "WARP_SPEC")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
-    IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     q_str, k_str, v_str, do_str, dk_str, dv_str = strides
     nheads, group, seqlen_q, seqlen_k = sizes
     nheads_k = nheads // group
@@ -64,20 +61,10 @@ def bwd_dkdv_ws_kernel(Q, K, V, DO, LSE, Delta, DK, DV, Pos, strides, sizes, sm_
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     n_m = tl.cdiv(seqlen_q, BLOCK_M)
-    m_lo = 0
-    diag = seqlen_k - seqlen_q
-    if IS_CAUSAL:  # query blocks before the one whose last row reaches key start_n see none of the block
-        m_lo = tl.maximum(start_n - diag, 0) // BLOCK_M
-        if Pos is not None:
-            pos_m = tl.make_tensor_descriptor(Pos, [seqlen_q], [1], [BLOCK_M])
-            kpos = tl.make_tensor_descriptor(Pos, [seqlen_k], [1], [BLOCK_N]).load([start_n])  # [BLOCK_N]
-        else:
-            kpos = start_n + tl.arange(0, BLOCK_N)
-    n_eff = tl.maximum(n_m - m_lo, 0)
     h0 = off_hk * group  # the group's first query head
-    for it in tl.range(0, group * n_eff, warp_specialize=WARP_SPEC):
-        g = it // n_eff
-        start_m = (m_lo + it - g * n_eff) * BLOCK_M
+    for it in tl.range(0, group * n_m, warp_specialize=WARP_SPEC):
+        g = it // n_m
+        start_m = (it - g * n_m) * BLOCK_M
         col = (h0 + g) * HEAD_DIM
         q = q_desc.load([start_m, col])  # [BLOCK_M, HEAD_DIM]; rows past the sequence read 0
         do = do_desc.load([start_m, col])  # [BLOCK_M, HEAD_DIM]
@@ -89,12 +76,6 @@ def bwd_dkdv_ws_kernel(Q, K, V, DO, LSE, Delta, DK, DV, Pos, strides, sizes, sm_
         else:
             qkT = tl.dot(k, tl.trans(q))  # [BLOCK_N, BLOCK_M] fp32
         pT = tl.exp2(qkT * qk_scale - (lse * LOG2E)[None, :])
-        if IS_CAUSAL:
-            if Pos is not None:
-                qpos = pos_m.load([start_m])  # [BLOCK_M] int32
-            else:
-                qpos = start_m + tl.arange(0, BLOCK_M)
-            pT = tl.where(kpos[:, None] <= qpos[None, :] + diag, pT, 0.0)
         if IEEE_DOT:
             dv = tl.dot(pT.to(do.dtype).to(tl.float32), do.to(tl.float32), dv, input_precision="ieee")
             dpT = tl.dot(v, tl.trans(do.to(tl.float32)), input_precision="ieee")

@@ -313,8 +313,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     arch = _arch_of(q.device)
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
-        plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim, params.causal), plan.grad_str[1:],
-                               flags["IEEE_DOT"])
+        plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])
     return plan
 
 

@@ -21,11 +21,10 @@ from .tiles_bwd import BWD_WS
 _DTYPES = (torch.float16, torch.bfloat16)
 
 
-def dkdv_ws_tile(arch: str | None, headdim: int, causal: bool = False) -> Tile | None:
-    """The BWD_WS row of this arch for exactly this head dim and causal flag (the interpreter, arch None:
-    sm90's)."""
+def dkdv_ws_tile(arch: str | None, headdim: int) -> Tile | None:
+    """The BWD_WS row of this arch for exactly this head dim (the interpreter, arch None: sm90's)."""
     for row in BWD_WS.get("sm90" if arch is None else arch, ()):
-        if row.max_d == headdim and row.causal in (None, causal):
+        if row.max_d == headdim:
             return row.config
     return None
 
@@ -45,17 +44,14 @@ def dkdv_ws_reason(arch: str | None, q, k, v, params: AttnParams) -> str | None:
     d = q.shape[-1]
     if params.is_varlen or q.dim() != 4:
         return "varlen calls"
-    if k.shape[-1] != d or v.shape[-1] != d or dkdv_ws_tile(arch, d, params.causal) is None:
-        return (f"no BWD_WS row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
-                f"{', causal' if params.causal else ''}")
+    if k.shape[-1] != d or v.shape[-1] != d or dkdv_ws_tile(arch, d) is None:
+        return f"no BWD_WS row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
     if q.dtype not in _DTYPES:
         return f"dtype {q.dtype}"
-    if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
+    # a chunk's diagonal and dropout offsets (ring attention's pieces) change nothing without a mask or dropout
+    if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
             or params.sinks is not None or params.dropout_p > 0 or params.softcap > 0:
-        return "a window, ALiBi, bias, sinks, softcap or dropout (the specialised loop takes none)"
-    # a chunk's dropout offsets mean nothing without dropout, its diagonal offset nothing without a mask
-    if params.causal and params.diag_offset:
-        return "a causal chunk with a diagonal offset"
+        return "a mask, bias, sinks, softcap or dropout (the specialised loop takes none)"
     if q.shape[1] % 4:
         return f"seqlen_q {q.shape[1]} is not a multiple of 4 (the LSE / delta rows' 16-byte stride)"
     if q.shape[0] == 0 or q.shape[1] == 0 or k.shape[1] == 0:
@@ -66,22 +62,8 @@ def dkdv_ws_reason(arch: str | None, q, k, v, params: AttnParams) -> str | None:
     return None
 
 
-# causal calls: the mask's positions from tl.arange (False) or read through descriptors from an int32
-# 0, 1, 2, ... tensor (True; what Triton 3.6's specialised forward loop needed to mask correctly)
-LOADED_POSITIONS = False
-_POSITIONS: dict = {}
-
-
-def _positions(device: torch.device, n: int) -> torch.Tensor:
-    """int32 0 .. m - 1 (m >= n, a power of two) on device, kept per device (read only)."""
-    pos = _POSITIONS.get(device)
-    if pos is None or pos.numel() < n:
-        pos = _POSITIONS[device] = torch.arange(1 << max(n - 1, 1).bit_length(), dtype=torch.int32, device=device)
-    return pos
-
-
 class DkdvWsPlan:
-    __slots__ = ("slot", "grid", "strides", "sizes", "scale", "head_dim", "pos_len")
+    __slots__ = ("slot", "grid", "strides", "sizes", "scale", "head_dim")
 
 
 def plan_dkdv_ws(q, k, v, params: AttnParams, cfg: Tile, grad_str: tuple, ieee_dot: bool) -> DkdvWsPlan:
@@ -96,10 +78,9 @@ def plan_dkdv_ws(q, k, v, params: AttnParams, cfg: Tile, grad_str: tuple, ieee_d
     plan.sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k)
     plan.scale = float(params.softmax_scale)
     plan.head_dim = d
-    plan.pos_len = max(seqlen_q, seqlen_k) if params.causal and LOADED_POSITIONS else 0
     constexprs = dict(HEAD_DIM=d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                      FEATURES=pack(WARP_SPEC=q.device.type == "cuda", IEEE_DOT=ieee_dot, IS_CAUSAL=params.causal))
-    dynamic = arg_positions(bwd_dkdv_ws_kernel, ("Q", "K", "V", "DO", "LSE", "Delta", "DK", "DV", "Pos", "strides"))
+                      FEATURES=pack(WARP_SPEC=q.device.type == "cuda", IEEE_DOT=ieee_dot))
+    dynamic = arg_positions(bwd_dkdv_ws_kernel, ("Q", "K", "V", "DO", "LSE", "Delta", "DK", "DV", "strides"))
     plan.slot = KernelSlot(bwd_dkdv_ws_kernel, constexprs, cfg.launch_options(False), dynamic)
     return plan
 
@@ -113,11 +94,10 @@ def launch_dkdv_ws(plan: DkdvWsPlan, q, k, v, dout, lse, delta, dk, dv, device: 
         return False
     s = plan.strides
     strides = (s[0], s[1], s[2], dout.stride()[:3], s[4], s[5])
-    pos = _positions(device, plan.pos_len) if plan.pos_len else None
     token = scratch_allocator_set()
     try:  # fast: dtypes fixed by the plan, alignment checked above; dout's strides are in the key
-        plan.slot.launch(plan.grid, device, (q, k, v, dout, lse, delta, dk, dv, pos, strides, plan.sizes,
-                                             plan.scale), fast=strides[3])
+        plan.slot.launch(plan.grid, device, (q, k, v, dout, lse, delta, dk, dv, strides, plan.sizes, plan.scale),
+                         fast=strides[3])
     finally:
         scratch_allocator_reset(token)
     return True
@@ -138,13 +118,10 @@ def compile_specs(arch: str):
         cfg = row.config
         for dtype in _DTYPE_NAMES:
             sig = {n: f"*{dtype}" for n in ("Q", "K", "V", "DO", "DK", "DV")}
-            causal = bool(row.causal)
-            sig.update(LSE="*fp32", Delta="*fp32", Pos="*i32" if causal and LOADED_POSITIONS else "constexpr",
-                       strides=(_S3,) * 6, sizes=("i32",) * 4, sm_scale="fp32")
+            sig.update(LSE="*fp32", Delta="*fp32", strides=(_S3,) * 6, sizes=("i32",) * 4, sm_scale="fp32")
             constexprs = dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                              FEATURES=pack(WARP_SPEC=True, IS_CAUSAL=causal))
+                              FEATURES=pack(WARP_SPEC=True))
             specs.append(CompileSpec(kernel="bwd_ws", fn=bwd_dkdv_ws_kernel, signature=sig, constexprs=constexprs,
                                      options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
-                                     label=f"{dtype} d={row.max_d}{' causal' if causal else ''} dK/dV "
-                                           f"{cfg.label()} warp-specialised"))
+                                     label=f"{dtype} d={row.max_d} dK/dV {cfg.label()} warp-specialised"))
     return specs
