@@ -9,14 +9,15 @@ kernels (torch.profiler) and cuDNN's backward.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 
 import torch
 import triton
 import triton.language as tl
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _isolated import emit, run_isolated  # noqa: E402
 
 LOG2E = 1.4426950408889634
 
@@ -165,34 +166,14 @@ def main() -> None:
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print("JSON " + json.dumps(_one(args.one)), flush=True)
+        emit(_one(args.one))
         return
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, bf16, "
           "not causal, 16k tokens per call, hidden 2048; ms = do_bench median (the probe's ms include zeroing "
           "dQ's fp32 buffer and the scale-and-cast of dQ by PyTorch)", flush=True)
-    allrows = []
     cands = args.cands if args.cands is not None else list(range(len(CANDIDATES)))
-    for d in args.d:
-        for s in args.seqlens:
-            for idx in [-1, *cands]:
-                spec = f"{d}:{s}:{idx}"
-                try:
-                    res = subprocess.run([sys.executable, __file__, "--one", spec], capture_output=True, text=True,
-                                         timeout=args.timeout)
-                except subprocess.TimeoutExpired:
-                    print(f"{spec}: timed out", flush=True)
-                    continue
-                lines = [ln for ln in res.stdout.splitlines() if ln.startswith("JSON ")]
-                if not lines:
-                    print(f"{spec}: no result (rc {res.returncode}): {res.stderr[-1200:]}", flush=True)
-                    continue
-                for r in json.loads(lines[-1][5:]):
-                    allrows.append(r)
-                    print(json.dumps(r), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(allrows, f, indent=1)
-
+    specs = [f"{d}:{s}:{idx}" for d in args.d for s in args.seqlens for idx in (-1, *cands)]
+    run_isolated(__file__, specs, args.timeout, json_path=args.json)
 
 if __name__ == "__main__":
     main()

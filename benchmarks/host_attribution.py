@@ -79,6 +79,19 @@ def _cases(b: int, s: int, h: int, d: int):
     return (("fwd_bwd", fwd_bwd), ("fwd_grad_only", fwd_only))
 
 
+def attribute_cases(shapes, res: dict, suffix: str = "") -> None:
+    """_attribute of each case of each (b, s, h, d) shape with triton forced: printed, and stored in res
+    under "<case> b=.. s=.. h=.. d=..<suffix>". The wrappers must be installed (_wrap)."""
+    for b, s, h, d in shapes:
+        with use_backend("triton"):
+            for name, fn in _cases(b, s, h, d):
+                tag = f"{name} b={b} s={s} h={h} d={d}{suffix}"
+                res[tag] = _attribute(fn)
+                print(tag)
+                for key, us in res[tag].items():
+                    print(f"   {key:42s} {us:8.1f} us", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default=None)
@@ -86,14 +99,7 @@ def main() -> None:
     for obj, name, label in _WRAPPED:
         _wrap(obj, name, label)
     res = {}
-    for b, s, h, d in ((32, 128, 12, 64), (16, 1024, 16, 128)):
-        with use_backend("triton"):
-            for name, fn in _cases(b, s, h, d):
-                tag = f"{name} b={b} s={s} h={h} d={d}"
-                res[tag] = _attribute(fn)
-                print(tag)
-                for key, us in res[tag].items():
-                    print(f"   {key:42s} {us:8.1f} us", flush=True)
+    attribute_cases(((32, 128, 12, 64), (16, 1024, 16, 128)), res)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

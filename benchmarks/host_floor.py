@@ -159,15 +159,9 @@ def main() -> None:
                   flush=True)
     for obj, name, label in attribution._WRAPPED:
         attribution._wrap(obj, name, label)
-    for b, s, h, d in ((32, 128, 12, 64),):
-        for mt in (True, False):
-            with fa.use_backend("triton"), torch.autograd.set_multithreading_enabled(mt):
-                for name, fn in attribution._cases(b, s, h, d):
-                    tag = f"attribution {name} b={b} s={s} h={h} d={d}{'' if mt else ', autograd threads off'}"
-                    res[tag] = attribution._attribute(fn)
-                    print(tag)
-                    for key, us in res[tag].items():
-                        print(f"   {key:42s} {us:8.1f} us", flush=True)
+    for mt in (True, False):
+        with torch.autograd.set_multithreading_enabled(mt):
+            attribution.attribute_cases(((32, 128, 12, 64),), res, "" if mt else ", autograd threads off")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

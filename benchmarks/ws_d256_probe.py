@@ -9,12 +9,13 @@ kernel (no row) and cuDNN; ms by triton.testing.do_bench (median); exactness aga
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 
 import torch
 import triton
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _isolated import emit, run_isolated  # noqa: E402
 
 CANDIDATES = {"main": None, "ws 128x32 s2": (128, 32, 4, 2), "ws 128x32 s3": (128, 32, 4, 3)}
 
@@ -64,25 +65,11 @@ def main() -> None:
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print("JSON " + json.dumps(_one(args.one, args.seqlens)), flush=True)
+        emit(_one(args.one, args.seqlens))
         return
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: d=256, "
           "not causal, bf16, 16k tokens, 8 heads", flush=True)
-    allrows = []
-    for name in CANDIDATES:
-        res = subprocess.run([sys.executable, __file__, "--one", name, "--seqlens", *map(str, args.seqlens)],
-                             capture_output=True, text=True, timeout=300)
-        lines = [ln for ln in res.stdout.splitlines() if ln.startswith("JSON ")]
-        if not lines:
-            print(f"{name}: no result (rc {res.returncode}): {res.stderr[-1500:]}", flush=True)
-            continue
-        for r in json.loads(lines[-1][5:]):
-            allrows.append(r)
-            print(json.dumps(r), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(allrows, f, indent=1)
-
+    run_isolated(__file__, list(CANDIDATES), 300, ("--seqlens", *map(str, args.seqlens)), args.json)
 
 if __name__ == "__main__":
     main()

@@ -19,16 +19,37 @@ Each part runs in its own process (a hung build loses only its rows).
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 
 import torch
 import triton
 import triton.language as tl
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _isolated import emit, run_isolated  # noqa: E402
+
 LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _program(nheads, stride_b, D: tl.constexpr, HEAVY_FIRST: tl.constexpr):
+    """(query block, b * h + h, this (sequence, head)'s base offset); HEAVY_FIRST: grid (b * h, query
+    blocks) with the last query blocks (most keys under a causal mask) first, all heads together;
+    else grid (query blocks, b * h)."""
+    if HEAVY_FIRST:
+        block_m = tl.num_programs(1) - 1 - tl.program_id(1)
+        off_bh = tl.program_id(0)
+    else:
+        block_m = tl.program_id(0)
+        off_bh = tl.program_id(1)
+    return block_m, off_bh, (off_bh // nheads).to(tl.int64) * stride_b + (off_bh % nheads) * D
+
+
+@triton.jit
+def _rows_desc(T, base, seqlen, stride_s, BLOCK: tl.constexpr, D: tl.constexpr):
+    """A descriptor over this (sequence, head)'s [seqlen, D] rows (row stride stride_s), blocks of BLOCK rows."""
+    return tl.make_tensor_descriptor(T + base, [seqlen, D], [stride_s, 1], [BLOCK, D])
 
 
 @triton.jit
@@ -37,19 +58,11 @@ def _dq_probe(Q, K, V, DO, Lse2, Delta, DQ, sm_scale, seqlen, nheads, stride_b, 
               WS: tl.constexpr):
     """Not causal: every key block; CAUSAL: the key blocks left of this query block (whole, unmasked).
     Lse2 / Delta [b, h, seqlen] fp32 (Lse2 in log2 units), read through 1-D descriptors."""
-    if CAUSAL:  # heavy first: the last query blocks (most keys) start first, all heads together
-        block_m = tl.num_programs(1) - 1 - tl.program_id(1)
-        off_bh = tl.program_id(0)
-    else:
-        block_m = tl.program_id(0)
-        off_bh = tl.program_id(1)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    base = off_b.to(tl.int64) * stride_b + off_h * D
-    dq_d = tl.make_tensor_descriptor(Q + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    ddo = tl.make_tensor_descriptor(DO + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    dk = tl.make_tensor_descriptor(K + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
-    dv = tl.make_tensor_descriptor(V + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
+    block_m, off_bh, base = _program(nheads, stride_b, D, CAUSAL)
+    dq_d = _rows_desc(Q, base, seqlen, stride_s, BLOCK_M, D)
+    ddo = _rows_desc(DO, base, seqlen, stride_s, BLOCK_M, D)
+    dk = _rows_desc(K, base, seqlen, stride_s, BLOCK_N, D)
+    dv = _rows_desc(V, base, seqlen, stride_s, BLOCK_N, D)
     dl = tl.make_tensor_descriptor(Lse2 + off_bh.to(tl.int64) * seqlen, [seqlen], [1], [BLOCK_M])
     ddel = tl.make_tensor_descriptor(Delta + off_bh.to(tl.int64) * seqlen, [seqlen], [1], [BLOCK_M])
     start = block_m * BLOCK_M
@@ -68,8 +81,8 @@ def _dq_probe(Q, K, V, DO, Lse2, Delta, DQ, sm_scale, seqlen, nheads, stride_b, 
         ds = p * (dp - delta[:, None])
         acc = tl.dot(ds.to(k.dtype), k, acc)
     acc = acc * sm_scale
-    dout = tl.make_tensor_descriptor(DQ + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    dout.store([start, 0], acc)  # fp32 (a causal call's diagonal launch would add to it)
+    # fp32 (a causal call's diagonal launch would add to it)
+    _rows_desc(DQ, base, seqlen, stride_s, BLOCK_M, D).store([start, 0], acc)
 
 
 @triton.jit
@@ -78,14 +91,10 @@ def _fwd_interior(Q, K, V, OPart, Lse2, sm_scale, seqlen, nheads, stride_b, stri
     """The causal forward's interior: key blocks [0, start) of query block start (sq == sk), unmasked.
     OPart fp32 like Q (normalised; 0 on the first block), Lse2 [b, h, seqlen] fp32 in log2 units
     (-inf where no key was seen)."""
-    block_m = tl.num_programs(1) - 1 - tl.program_id(1)  # heavy first
-    off_bh = tl.program_id(0)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    base = off_b.to(tl.int64) * stride_b + off_h * D
-    dq_d = tl.make_tensor_descriptor(Q + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    dk = tl.make_tensor_descriptor(K + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
-    dv = tl.make_tensor_descriptor(V + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
+    block_m, off_bh, base = _program(nheads, stride_b, D, True)
+    dq_d = _rows_desc(Q, base, seqlen, stride_s, BLOCK_M, D)
+    dk = _rows_desc(K, base, seqlen, stride_s, BLOCK_N, D)
+    dv = _rows_desc(V, base, seqlen, stride_s, BLOCK_N, D)
     start = block_m * BLOCK_M
     q = dq_d.load([start, 0])  # [BLOCK_M, D]
     qk_scale = sm_scale * 1.4426950408889634
@@ -105,8 +114,7 @@ def _fwd_interior(Q, K, V, OPart, Lse2, sm_scale, seqlen, nheads, stride_b, stri
         m_i = m_new
     seen = l_i > 0.0
     acc = acc / tl.where(seen, l_i, 1.0)[:, None]
-    do = tl.make_tensor_descriptor(OPart + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    do.store([start, 0], acc)
+    _rows_desc(OPart, base, seqlen, stride_s, BLOCK_M, D).store([start, 0], acc)
     dl = tl.make_tensor_descriptor(Lse2 + off_bh.to(tl.int64) * seqlen, [seqlen], [1], [BLOCK_M])
     dl.store([start], tl.where(seen, m_i + tl.log2(tl.where(seen, l_i, 1.0)), float("-inf")))
 
@@ -122,14 +130,10 @@ def _fwd_masktile(Q, K, V, Out, Lse, Mask, Iota, sm_scale, seqlen, nheads, strid
     applied with tl.where; 1: Mask bf16 (0 or -inf), added to the scores. 2: no tile: the row and key
     positions read through 1-D descriptors from Iota (int32 0, 1, 2, ...), compared in registers, every
     block; 3: as 2, only on the diagonal block (a branch inside the specialised loop)."""
-    block_m = tl.num_programs(1) - 1 - tl.program_id(1)  # heavy first
-    off_bh = tl.program_id(0)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    base = off_b.to(tl.int64) * stride_b + off_h * D
-    dq_d = tl.make_tensor_descriptor(Q + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    dk = tl.make_tensor_descriptor(K + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
-    dv = tl.make_tensor_descriptor(V + base, [seqlen, D], [stride_s, 1], [BLOCK_N, D])
+    block_m, off_bh, base = _program(nheads, stride_b, D, True)
+    dq_d = _rows_desc(Q, base, seqlen, stride_s, BLOCK_M, D)
+    dk = _rows_desc(K, base, seqlen, stride_s, BLOCK_N, D)
+    dv = _rows_desc(V, base, seqlen, stride_s, BLOCK_N, D)
     dm = tl.make_tensor_descriptor(Mask, [2 * BLOCK_M, BLOCK_N], [BLOCK_N, 1], [BLOCK_M, BLOCK_N])
     d_rows = tl.make_tensor_descriptor(Iota, [seqlen], [1], [BLOCK_M])
     d_cols = tl.make_tensor_descriptor(Iota, [seqlen], [1], [BLOCK_N])
@@ -165,8 +169,7 @@ def _fwd_masktile(Q, K, V, Out, Lse, Mask, Iota, sm_scale, seqlen, nheads, strid
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
     acc = acc / l_i[:, None]
-    do = tl.make_tensor_descriptor(Out + base, [seqlen, D], [stride_s, 1], [BLOCK_M, D])
-    do.store([start, 0], acc.to(Out.dtype.element_ty))
+    _rows_desc(Out, base, seqlen, stride_s, BLOCK_M, D).store([start, 0], acc.to(Out.dtype.element_ty))
     dl = tl.make_tensor_descriptor(Lse + off_bh.to(tl.int64) * seqlen, [seqlen], [1], [BLOCK_M])
     dl.store([start], (m_i + tl.log2(l_i)) * 0.6931471805599453)
 
@@ -405,7 +408,7 @@ def _one(spec: str) -> None:
         rows = part_mask(int(d), int(s))
     else:
         rows = part_fwd(int(d), int(s))
-    print("JSON " + json.dumps(rows), flush=True)
+    emit(rows)
 
 
 def main() -> None:
@@ -431,26 +434,7 @@ def main() -> None:
                 specs.append(f"mask:{d}:{s}:1")
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, bf16, "
           "16k tokens per call, hidden 2048; ms = triton.testing.do_bench median", flush=True)
-    allrows = []
-    for spec in specs:
-        try:
-            res = subprocess.run([sys.executable, __file__, "--one", spec], capture_output=True, text=True,
-                                 timeout=args.timeout)
-            lines = [ln for ln in res.stdout.splitlines() if ln.startswith("JSON ")]
-            if not lines:
-                print(f"{spec}: no result (rc {res.returncode}): {res.stderr[-1500:]}", flush=True)
-                continue
-            rows = json.loads(lines[-1][5:])
-        except subprocess.TimeoutExpired:
-            print(f"{spec}: timed out after {args.timeout} s", flush=True)
-            continue
-        allrows += rows
-        for r in rows:
-            print(json.dumps(r), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(allrows, f, indent=1)
-
+    run_isolated(__file__, specs, args.timeout, json_path=args.json)
 
 if __name__ == "__main__":
     main()

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from .. import config
 from ..kernels.features import pack
 from ..params import AttnParams
-from .runtime import KernelSlot, scratch_allocator_reset, scratch_allocator_set
-from .spec import arg_positions
+from .fwd_ws import common_reason
+from .runtime import KernelSlot, launch_with_scratch
+from .spec import S3, arg_positions, specialised_specs
 from .tiles import Tile, cdiv
 from .tiles_bwd import BWD_WS
-
-_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def dkdv_ws_tile(arch: str | None, headdim: int) -> Tile | None:
@@ -39,15 +37,10 @@ def _sided(t: torch.Tensor, d: int) -> bool:
 def dkdv_ws_reason(arch: str | None, q, k, v, params: AttnParams) -> str | None:
     """None when the warp-specialised dK/dV kernel computes this call exactly, else why not (dout's
     layout is checked per call by ``launch_dkdv_ws``)."""
-    if config.warp_spec_off():
-        return "FLASH_ATTENTION_WARP_SPEC=0"
+    reason = common_reason(arch, "BWD_WS", dkdv_ws_tile, q, k, v, params.is_varlen)
+    if reason is not None:
+        return reason
     d = q.shape[-1]
-    if params.is_varlen or q.dim() != 4:
-        return "varlen calls"
-    if k.shape[-1] != d or v.shape[-1] != d or dkdv_ws_tile(arch, d) is None:
-        return f"no BWD_WS row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
-    if q.dtype not in _DTYPES:
-        return f"dtype {q.dtype}"
     # a chunk's diagonal and dropout offsets (ring attention's pieces) change nothing without a mask or dropout
     if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
             or params.sinks is not None or params.dropout_p > 0 or params.softcap > 0:
@@ -94,34 +87,21 @@ def launch_dkdv_ws(plan: DkdvWsPlan, q, k, v, dout, lse, delta, dk, dv, device: 
         return False
     s = plan.strides
     strides = (s[0], s[1], s[2], dout.stride()[:3], s[4], s[5])
-    token = scratch_allocator_set()
-    try:  # fast: dtypes fixed by the plan, alignment checked above; dout's strides are in the key
-        plan.slot.launch(plan.grid, device, (q, k, v, dout, lse, delta, dk, dv, strides, plan.sizes, plan.scale),
-                         fast=strides[3])
-    finally:
-        scratch_allocator_reset(token)
+    # fast: dtypes fixed by the plan, alignment checked above; dout's strides are in the key
+    launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, dout, lse, delta, dk, dv, strides, plan.sizes,
+                                                         plan.scale), strides[3])
     return True
 
 
-_S3 = ("i32", "i32", "i32")
 COMPILE_ARCHS = tuple(BWD_WS)  # check-kernels compiles this launcher for these archs only
-_DTYPE_NAMES = ("bf16", "fp16")
 
 
 def compile_specs(arch: str):
     """Every launchable build of the warp-specialised dK/dV kernel on ``arch`` (check-kernels)."""
     from ..kernels.bwd_ws import bwd_dkdv_ws_kernel
-    from .spec import CompileSpec
 
-    specs = []
-    for row in BWD_WS.get(arch, ()):
-        cfg = row.config
-        for dtype in _DTYPE_NAMES:
-            sig = {n: f"*{dtype}" for n in ("Q", "K", "V", "DO", "DK", "DV")}
-            sig.update(LSE="*fp32", Delta="*fp32", strides=(_S3,) * 6, sizes=("i32",) * 4, sm_scale="fp32")
-            constexprs = dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                              FEATURES=pack(WARP_SPEC=True))
-            specs.append(CompileSpec(kernel="bwd_ws", fn=bwd_dkdv_ws_kernel, signature=sig, constexprs=constexprs,
-                                     options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
-                                     label=f"{dtype} d={row.max_d} dK/dV {cfg.label()} warp-specialised"))
-    return specs
+    def signature(dtype: str) -> dict:
+        sig = {n: f"*{dtype}" for n in ("Q", "K", "V", "DO", "DK", "DV")}
+        sig.update(LSE="*fp32", Delta="*fp32", strides=(S3,) * 6, sizes=("i32",) * 4, sm_scale="fp32")
+        return sig
+    return specialised_specs(BWD_WS.get(arch, ()), "bwd_ws", bwd_dkdv_ws_kernel, signature, "dK/dV ")

@@ -15,8 +15,8 @@ import torch
 from .. import config
 from ..kernels.features import pack
 from ..params import AttnParams
-from .runtime import KernelSlot, scratch_allocator_reset, scratch_allocator_set
-from .spec import arg_positions
+from .runtime import KernelSlot, launch_with_scratch
+from .spec import S3, arg_positions, specialised_specs
 from .tiles import FWD_WS, Tile, cdiv, pick
 
 _DTYPES = (torch.float16, torch.bfloat16)
@@ -32,18 +32,28 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
     return None
 
 
-def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
-    """None when the warp-specialised forward computes this call exactly, else why not. A chunk's
-    diagonal and dropout offsets (ring attention's pieces) change nothing without a mask or dropout."""
+def common_reason(arch: str | None, table: str, tile_of, q, k, v, varlen: bool) -> str | None:
+    """What both warp-specialised kernels (this forward, launch/bwd_ws.py's dK/dV) ask of a call, else
+    why not: not turned off, dense, one head dim with a row of ``table`` (``tile_of(arch, d)``), 16 bits."""
     if config.warp_spec_off():
         return "FLASH_ATTENTION_WARP_SPEC=0"
     d = q.shape[-1]
     if varlen or q.dim() != 4:
         return "varlen calls"
-    if k.shape[-1] != d or v.shape[-1] != d or ws_tile(arch, d) is None:
-        return f"no FWD_WS row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+    if k.shape[-1] != d or v.shape[-1] != d or tile_of(arch, d) is None:
+        return f"no {table} row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
     if q.dtype not in _DTYPES:
         return f"dtype {q.dtype}"
+    return None
+
+
+def ws_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
+    """None when the warp-specialised forward computes this call exactly, else why not. A chunk's
+    diagonal and dropout offsets (ring attention's pieces) change nothing without a mask or dropout."""
+    reason = common_reason(arch, "FWD_WS", ws_tile, q, k, v, varlen)
+    if reason is not None:
+        return reason
+    d = q.shape[-1]
     if params.causal or params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
             or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None:
         return "a mask, bias, sinks, dropout or FP8 (the specialised loop takes no element mask)"
@@ -86,33 +96,19 @@ def launch_ws(plan: WsPlan, q, k, v, out, lse, device: torch.device) -> bool:
     """Launch when q, k, v, out and lse are 16-byte aligned (TMA's base addresses) -> launched."""
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr() | lse.data_ptr()) & 15:
         return False
-    token = scratch_allocator_set()
-    try:  # fast=True: dtypes and strides are the plan's, alignment checked above
-        plan.slot.launch(plan.grid, device, (q, k, v, out, lse, *plan.tail), fast=True)
-    finally:
-        scratch_allocator_reset(token)
+    # fast=True: dtypes and strides are the plan's, alignment checked above
+    launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, *plan.tail), True)
     return True
 
 
-_S3 = ("i32", "i32", "i32")
 COMPILE_ARCHS = tuple(FWD_WS)  # check-kernels compiles this launcher for these archs only
-_DTYPE_NAMES = ("bf16", "fp16")
 
 
 def compile_specs(arch: str):
     """Every launchable build of the warp-specialised forward on ``arch`` (check-kernels)."""
     from ..kernels.fwd_ws import attn_fwd_ws_kernel
-    from .spec import CompileSpec
 
-    specs = []
-    for row in FWD_WS.get(arch, ()):
-        cfg = row.config
-        for dtype in _DTYPE_NAMES:
-            sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-                   "strides": (_S3, _S3, _S3, _S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
-            constexprs = dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                              FEATURES=pack(WARP_SPEC=True))
-            specs.append(CompileSpec(kernel="fwd_ws", fn=attn_fwd_ws_kernel, signature=sig, constexprs=constexprs,
-                                     options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
-                                     label=f"{dtype} d={row.max_d} {cfg.label()} warp-specialised"))
-    return specs
+    def signature(dtype: str) -> dict:
+        return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
+                "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
+    return specialised_specs(FWD_WS.get(arch, ()), "fwd_ws", attn_fwd_ws_kernel, signature)

@@ -251,6 +251,17 @@ def scratch_allocator_reset(token) -> None:
         _allocation._allocator.reset(token)
 
 
+def launch_with_scratch(slot: KernelSlot, grid: tuple, device: torch.device, args: tuple, fast) -> None:
+    """``slot.launch`` for a kernel that makes its TMA descriptors on the device: Triton's allocator is
+    set for the launch when the caller has none (a launch through Triton's own path reads it; the
+    direct path allocates the scratch itself)."""
+    token = scratch_allocator_set()
+    try:
+        slot.launch(grid, device, args, fast=fast)
+    finally:
+        scratch_allocator_reset(token)
+
+
 def _knob_key(index: int) -> tuple:
     knobs, _ = _triton()
     buffer_ops = torch.version.hip is not None and bool(knobs.amd.use_buffer_ops)

@@ -43,3 +43,25 @@ class CompileSpec:
     # passes divisible by 16 when the call's tensors are (e.g. seqlen_k, sizes[3] of the forward, as
     # V's head-dim stride in the FP8 forward's [b, hk, dv, sk] layout)
     divisible: tuple[str, ...] = ()
+
+
+S3 = ("i32", "i32", "i32")  # a (batch, row, head) stride triple
+
+
+def specialised_specs(rows, kernel: str, fn: Any, signature: Callable[[str], dict[str, Any]],
+                      what: str = "") -> list[CompileSpec]:
+    """The bf16 and fp16 builds of a warp-specialised kernel (launch/fwd_ws.py, launch/bwd_ws.py) for each
+    table row of one arch: HEAD_DIM the row's head dim, the row's tile, FEATURES WARP_SPEC;
+    signature(dtype) gives the argument types of a 16-bit dtype name."""
+    from ..kernels.features import pack
+
+    specs = []
+    for row in rows:
+        cfg = row.config
+        for dtype in ("bf16", "fp16"):
+            specs.append(CompileSpec(kernel=kernel, fn=fn, signature=signature(dtype),
+                                     constexprs=dict(HEAD_DIM=row.max_d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+                                                     FEATURES=pack(WARP_SPEC=True)),
+                                     options=cfg.launch_options(False), accepted_spills=cfg.spills_ok,
+                                     label=f"{dtype} d={row.max_d} {what}{cfg.label()} warp-specialised"))
+    return specs
