@@ -78,6 +78,7 @@ def _ms(fn) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--shapes", default="", help="label:b:s:h:hk:d,... in place of the default shapes")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: warp-specialised "
@@ -85,7 +86,10 @@ def main() -> None:
     print("| shape | pass | ws on | ws off | on / off | cuDNN | on / cuDNN | grads max rel diff on vs off |")
     print("|---|---|---|---|---|---|---|---|")
     rows = []
-    for label, b, s, h, hk, d in SHAPES:
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [(f[0], *map(int, f[1:])) for f in (x.split(":") for x in args.shapes.split(","))]
+    for label, b, s, h, hk, d in shapes:
         q, k, v, dout = _case(b, s, h, hk, d)
         flop = 4 * b * h * s * s * d
         grads = {}
