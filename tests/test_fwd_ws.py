@@ -29,6 +29,13 @@ ON_SM90 = DEVICE == "cuda" and torch.version.hip is None and torch.cuda.get_devi
 SERVED = DEVICE == "cpu" or ON_SM90  # where the path exists (the interpreter mirrors sm90's row)
 
 
+@pytest.fixture(autouse=True)
+def _any_length(monkeypatch):
+    """The tests' calls are short: lift the GPU-only length rule (fwd_ws.WS_MIN_SEQLEN, a speed choice
+    tested in test_min_seqlen_rule) so that they reach the kernel on an sm90 GPU too."""
+    monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 0)
+
+
 def params(d=128, **kw):
     opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
     opts.update(kw)
@@ -162,3 +169,19 @@ def test_rows_serve_their_own_head_dim_only():
     assert fwd_ws.ws_tile("sm80", 128) is None and fwd_ws.ws_tile("gfx942", 128) is None
     q, k, v = qkv(1, 64, 128, 2, 2, torch.bfloat16, d=96)
     assert "no FWD_WS row" in fwd_ws.ws_reason("sm90", q, k, v, params(96), False)
+
+
+def test_min_seqlen_rule(monkeypatch):
+    """On a GPU arch both warp-specialised kernels decline calls shorter than WS_MIN_SEQLEN (in queries or
+    keys: measured slower there); the interpreter (arch None) serves them, for the tests."""
+    monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 2048)
+    from flash_attention_amd.launch import bwd_ws
+
+    for sq, sk in ((1024, 4096), (4096, 1024)):
+        q, k, v = qkv(1, sq, sk, 2, 2, torch.bfloat16)
+        assert "below 2048" in fwd_ws.ws_reason("sm90", q, k, v, params(), False)
+        assert "below 2048" in bwd_ws.dkdv_ws_reason("sm90", q, k, v, params())
+        assert fwd_ws.ws_reason(None, q, k, v, params(), False) is None
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16)
+    assert fwd_ws.ws_reason("sm90", q, k, v, params(), False) is None
+    assert bwd_ws.dkdv_ws_reason("sm90", q, k, v, params()) is None

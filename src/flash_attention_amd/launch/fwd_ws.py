@@ -21,6 +21,12 @@ from .tiles import FWD_WS, Tile, cdiv, pick
 
 _DTYPES = (torch.float16, torch.bfloat16)
 
+# Both warp-specialised kernels only from this many query rows and keys on: below it they lost to the main
+# kernels on the H100 (benchmarks/results/run15/h100_ws_ab_small.md, d=128 not causal, same process: s=512 /
+# 256 at 16k tokens fwd 0.95 / 0.86x, bwd 0.98 / 0.93x; b=1 s=1024 fwd 0.97x, bwd 0.92x; at b=16 s=1024
+# they gained only 1.5-2%). Applied on GPUs; the interpreter (the CPU tests) serves any length.
+WS_MIN_SEQLEN = 2048
+
 
 def ws_tile(arch: str | None, headdim: int) -> Tile | None:
     """The FWD_WS row of this exact arch and exactly this head dim (a row serves its own head dim only:
@@ -44,6 +50,8 @@ def common_reason(arch: str | None, table: str, tile_of, q, k, v, varlen: bool) 
         return f"no {table} row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
     if q.dtype not in _DTYPES:
         return f"dtype {q.dtype}"
+    if arch is not None and min(q.shape[1], k.shape[1]) < WS_MIN_SEQLEN:
+        return f"seqlen_q / seqlen_k {q.shape[1]} / {k.shape[1]}: below {WS_MIN_SEQLEN} the main kernels are faster"
     return None
 
 
