@@ -8,7 +8,8 @@ registers moved to the consumers with ``setmaxnreg``). Measured on an H100 at d=
 
 What it serves (``launch/fwd_ws.py`` ``ws_reason`` checks each point; everything else runs the main
 kernel): dense calls without any option (not causal; no window, ALiBi, softcap, bias, sinks, dropout
-or FP8), sm_scale > 0, head dim 128, seqlen_k a multiple of BLOCK_N, seqlen_q a multiple of 4.
+or FP8), sm_scale > 0, head dim 128, seqlen_k a multiple of BLOCK_N, seqlen_q a multiple of 4, and on
+GPUs at least 2048 queries and keys (launch/fwd_ws.py WS_MIN_SEQLEN: shorter calls measured slower here).
 Why so narrow: on sm90 the warp specialisation needs the TMA descriptors made on the device
 (``tl.make_tensor_descriptor``; host-side ones hung, run10/ws_probe_h200.txt), and Triton 3.6
 miscompiles anything indexed by ``tl.arange`` over the query rows around the specialised loop: an
