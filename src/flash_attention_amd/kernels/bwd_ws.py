@@ -7,10 +7,11 @@ producer warp group issuing the TMA loads of Q, dO, the LSE and delta and two co
 64 KV rows each. Without a mask the blocks need no bounds either: query rows past the sequence read
 zeros (the descriptors' bounds), so their scores' rows add nothing to dV (dO = 0) or to dK (Q = 0), and
 keys past the sequence only produce dK / dV rows that the stores clip. What it serves (launch/bwd_ws.py
-``dkdv_ws_reason``): dense, not causal, no option (window, ALiBi, softcap, bias, dropout, chunk
-offsets), head dim 128, 16-bit dtypes, and q / k / v / dout whose heads lie side by side in a row
-(head stride = head dim: each sequence is a [seqlen, heads * d] matrix for TMA), and on GPUs at least
-2048 queries and keys (launch/fwd_ws.py WS_MIN_SEQLEN). Delta comes from the dQ kernel, which runs first.
+``dkdv_ws_reason``): dense, not causal, no option (window, ALiBi, softcap, bias, sinks, dropout; a chunk's
+offsets are allowed: they change nothing here), head dim 128, 16-bit dtypes, and q / k / v / dout
+whose heads lie side by side in a row (head stride = head dim: each sequence is a [seqlen, heads * d]
+matrix for TMA), and on GPUs at least 2048 queries and keys (launch/fwd_ws.py WS_MIN_SEQLEN). Delta comes
+from the dQ kernel, which runs first.
 
 Shapes: Q / DO [b, sq, h, d], K / V / DK / DV [b, sk, hk, d] (row stride strides[i][1]); LSE / Delta
 [b, h, sq] fp32 contiguous (natural-log LSE), read as a [b * h, sq] matrix (sq % 4 == 0: 16-byte rows).
