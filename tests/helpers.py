@@ -51,3 +51,18 @@ def alibi_slopes(kind, b, h):
     if kind == "2d":
         return torch.rand(b, h, device=DEVICE) * 0.5
     return None
+
+
+# the warp-specialised kernels' tests (test_fwd_ws.py, test_bwd_ws.py): where the path exists (an sm90 GPU,
+# or the interpreter, which mirrors sm90's rows)
+ON_SM90 = DEVICE == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability() == (9, 0)
+WS_SERVED = DEVICE == "cpu" or ON_SM90
+
+
+def ws_any_length(monkeypatch) -> None:
+    """Lift the GPU-only length rule of the warp-specialised kernels (launch/fwd_ws.py WS_MIN_SEQLEN, a
+    speed choice tested in test_fwd_ws.test_min_seqlen_rule): the tests' calls are short and must reach
+    the kernels on an sm90 GPU too."""
+    from flash_attention_amd.launch import fwd_ws
+
+    monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 0)

@@ -14,26 +14,23 @@ import math
 import pytest
 import torch
 
-from helpers import DEVICE, assert_matches
+from helpers import DEVICE, assert_matches, ws_any_length
+from helpers import WS_SERVED as SERVED
 
 pytest.importorskip("triton")
 
 import flash_attention_amd as fa  # noqa: E402
 from flash_attention_amd.launch import bwd as launch  # noqa: E402
-from flash_attention_amd.launch import bwd_ws, fwd_ws  # noqa: E402
+from flash_attention_amd.launch import bwd_ws  # noqa: E402
 from flash_attention_amd.params import AttnParams  # noqa: E402
 from flash_attention_amd.reference import attention_ref  # noqa: E402
 
 pytestmark = pytest.mark.triton
-ON_SM90 = DEVICE == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability() == (9, 0)
-SERVED = DEVICE == "cpu" or ON_SM90  # where the path exists (the interpreter mirrors sm90's row)
 
 
 @pytest.fixture(autouse=True)
 def _any_length(monkeypatch):
-    """The tests' calls are short: lift the GPU-only length rule (fwd_ws.WS_MIN_SEQLEN, a speed choice
-    tested in test_min_seqlen_rule) so that they reach the kernel on an sm90 GPU too."""
-    monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 0)
+    ws_any_length(monkeypatch)
 
 
 @pytest.fixture
