@@ -228,14 +228,71 @@ def test_kvcache_matches_reference(name, backend):
     check(case, backend, **call_kw)
 
 
+@pytest.fixture
+def merge_in_split(request, monkeypatch):
+    """Splits merged by the split kernel itself (True: NVIDIA's and the interpreter's path) or by the
+    combine kernel (False: AMD's path, and head-dim chunks); the plans are made afresh."""
+    from flash_attention_amd import kvcache
+    from flash_attention_amd.launch import decode as launch_decode
+
+    monkeypatch.setattr(launch_decode, "MERGE_IN_SPLIT", request.param)
+    kvcache._plans.clear()
+    yield request.param
+    kvcache._plans.clear()
+
+
 @pytest.mark.skipif("triton" not in BACKENDS, reason="needs triton")
+@pytest.mark.parametrize("merge_in_split", [True, False], indirect=True)
 @pytest.mark.parametrize("num_splits", [1, 2, 0, 9])
-def test_triton_splits(num_splits):
-    """Splits 1 (no combine), 2, auto and many (more than some sequences have tiles: empty splits)."""
+def test_triton_splits(num_splits, merge_in_split):
+    """Splits 1 (no combine), 2, auto and many (more than some sequences have tiles: empty splits),
+    merged in the split kernel and by the combine kernel."""
     case = make_case(kind="paged", page=16, cap=64, sq=2, h=8, hk=2, sn=1, seqlens=(0, 16, 63))
     out, lse = check(case, "triton", causal=True, num_splits=num_splits)
     base, base_lse = run(case, "torch", causal=True)[:2]
     assert rel_err(out, base) < 1e-5 and rel_err(lse, base_lse) < 1e-5
+
+
+@pytest.mark.skipif("triton" not in BACKENDS, reason="needs triton")
+@pytest.mark.parametrize("merge_in_split", [True, False], indirect=True)
+def test_split_merge_launches_and_workspace(monkeypatch, merge_in_split):
+    """A split call launches the split kernel alone when it merges its splits (else also the combine
+    kernel); calls of several plans and split counts, with and without sinks, share the stream's
+    workspace (stale partials of the call before in it) and leave its counters at 0."""
+    from flash_attention_amd.launch import decode as launch_decode
+    from flash_attention_amd.launch import runtime
+    from flash_attention_amd.reference import attention_ref
+
+    names = []
+    launch = runtime.KernelSlot.launch
+
+    def spy(self, *args, **kw):
+        names.append(self.fn.__name__)
+        return launch(self, *args, **kw)
+
+    monkeypatch.setattr(runtime.KernelSlot, "launch", spy)
+    dt = torch.float32 if DEVICE == "cpu" else torch.bfloat16
+    for b, sq, h, hk, splits, with_sinks in ((3, 1, 4, 2, 3, False), (2, 3, 6, 3, 5, True), (3, 1, 4, 2, 2, True)):
+        d, cap = 16, 50
+        kc, vc = (torch.randn(b, cap, hk, d, device=DEVICE, dtype=dt) for _ in range(2))
+        q = torch.randn(b, sq, h, d, device=DEVICE, dtype=dt)
+        seqlens = torch.randint(sq, cap + 1, (b,), dtype=torch.int32, device=DEVICE)
+        sinks = torch.randn(h, device=DEVICE) if with_sinks else None
+        names.clear()
+        with use_backend("triton"):
+            out, lse = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=splits,
+                                               return_softmax_lse=True, sinks=sinks)
+        expect = ["decode_split_kernel"] + ([] if merge_in_split else ["decode_combine_kernel"])
+        assert names == expect
+        for bi in range(b):
+            n = int(seqlens[bi])
+            ro, rl = attention_ref(q[bi:bi + 1].double(), kc[bi:bi + 1, :n].double(), vc[bi:bi + 1, :n].double(),
+                                   causal=True, sinks=None if sinks is None else sinks.double())
+            assert rel_err(out[bi:bi + 1].double(), ro) < (1e-5 if dt == torch.float32 else 1e-2)
+            assert rel_err(lse[bi:bi + 1].double(), rl) < 1e-5
+    counters = [ws[1] for ws in launch_decode._workspaces.values()]
+    assert counters if merge_in_split else True
+    assert all(int(c.abs().sum()) == 0 for c in counters)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

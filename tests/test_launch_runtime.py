@@ -168,11 +168,14 @@ def _check_slot_calls(seen: dict, n_slots: int) -> None:
                 assert type(a) is type(c) and a == c, (slot.fn, i, a, c)
 
 
-def test_decode_slots_key_every_argument_that_changes(monkeypatch):
-    """The decode, combine and append launches of one kvcache plan (launch/decode.py): new tensors
-    each call (q misaligned on the second), the same plan."""
+@pytest.mark.parametrize("merge", [True, False])
+def test_decode_slots_key_every_argument_that_changes(monkeypatch, merge):
+    """The decode, combine (when the split kernel does not merge its splits) and append launches of
+    one kvcache plan (launch/decode.py): new tensors each call (q misaligned on the second), the same
+    plan."""
     from flash_attention_amd.params import AttnParams
 
+    monkeypatch.setattr(decode, "MERGE_IN_SPLIT", merge)
     seen: dict = {}
 
     def record(self, grid, device, args, context=False, fast=None):
@@ -190,9 +193,9 @@ def test_decode_slots_key_every_argument_that_changes(monkeypatch):
         knew, vnew = torch.randn(b, 1, hk, d, device=dev), torch.randn(b, 1, hk, d, device=dev)
         lens = decode.append_kv(kc, vc, knew, vnew, torch.tensor([5, 30], dtype=torch.int32, device=dev), slot=slot)
         decode.decode(q, kc, vc, lens, AttnParams(softmax_scale=0.2), num_splits=3, slot=slot)
-    assert {c[0][0].fn.__name__ for c in seen.values()} == {"decode_split_kernel", "decode_combine_kernel",
-                                                            "kv_append_kernel"}
-    _check_slot_calls(seen, 3)
+    assert {c[0][0].fn.__name__ for c in seen.values()} == {"decode_split_kernel", "kv_append_kernel",
+                                                            *(() if merge else ("decode_combine_kernel",))}
+    _check_slot_calls(seen, 2 if merge else 3)
 
 
 @pytest.mark.gpu

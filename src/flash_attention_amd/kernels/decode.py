@@ -10,6 +10,14 @@ Two kernels:
 - ``decode_combine_kernel``: grid (batch * nheads * seqlen_q,). Merges the splits of one
   row weighted by exp(lse_split - lse_max).
 
+With SPLIT and a ``Counters`` buffer (int32, one zero per (sequence x KV head, query block)), the
+split kernel merges the splits itself and no combine kernel runs: each program writes its partial
+results, then takes a ticket from its block's counter (an acq_rel atomic, after a barrier so that
+every thread's stores precede it); the program that draws the last ticket reads the partials back
+past L1 (``.cg``), merges them as the combine kernel does and sets the counter to 0 again for the
+next launch. Used on NVIDIA and in the interpreter; AMD keeps the combine kernel (the ordering has
+not run on AMD hardware).
+
 Sinks (fp32 [h], or None): one extra logit per head in the softmax denominator. Without SPLIT
 the split kernel starts each row's online softmax from it (m = sink, l = 1); with SPLIT the
 combine kernel adds it once, as one more partial result with lse = sink and output 0. A row
@@ -41,16 +49,56 @@ from .common import LN2, LOG2E, block_dim, dot_chunks, has, load_chunks, num_chu
 
 
 @triton.jit
+def store_rows(o_ptrs, Lse, row_lse, o, lse, empty, row_ok, dv_ok):
+    """The final output rows (o [BLOCK_M, BLOCK_DV] fp32, cast to o_ptrs' type) and, when Lse is given,
+    their LSE (+inf on rows that saw no key)."""
+    if Lse is not None:
+        tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
+    tl.store(o_ptrs, o.to(o_ptrs.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
+
+
+@triton.jit
+def merge_splits(OPart, LsePart, Sinks, part0, offs_h, row_ok, offs_dv, dv_ok, num_splits, HEAD_DIM_V: tl.constexpr):
+    """The merged (o, lse, empty) of a block's rows from their num_splits partial results: partial s of
+    row r at OPart[part0[r] + s, :] and LsePart[part0[r] + s] (-inf: no key in that split), weighted by
+    exp(lse_s - max); a sink (Sinks given) joins as one more partial with output 0. Read past L1
+    (``.cg``): other programs wrote them during this launch."""
+    m = tl.full(part0.shape, float("-inf"), tl.float32)
+    for s in range(0, num_splits):
+        m = tl.maximum(m, tl.load(LsePart + part0 + s, mask=row_ok, other=float("-inf"),
+                                  cache_modifier=".cg"))  # [BLOCK_M]
+    if Sinks is not None:
+        sink = tl.load(Sinks + offs_h, mask=row_ok, other=float("-inf"))  # [BLOCK_M]
+        m = tl.maximum(m, sink)
+    m_use = tl.where(m == float("-inf"), 0.0, m)
+    acc = tl.zeros([part0.shape[0], offs_dv.shape[0]], tl.float32)
+    w_sum = tl.zeros(part0.shape, tl.float32)
+    for s in range(0, num_splits):
+        w = tl.exp(tl.load(LsePart + part0 + s, mask=row_ok, other=float("-inf"), cache_modifier=".cg") - m_use)
+        o_s = tl.load(OPart + (part0 + s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
+                      mask=row_ok[:, None] & dv_ok[None, :], other=0.0, cache_modifier=".cg")  # [BLOCK_M, BLOCK_DV]
+        acc += w[:, None] * o_s
+        w_sum += w
+    if Sinks is not None:
+        w_sum += tl.exp(sink - m_use)
+    empty = w_sum == 0.0
+    w_safe = tl.where(empty, 1.0, w_sum)
+    return acc / w_safe[:, None], m_use + tl.log(w_safe), empty
+
+
+@triton.jit
 def decode_split_kernel(
     Q, K, V, Out, Lse, OPart, LsePart,
-    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks, KNew, VNew,
+    CacheSeqlens, BlockTable, BatchIdx, LeftPad, Alibi, Sinks, KNew, VNew, Counters,
     strides, scores, sizes,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr,
     FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0,
 ):
     """BlockTable (paged caches), BatchIdx (cache_batch_idx, contiguous caches), LeftPad, Alibi, Lse
-    (one pass: the caller wants no LSE) and KNew / VNew may be None. strides = (stride_q, stride_k,
+    (one pass: the caller wants no LSE), KNew / VNew and Counters may be None. Counters [b * hk,
+    m_blocks] int32, all 0 (SPLIT, no head-dim chunks): merge the splits here (module docstring);
+    they are 0 again when the kernel ends. strides = (stride_q, stride_k,
     stride_v, stride_o: (batch or page, position, head) of q/k/v/out; stride_table: the block table's
     row stride; stride_alibi: the slopes' batch stride, 0 for [h]; stride_kn, stride_vn: (batch,
     token, head) of KNew / VNew), scores = (sm_scale, softcap, window_left, window_right) and sizes =
@@ -256,6 +304,7 @@ def decode_split_kernel(
         o = acc / l_safe[:, None]
     lse = (m_i + tl.log2(l_safe)) * LN2
     row_lse = (b * nheads + offs_h) * seqlen_q + offs_i  # [BLOCK_M] index into [b, h, sq]
+    o_row = Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1] + offs_h[:, None] * stride_o[2]
     if SPLIT:
         part = row_lse.to(tl.int64) * num_splits + pid_s
         tl.store(LsePart + lse_offset + part, tl.where(empty, float("-inf"), lse), mask=row_ok)
@@ -265,16 +314,24 @@ def decode_split_kernel(
         else:
             tl.store(OPart + part[:, None] * HEAD_DIM_V + offs_dv[None, :], o,
                      mask=row_ok[:, None] & dv_ok[None, :])
+        if Counters is not None:  # the last split of this query block to finish merges them all
+            tl.debug_barrier()  # every thread's partial stores before the ticket
+            counter = Counters + pid_bh * tl.num_programs(2) + pid_m
+            ticket = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")  # scalar int32
+            if ticket == num_splits - 1:
+                o_all, lse_all, none_seen = merge_splits(OPart, LsePart + lse_offset, Sinks,
+                                                         row_lse.to(tl.int64) * num_splits, offs_h, row_ok, offs_dv,
+                                                         dv_ok, num_splits, HEAD_DIM_V)
+                store_rows(o_row + offs_dv[None, :], Lse, row_lse, o_all, lse_all, none_seen, row_ok, dv_ok)
+                tl.store(counter, 0)  # ready for the next launch
     else:
-        if Lse is not None:
-            tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
-        o_row = Out + b.to(tl.int64) * stride_o[0] + offs_i[:, None] * stride_o[1] + offs_h[:, None] * stride_o[2]
         if BLOCK_DK > 0:
+            if Lse is not None:
+                tl.store(Lse + row_lse, tl.where(empty, float("inf"), lse), mask=row_ok)
             store_chunks(o_row + tl.arange(0, BLOCK_DVK)[None, :], acc, 1.0 / l_safe, row_ok, 0, NUM_DVK, BLOCK_DVK,
                          HEAD_DIM_V, False)
         else:
-            o_ptrs = o_row + offs_dv[None, :]
-            tl.store(o_ptrs, o.to(Out.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
+            store_rows(o_row + offs_dv[None, :], Lse, row_lse, o, lse, empty, row_ok, dv_ok)
 
     if APPEND:  # the new tokens into the cache: query block 0's programs, split s rows s, s + S, ...
         if pid_m == 0:

@@ -35,6 +35,14 @@ from .tiles import (
 
 MAX_SPLITS = 128
 FAST_LAUNCH = True  # False: launch through Triton's own fn[grid] (benchmarks/bench_decode.py times both)
+# The split kernel merges its splits itself (kernels/decode.py, Counters): one launch per call, not two.
+# NVIDIA and the interpreter only: on AMD its atomic ticket's memory ordering has not run on hardware, and
+# the combine kernel serves. False: the combine kernel everywhere (benchmarks time both).
+MERGE_IN_SPLIT = True
+_WORKSPACE_LIMIT = 1 << 24  # fp32 partials kept per stream up to this many elements (64 MiB); above it per call
+# (device index, stream handle) -> [partials fp32, counters int32 (all 0 between launches)]: calls on one
+# stream run one after the other, so they share one workspace; CUDA graph captures allocate their own
+_workspaces: dict = {}
 _overrides: dict = {}  # benchmarks/bench_decode.py's tuning sweep: keys of get_config's dict
 
 
@@ -166,13 +174,48 @@ class DecodePlan:
 
     __slots__ = ("b", "sq", "h", "dv", "out_shape", "lse_shape", "part_numel", "dtype", "device", "q_stride",
                  "split", "grid", "combine_grid", "tail", "split_slot", "combine_slot", "combine_tail", "want_lse",
-                 "new_strides")
+                 "new_strides", "counters")
 
 
 # the split / combine kernels' arguments that change between the calls of one plan: the tensors
 _DECODE_DYNAMIC = ("Q", "K", "V", "Out", "Lse", "OPart", "LsePart", "CacheSeqlens", "BlockTable", "BatchIdx",
-                   "LeftPad", "Alibi", "Sinks", "KNew", "VNew")
+                   "LeftPad", "Alibi", "Sinks", "KNew", "VNew", "Counters")
 _COMBINE_DYNAMIC = ("OPart", "LsePart", "Out", "Lse", "Sinks")
+
+
+def merges_in_split(device: torch.device, tile: Tile) -> bool:
+    """Whether a split call's split kernel merges the splits itself (MERGE_IN_SPLIT): NVIDIA and the
+    interpreter, tiles without head-dim chunks."""
+    return MERGE_IN_SPLIT and tile.block_dk == 0 and (device.type != "cuda" or torch.version.hip is None)
+
+
+def _workspace(plan: DecodePlan, index: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partials, counters) of a merging split call: the stream's kept workspace, grown as needed
+    (partials above _WORKSPACE_LIMIT elements are allocated for the call); under CUDA graph capture,
+    new buffers (the counters' zeroing is captured with the launch)."""
+    device = plan.device
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return (_empty((plan.part_numel,), torch.float32, device),
+                    torch.zeros(plan.counters, dtype=torch.int32, device=device))
+        if index is None:
+            index = device.index if device.index is not None else torch.cuda.current_device()
+        key = (index, runtime.current_stream(index))
+    else:
+        key = (-1, 0)  # the interpreter: one synchronous stream
+    ws = _workspaces.get(key)
+    if ws is None:
+        ws = _workspaces[key] = [torch.empty(0, dtype=torch.float32, device=device),
+                                 torch.empty(0, dtype=torch.int32, device=device)]
+    if plan.part_numel > _WORKSPACE_LIMIT:
+        parts = _empty((plan.part_numel,), torch.float32, device)
+    else:
+        if ws[0].numel() < plan.part_numel:
+            ws[0] = torch.empty(max(plan.part_numel, 2 * ws[0].numel()), dtype=torch.float32, device=device)
+        parts = ws[0]
+    if ws[1].numel() < plan.counters:
+        ws[1] = torch.zeros(max(plan.counters, 2 * ws[1].numel()), dtype=torch.int32, device=device)
+    return parts, ws[1]
 
 
 def fuses_append(q, k_cache, v_cache, block_table=None) -> bool:
@@ -229,7 +272,8 @@ def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_s
     fn = kernels.decode_split_kernel
     plan.split_slot = runtime.KernelSlot(fn, constexprs, tile.launch_options(False), arg_positions(fn, _DECODE_DYNAMIC))
     plan.combine_grid, plan.combine_slot, plan.combine_tail = None, None, None
-    if split:
+    plan.counters = b * hk * m_blocks if split and merges_in_split(device, tile) else 0
+    if split and not plan.counters:
         fn = kernels.decode_combine_kernel
         plan.combine_grid = (b * h * sq, 1, 1)
         plan.combine_tail = (out_stride, splits, h, sq, lse_offset)
@@ -247,7 +291,12 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     lse = _empty(plan.lse_shape, torch.float32, device) if plan.want_lse else None
     if plan.b == 0 or plan.sq == 0:
         return out, lse
-    if plan.split:
+    context = runtime.launch_context(device) if FAST_LAUNCH else None
+    counters = None
+    if plan.counters:  # the split kernel merges its splits
+        o_part, counters = _workspace(plan, None if context is None else context[0])
+        lse_part = o_part
+    elif plan.split:
         o_part = lse_part = _empty((plan.part_numel,), torch.float32, device)
     else:
         o_part, lse_part = out, lse
@@ -257,12 +306,12 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     sinks = None if params.sinks is None else _f32(params.sinks)
     tensors = (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
                None if block_table is not None else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
-               None if plan.split else sinks, k_new, v_new)
+               None if plan.combine_slot else sinks, k_new, v_new, counters)
     if not FAST_LAUNCH:
         slot = plan.split_slot
         runtime.launch_through_triton(slot.fn, plan.grid, device, (*tensors, *plan.tail), slot.constexprs,
                                       slot.options)
-        if plan.split:
+        if plan.combine_slot:
             slot = plan.combine_slot
             runtime.launch_through_triton(slot.fn, plan.combine_grid, device,
                                           (o_part, lse_part, out, lse, *plan.combine_tail, sinks), slot.constexprs,
@@ -273,9 +322,8 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
         if t is not None:
             ptr |= t.data_ptr()
     fast = ptr & 15 == 0  # dtypes, None-ness and strides are fixed by the plan: only the alignment changes
-    context = runtime.launch_context(device)
     plan.split_slot.launch(plan.grid, device, (*tensors, *plan.tail), context, fast)
-    if plan.split:
+    if plan.combine_slot:
         plan.combine_slot.launch(plan.combine_grid, device, (o_part, lse_part, out, lse, *plan.combine_tail, sinks),
                                  context, fast)
     return out, lse
@@ -391,7 +439,7 @@ def _split_signature(ptr: str) -> dict[str, object]:
     sig: dict[str, object] = {n: ptr for n in ("Q", "K", "V", "Out")}
     sig.update({n: "*fp32" for n in ("Lse", "OPart", "LsePart")})
     sig.update(CacheSeqlens="*i32", BlockTable="constexpr", BatchIdx="constexpr", LeftPad="constexpr",
-               Alibi="constexpr", Sinks="constexpr", KNew="constexpr", VNew="constexpr",
+               Alibi="constexpr", Sinks="constexpr", KNew="constexpr", VNew="constexpr", Counters="constexpr",
                strides=(_S3, _S3, _S3, _S3, "i32", "i32", _S3, _S3),  # q, k, v, out, block table, alibi, k/v new
                scores=("fp32", "fp32", "i32", "i32"),  # sm_scale, softcap, window_left, window_right
                # seqlen_q, nheads, nheads_k, capacity, num_kv_rows, max_pages, num_splits, seqlen_new, lse_offset
@@ -401,7 +449,8 @@ def _split_signature(ptr: str) -> dict[str, object]:
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """The split kernel for fp16/bf16 x d in (64, 128, 256) x contiguous/paged(16) x GQA 1/8,
-    with and without splitting (and contiguous GQA 8 one-pass with sinks at d <= 256; at d <= 256
+    with and without splitting (splitting builds without head-dim chunks merge their splits
+    themselves on NVIDIA: Counters; and contiguous GQA 8 one-pass with sinks at d <= 256; at d <= 256
     GQA 8 with the append fused (KNew / VNew, no LSE: a decoding step's call), plus the
     combine kernel per dv, with and without sinks; where the arch has a row for them, MLA's head
     dims 576/512 (and 512/512) with 1 and 64 query heads per KV head (16 and 64 packed rows),
@@ -425,6 +474,9 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                             sig["BlockTable"] = "*i32"
                         if append:
                             sig.update(KNew=_TYPES[dtype], VNew=_TYPES[dtype], Lse="constexpr")
+                        merge = split and not tile.block_dk and not arch.startswith("gfx")  # merges_in_split
+                        if merge:
+                            sig["Counters"] = "*i32"
                         const = dict(
                             GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, BLOCK_M=block_m(group, tile.block_m),
                             BLOCK_N=tile.block_n,
@@ -432,7 +484,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         const.update({n: None for n, t in sig.items() if t == "constexpr"})
                         chunks = f" dk{const['BLOCK_DK']}/dv{const['BLOCK_DVK']}" if tile.block_dk else ""
                         label = (f"decode {str(dtype).replace('torch.', '')} d={d}{'' if dv == d else f'/{dv}'} "
-                                 f"group={group} {'paged16' if paged else 'contig'} {'split' if split else 'nosplit'} "
+                                 f"group={group} {'paged16' if paged else 'contig'} "
+                                 f"{'split' if split else 'nosplit'}{' merge' if merge else ''} "
                                  f"{'append ' if append else ''}BLOCK_N {tile.block_n} w{opts['num_warps']} "
                                  f"s{opts['num_stages']}{chunks}")
                         specs.append(CompileSpec("decode", kernels.decode_split_kernel, sig, const, dict(opts), label))

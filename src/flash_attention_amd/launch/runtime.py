@@ -51,6 +51,11 @@ def _triton():
     return _hooks
 
 
+def current_stream(index: int) -> int:
+    """The raw handle of this thread's current stream on CUDA device ``index``: the stream launches use."""
+    return _triton()[1](index)
+
+
 def _int_range(x: int) -> int:
     return 0 if -2**31 <= x <= _MAX_I32 else 1 if -2**63 <= x < 2**63 else 2
 
