@@ -3,9 +3,11 @@
 ``launch/decode.MERGE_IN_SPLIT`` on and off in one process, alternating rounds, for a few
 ``flash_attn_with_kvcache`` steps (one new token appended, causal, GQA): host us per call (a loop
 of identical calls while the GPU is held busy, as benchmarks/host_overhead.py times it: median and
-min of the loops) and GPU us per step (CUDA graph replays of 20 steps), raw SDPA over the same
-cache beside them (its host cost is the floor the issue compares with). The outputs of the two
-paths are compared too.
+min of the loops), the GPU time of the kernels of one eager step (torch.profiler: the sum of the
+step's kernel durations, launch gaps excluded) and GPU us per step as a CUDA graph replay of 20
+steps (a capture takes the combine kernel on both settings), raw SDPA over the same cache beside
+them (its host cost is the floor the issue compares with). The outputs of the two paths are
+compared too.
 
     PYTHONPATH=src python benchmarks/decode_merge_ab.py [--rounds 3] [--loops 7] [--calls 40] [--json F]
 """
@@ -61,6 +63,20 @@ def _step(label, b, cap, seqlen, h, hk, d, page):
     return ours, sdpa
 
 
+def kernel_us(fn, calls: int = 30) -> float:
+    """GPU time of the kernels fn launches, us per call (torch.profiler's CUDA events summed)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return total / calls
+
+
 def _set(merge: bool) -> None:
     launch_decode.MERGE_IN_SPLIT = merge
     kvcache._plans.clear()  # the choice is made when a call signature is planned
@@ -84,6 +100,7 @@ def main():
         diff = (outs[True] - outs[False]).abs().max().item()
         host = {"on": [], "off": [], "sdpa": []}
         gpu = {"on": [], "off": [], "sdpa": []}
+        kern = {"on": [], "off": [], "sdpa": []}
         for _ in range(args.rounds):
             for name in ("on", "off", "sdpa"):
                 if name != "sdpa":
@@ -94,25 +111,28 @@ def main():
                 torch.cuda.synchronize()
                 host[name] += [host_us(fn, args.calls, cycles) for _ in range(args.loops)]
                 gpu[name].append(graph_ms(fn) * 1e3)
+                kern[name].append(kernel_us(fn))
         split = kvcache._plans and next(iter(kvcache._plans.values())).slot.get("decode")
         row = dict(shape=shape[0], grid=list(split.grid) if split else None, max_abs_diff=diff,
                    host={k: (statistics.median(v), min(v)) for k, v in host.items()},
-                   gpu={k: statistics.median(v) for k, v in gpu.items()})
+                   gpu={k: statistics.median(v) for k, v in gpu.items()},
+                   kernels={k: statistics.median(v) for k, v in kern.items()})
         rows.append(row)
         print(row, flush=True)
     _set(True)
     print(f"\n# {torch.cuda.get_device_name()}, torch {torch.__version__}: a decoding step (1 new token, causal, bf16),"
           f" splits merged in the split kernel (on) or by the combine kernel (off); {args.rounds} alternating rounds")
-    print("| step | split grid | host us on | host us off | on / off | raw SDPA host | GPU us on | GPU us off | "
-          "raw SDPA GPU | max abs diff on vs off |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| step | split grid | host us on | host us off | on / off | raw SDPA host | kernels us on | kernels us off "
+          "| raw SDPA kernels | graph us on | graph us off | raw SDPA graph | max abs diff on vs off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        h, gp = r["host"], r["gpu"]
+        h, gp, kn = r["host"], r["gpu"], r["kernels"]
         print(f"| {r['shape']} | {tuple(r['grid']) if r['grid'] else '-'} | {h['on'][0]:.1f} ({h['on'][1]:.1f}) | "
               f"{h['off'][0]:.1f} ({h['off'][1]:.1f}) | {h['on'][0] / h['off'][0]:.2f}x | "
-              f"{h['sdpa'][0]:.1f} ({h['sdpa'][1]:.1f}) | {gp['on']:.1f} | {gp['off']:.1f} | {gp['sdpa']:.1f} | "
-              f"{r['max_abs_diff']:.1e} |")
-    print("host: median (min) us per call over the loops; GPU: median us per step of CUDA graph replays")
+              f"{h['sdpa'][0]:.1f} ({h['sdpa'][1]:.1f}) | {kn['on']:.1f} | {kn['off']:.1f} | {kn['sdpa']:.1f} | "
+              f"{gp['on']:.1f} | {gp['off']:.1f} | {gp['sdpa']:.1f} | {r['max_abs_diff']:.1e} |")
+    print("host: median (min) us per call over the loops; kernels: GPU time of an eager step's kernels "
+          "(torch.profiler); graph: median us per step of CUDA graph replays (a capture takes the combine kernel)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -257,8 +257,9 @@ def test_triton_splits(num_splits, merge_in_split):
 @pytest.mark.parametrize("merge_in_split", [True, False], indirect=True)
 def test_split_merge_launches_and_workspace(monkeypatch, merge_in_split):
     """A split call launches the split kernel alone when it merges its splits (else also the combine
-    kernel); calls of several plans and split counts, with and without sinks, share the stream's
-    workspace (stale partials of the call before in it) and leave its counters at 0."""
+    kernel, and always above MERGE_MAX_SPLITS splits); calls of several plans and split counts, with
+    and without sinks, share the stream's workspace (stale partials of the call before in it) and
+    leave its counters at 0."""
     from flash_attention_amd.launch import decode as launch_decode
     from flash_attention_amd.launch import runtime
     from flash_attention_amd.reference import attention_ref
@@ -272,7 +273,9 @@ def test_split_merge_launches_and_workspace(monkeypatch, merge_in_split):
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", spy)
     dt = torch.float32 if DEVICE == "cpu" else torch.bfloat16
-    for b, sq, h, hk, splits, with_sinks in ((3, 1, 4, 2, 3, False), (2, 3, 6, 3, 5, True), (3, 1, 4, 2, 2, True)):
+    many = launch_decode.MERGE_MAX_SPLITS + 1
+    for b, sq, h, hk, splits, with_sinks in ((3, 1, 4, 2, 3, False), (2, 3, 6, 3, 5, True), (3, 1, 4, 2, 2, True),
+                                             (2, 1, 4, 2, many, True), (3, 1, 4, 2, 3, True)):
         d, cap = 16, 50
         kc, vc = (torch.randn(b, cap, hk, d, device=DEVICE, dtype=dt) for _ in range(2))
         q = torch.randn(b, sq, h, d, device=DEVICE, dtype=dt)
@@ -282,7 +285,7 @@ def test_split_merge_launches_and_workspace(monkeypatch, merge_in_split):
         with use_backend("triton"):
             out, lse = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=splits,
                                                return_softmax_lse=True, sinks=sinks)
-        expect = ["decode_split_kernel"] + ([] if merge_in_split else ["decode_combine_kernel"])
+        expect = ["decode_split_kernel"] + ([] if merge_in_split and splits < many else ["decode_combine_kernel"])
         assert names == expect
         for bi in range(b):
             n = int(seqlens[bi])

@@ -35,10 +35,15 @@ from .tiles import (
 
 MAX_SPLITS = 128
 FAST_LAUNCH = True  # False: launch through Triton's own fn[grid] (benchmarks/bench_decode.py times both)
-# The split kernel merges its splits itself (kernels/decode.py, Counters): one launch per call, not two.
-# NVIDIA and the interpreter only: on AMD its atomic ticket's memory ordering has not run on hardware, and
-# the combine kernel serves. False: the combine kernel everywhere (benchmarks time both).
+# The split kernel merges its splits itself (kernels/decode.py, Counters): one launch per call, not two,
+# which saves host time (benchmarks/decode_merge_ab.py, results/run16). Only where the host time is what
+# counts: eager calls (a CUDA graph capture takes the combine kernel: no counter zeroing in the graph, and
+# the combine kernel's GPU time is lower), up to MERGE_MAX_SPLITS splits (the last program merges them one
+# after another: with 66 splits it took 20 us more GPU time than the combine kernel on the H100). NVIDIA
+# and the interpreter only: on AMD the atomic ticket's memory ordering has not run on hardware, and the
+# combine kernel serves. False: the combine kernel everywhere (benchmarks time both).
 MERGE_IN_SPLIT = True
+MERGE_MAX_SPLITS = 16
 _WORKSPACE_LIMIT = 1 << 24  # fp32 partials kept per stream up to this many elements (64 MiB); above it per call
 # (device index, stream handle) -> [partials fp32, counters int32 (all 0 between launches)]: calls on one
 # stream run one after the other, so they share one workspace; CUDA graph captures allocate their own
@@ -183,21 +188,22 @@ _DECODE_DYNAMIC = ("Q", "K", "V", "Out", "Lse", "OPart", "LsePart", "CacheSeqlen
 _COMBINE_DYNAMIC = ("OPart", "LsePart", "Out", "Lse", "Sinks")
 
 
-def merges_in_split(device: torch.device, tile: Tile) -> bool:
-    """Whether a split call's split kernel merges the splits itself (MERGE_IN_SPLIT): NVIDIA and the
-    interpreter, tiles without head-dim chunks."""
-    return MERGE_IN_SPLIT and tile.block_dk == 0 and (device.type != "cuda" or torch.version.hip is None)
+def merges_in_split(device: torch.device, tile: Tile, splits: int) -> bool:
+    """Whether a split call's split kernel merges the splits itself when the call is not captured
+    (MERGE_IN_SPLIT): NVIDIA and the interpreter, tiles without head-dim chunks, up to
+    MERGE_MAX_SPLITS splits."""
+    return (MERGE_IN_SPLIT and 1 < splits <= MERGE_MAX_SPLITS and tile.block_dk == 0
+            and (device.type != "cuda" or torch.version.hip is None))
 
 
-def _workspace(plan: DecodePlan, index: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _workspace(plan: DecodePlan, index: int | None) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(partials, counters) of a merging split call: the stream's kept workspace, grown as needed
-    (partials above _WORKSPACE_LIMIT elements are allocated for the call); under CUDA graph capture,
-    new buffers (the counters' zeroing is captured with the launch)."""
+    (partials above _WORKSPACE_LIMIT elements are allocated for the call); None under CUDA graph
+    capture (the combine kernel serves)."""
     device = plan.device
     if device.type == "cuda":
         if torch.cuda.is_current_stream_capturing():
-            return (_empty((plan.part_numel,), torch.float32, device),
-                    torch.zeros(plan.counters, dtype=torch.int32, device=device))
+            return None
         if index is None:
             index = device.index if device.index is not None else torch.cuda.current_device()
         key = (index, runtime.current_stream(index))
@@ -272,8 +278,8 @@ def plan_decode(q, k_cache, v_cache, params: AttnParams, block_table=None, num_s
     fn = kernels.decode_split_kernel
     plan.split_slot = runtime.KernelSlot(fn, constexprs, tile.launch_options(False), arg_positions(fn, _DECODE_DYNAMIC))
     plan.combine_grid, plan.combine_slot, plan.combine_tail = None, None, None
-    plan.counters = b * hk * m_blocks if split and merges_in_split(device, tile) else 0
-    if split and not plan.counters:
+    plan.counters = b * hk * m_blocks if merges_in_split(device, tile, splits) else 0
+    if split:
         fn = kernels.decode_combine_kernel
         plan.combine_grid = (b * h * sq, 1, 1)
         plan.combine_tail = (out_stride, splits, h, sq, lse_offset)
@@ -292,10 +298,11 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     if plan.b == 0 or plan.sq == 0:
         return out, lse
     context = runtime.launch_context(device) if FAST_LAUNCH else None
+    ws = _workspace(plan, None if context is None else context[0]) if plan.counters else None
     counters = None
-    if plan.counters:  # the split kernel merges its splits
-        o_part, counters = _workspace(plan, None if context is None else context[0])
-        lse_part = o_part
+    if ws is not None:  # the split kernel merges its splits
+        o_part = lse_part = ws[0]
+        counters = ws[1]
     elif plan.split:
         o_part = lse_part = _empty((plan.part_numel,), torch.float32, device)
     else:
@@ -306,12 +313,13 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     sinks = None if params.sinks is None else _f32(params.sinks)
     tensors = (q, k_cache, v_cache, out, lse, o_part, lse_part, _int32(cache_seqlens), _int32(block_table),
                None if block_table is not None else _int32(cache_batch_idx), _int32(cache_leftpad), alibi,
-               None if plan.combine_slot else sinks, k_new, v_new, counters)
+               None if plan.split and counters is None else sinks, k_new, v_new, counters)
+    merge = counters is not None
     if not FAST_LAUNCH:
         slot = plan.split_slot
         runtime.launch_through_triton(slot.fn, plan.grid, device, (*tensors, *plan.tail), slot.constexprs,
                                       slot.options)
-        if plan.combine_slot:
+        if plan.split and not merge:
             slot = plan.combine_slot
             runtime.launch_through_triton(slot.fn, plan.combine_grid, device,
                                           (o_part, lse_part, out, lse, *plan.combine_tail, sinks), slot.constexprs,
@@ -321,9 +329,11 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
     for t in tensors:
         if t is not None:
             ptr |= t.data_ptr()
-    fast = ptr & 15 == 0  # dtypes, None-ness and strides are fixed by the plan: only the alignment changes
+    # dtypes, None-ness and strides are fixed by the plan, but for Counters / Sinks (merged or not): those
+    # and the alignment change
+    fast = (ptr & 15 == 0, merge)
     plan.split_slot.launch(plan.grid, device, (*tensors, *plan.tail), context, fast)
-    if plan.combine_slot:
+    if plan.split and not merge:
         plan.combine_slot.launch(plan.combine_grid, device, (o_part, lse_part, out, lse, *plan.combine_tail, sinks),
                                  context, fast)
     return out, lse
