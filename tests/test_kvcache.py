@@ -578,6 +578,41 @@ def test_gpu_bad_values_do_not_crash(monkeypatch):
 
 
 @pytest.mark.gpu
+def test_gpu_merged_splits_on_two_streams():
+    """Eager split calls that merge their splits, issued on two streams at once (a workspace per
+    stream): each stream's outputs equal the same calls run one at a time, and both workspaces'
+    counters are 0 afterwards."""
+    from flash_attention_amd.launch import decode as launch_decode
+
+    b, h, hk, d, cap = 4, 16, 4, 128, 2048
+    dt = torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(7)
+    kc, vc = (torch.randn(b, cap, hk, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
+    qs = [torch.randn(b, 1, h, d, device="cuda", dtype=dt, generator=g) for _ in range(8)]
+    lens = torch.tensor([5, 700, 1500, 2048], dtype=torch.int32, device="cuda")
+
+    def step(q):
+        return flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=8)
+
+    with use_backend("triton"):
+        alone = [step(q) for q in qs]
+        torch.cuda.synchronize()
+        streams = (torch.cuda.Stream(), torch.cuda.Stream())
+        for s in streams:
+            s.wait_stream(torch.cuda.current_stream())
+        outs = [None] * len(qs)
+        for i, q in enumerate(qs):  # alternate: the two streams' steps overlap on the GPU
+            with torch.cuda.stream(streams[i % 2]):
+                torch.cuda._sleep(100_000)
+                outs[i] = step(q)
+        torch.cuda.synchronize()
+    assert all(torch.equal(o, a) for o, a in zip(outs, alone))
+    keys = [key for key in launch_decode._workspaces if key[1] in {s.cuda_stream for s in streams}]
+    assert len(keys) == 2
+    assert all(int(launch_decode._workspaces[key][1].abs().sum()) == 0 for key in keys)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("paged", [False, True])
 def test_gpu_cuda_graph_decode_step(paged):
     """Capture append + attention in a CUDA graph, replay with new q/k/v and new lengths."""
