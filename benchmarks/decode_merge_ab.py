@@ -10,6 +10,7 @@ them (its host cost is the floor the issue compares with). The outputs of the tw
 compared too.
 
     PYTHONPATH=src python benchmarks/decode_merge_ab.py [--rounds 3] [--loops 7] [--calls 40] [--json F]
+        [--max-splits N]
 """
 from __future__ import annotations
 
@@ -88,7 +89,11 @@ def main():
     ap.add_argument("--loops", type=int, default=7)
     ap.add_argument("--calls", type=int, default=40)
     ap.add_argument("--json", default="")
+    ap.add_argument("--max-splits", type=int, default=0,
+                    help="set launch/decode.MERGE_MAX_SPLITS (the library's value if 0)")
     args = ap.parse_args()
+    if args.max_splits:
+        launch_decode.MERGE_MAX_SPLITS = args.max_splits
     cycles = 50_000_000
     rows = []
     for shape in SHAPES:
