@@ -57,44 +57,28 @@ def store_rows(o_ptrs, Lse, row_lse, o, lse, empty, row_ok, dv_ok):
     tl.store(o_ptrs, o.to(o_ptrs.dtype.element_ty), mask=row_ok[:, None] & dv_ok[None, :])
 
 
-@triton.constexpr_function
-def merge_width(head_dim_v):
-    """Splits merge_splits reads per step: 4, or 2 above head dim 128 (4 spilled 5 registers in the
-    sm90 d=256 paged GQA build; check-kernels)."""
-    return 4 if head_dim_v <= 128 else 2
-
-
 @triton.jit
 def merge_splits(OPart, LsePart, Sinks, part0, offs_h, row_ok, offs_dv, dv_ok, num_splits, HEAD_DIM_V: tl.constexpr):
     """The merged (o, lse, empty) of a block's rows from their num_splits partial results: partial s of
     row r at OPart[part0[r] + s, :] and LsePart[part0[r] + s] (-inf: no key in that split), weighted by
     exp(lse_s - max); a sink (Sinks given) joins as one more partial with output 0. Read past L1
-    (``.cg``): other programs wrote them during this launch. MERGE_S splits per step ([rows, MERGE_S]
-    LSE tiles, [rows, MERGE_S, dv] output tiles), so that their loads are in flight together."""
-    MERGE_S: tl.constexpr = merge_width(HEAD_DIM_V)
-    offs_s = tl.arange(0, MERGE_S)
+    (``.cg``): other programs wrote them during this launch."""
     m = tl.full(part0.shape, float("-inf"), tl.float32)
-    for s0 in range(0, num_splits, MERGE_S):
-        s_ok = row_ok[:, None] & (s0 + offs_s < num_splits)[None, :]
-        lse = tl.load(LsePart + part0[:, None] + s0 + offs_s[None, :], mask=s_ok, other=float("-inf"),
-                      cache_modifier=".cg")  # [BLOCK_M, MERGE_S]
-        m = tl.maximum(m, tl.max(lse, 1))
+    for s in range(0, num_splits):
+        m = tl.maximum(m, tl.load(LsePart + part0 + s, mask=row_ok, other=float("-inf"),
+                                  cache_modifier=".cg"))  # [BLOCK_M]
     if Sinks is not None:
         sink = tl.load(Sinks + offs_h, mask=row_ok, other=float("-inf"))  # [BLOCK_M]
         m = tl.maximum(m, sink)
     m_use = tl.where(m == float("-inf"), 0.0, m)
     acc = tl.zeros([part0.shape[0], offs_dv.shape[0]], tl.float32)
     w_sum = tl.zeros(part0.shape, tl.float32)
-    for s0 in range(0, num_splits, MERGE_S):
-        s_ok = row_ok[:, None] & (s0 + offs_s < num_splits)[None, :]
-        part = part0[:, None] + s0 + offs_s[None, :]  # [BLOCK_M, MERGE_S]
-        w = tl.exp(tl.load(LsePart + part, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
-                   - m_use[:, None])  # [BLOCK_M, MERGE_S]
-        o_s = tl.load(OPart + part[:, :, None] * HEAD_DIM_V + offs_dv[None, None, :],
-                      mask=s_ok[:, :, None] & dv_ok[None, None, :], other=0.0,
-                      cache_modifier=".cg")  # [BLOCK_M, MERGE_S, BLOCK_DV]
-        acc += tl.sum(w[:, :, None] * o_s, 1)
-        w_sum += tl.sum(w, 1)
+    for s in range(0, num_splits):
+        w = tl.exp(tl.load(LsePart + part0 + s, mask=row_ok, other=float("-inf"), cache_modifier=".cg") - m_use)
+        o_s = tl.load(OPart + (part0 + s)[:, None] * HEAD_DIM_V + offs_dv[None, :],
+                      mask=row_ok[:, None] & dv_ok[None, :], other=0.0, cache_modifier=".cg")  # [BLOCK_M, BLOCK_DV]
+        acc += w[:, None] * o_s
+        w_sum += w
     if Sinks is not None:
         w_sum += tl.exp(sink - m_use)
     empty = w_sum == 0.0
