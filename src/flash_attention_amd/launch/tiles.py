@@ -579,7 +579,8 @@ FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WIND
 _WS_H100 = ("H100 twice, d=128, not causal, bf16 (benchmarks/results/run14/ws_h100, ws_h100_repeat): b*s = 16384, "
             "16 heads, s = 1k / 4k / 16k 404-406 / 522-524 / 563-576 TFLOP/s against 398-400 / 464-478 / 506-511 "
             "for the main kernel in the same call (1.02 / 1.10-1.13 / 1.11-1.13x); b=4 s=4096 32 heads 532-548 "
-            "against 481-486, GQA 32/8 532-540 against 491-492; not measured on an H200")
+            "against 481-486, GQA 32/8 532-540 against 491-492; H200 (run16/h200_ws_ab.md, both kernels on / off): "
+            "1.06-1.15x from 2k keys, 1.01x at 1k")
 FWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, _T(128, 128, 4, 2, reason=_WS_H100), causal=False)],
 }

@@ -284,7 +284,8 @@ BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT, BWD_WIND
 # whole backward): 16 heads 1k / 4k / 16k 349 / 434 / 474 against 344 / 411 / 416 (1.02 / 1.06 / 1.14x),
 # b=4 s=4096 32 heads 437 against 409 (1.07x), GQA 32/8 465 against 408 (1.14x; cuDNN 502). Not run on an H200.
 _WS_BWD_H100 = ("H100, d=128, not causal, whole backward on / off (benchmarks/results/run15/h100_ws_ab.md): "
-                "1.02 / 1.06 / 1.14x at 1k / 4k / 16k, 1.07x b=4 s=4096 h=32, 1.14x GQA 32/8; not run on an H200")
+                "1.02 / 1.06 / 1.14x at 1k / 4k / 16k, 1.07x b=4 s=4096 h=32, 1.14x GQA 32/8; H200 "
+                "(run16/h200_ws_ab.md): 1.06-1.13x from 2k keys, 1.00x at 1k")
 BWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, Tile(64, 128, 4, 2, reason=_WS_BWD_H100), causal=False)],
 }
