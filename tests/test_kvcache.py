@@ -371,6 +371,12 @@ ERRORS = [
     ("softcap<0", lambda kw: kw.update(softcap=-1.0), ValueError, "softcap"),
     ("scale nan", lambda kw: kw.update(softmax_scale=float("nan")), ValueError, "softmax_scale"),
     ("num_splits", lambda kw: kw.update(num_splits=-1), ValueError, "num_splits"),
+    # unhashable scalars: named by validation, not a TypeError from the plan cache's dict
+    ("scale list", lambda kw: kw.update(softmax_scale=[0.1]), ValueError, "softmax_scale is [0.1]"),
+    ("softcap list", lambda kw: kw.update(softcap=[1.0]), ValueError, "softcap is [1.0]"),
+    ("num_splits list", lambda kw: kw.update(num_splits=[2]), ValueError, "num_splits is [2]"),
+    ("window list", lambda kw: kw.update(window_size=(1, [2])), ValueError, "window_size is (1, [2])"),
+    ("causal list", lambda kw: kw.update(causal=[True]), TypeError, "causal is [True]"),
     ("cache room", lambda kw: kw.update(cache_seqlens=torch.tensor([3, 8], dtype=torch.int32)),
      ValueError, "cache_seqlens[1] is 8"),
     ("negative seqlens", lambda kw: kw.update(cache_seqlens=torch.tensor([-1, 2], dtype=torch.int32)),

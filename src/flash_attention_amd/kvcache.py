@@ -309,6 +309,9 @@ _plans: dict = {}
 _Tensor = torch.Tensor
 
 
+_PLAIN = frozenset((bool, int, float, type(None)))  # scalars the key holds by (type, value)
+
+
 def _meta(t):
     if t is None:
         return None
@@ -320,12 +323,15 @@ def _meta(t):
 def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
               block_table, softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
               return_softmax_lse, sinks=None):
-    """A hashable key of every input of _prepare, or None (validate this call every time). Runs on
-    every call: the optional tensors (mostly None) are tested inline, scalars keyed as (type, value)
-    (True and 1 hash alike but validate differently)."""
-    if cache_seqlens is not None and type(cache_seqlens) is not _Tensor:
-        return None  # an int start: its value is checked, and changes every step
-    if type(window_size) is not tuple or len(window_size) != 2:
+    """A hashable key of every input of _prepare, or None (validate this call every time: an int
+    cache_seqlens, whose value is checked and changes every step; a tensor argument that is not a
+    plain tensor; a scalar that is not a bool / int / float / None, so that validation names it).
+    Runs on every call: the optional tensors (mostly None) are tested inline, scalars keyed as
+    (type, value) (True and 1 hash alike but validate differently)."""
+    if not ((cache_seqlens is None or type(cache_seqlens) is _Tensor) and type(window_size) is tuple
+            and len(window_size) == 2 and type(window_size[0]) in _PLAIN and type(window_size[1]) in _PLAIN
+            and type(softmax_scale) in _PLAIN and type(causal) in _PLAIN and type(softcap) in _PLAIN
+            and type(num_splits) in _PLAIN and type(return_softmax_lse) in _PLAIN):
         return None
     try:
         return (_meta(q), _meta(k_cache), _meta(v_cache), None if k is None else _meta(k),
@@ -340,7 +346,7 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
                 type(window_size[1]), window_size[1], type(softcap), softcap, type(num_splits), num_splits,
                 type(return_softmax_lse), return_softmax_lse, dispatch.forced(), config.debug(),
                 torch.is_grad_enabled(), None if sinks is None else _meta(sinks))
-    except TypeError:  # not a plain tensor, or an unhashable scalar
+    except TypeError:  # not a plain tensor
         return None
 
 
