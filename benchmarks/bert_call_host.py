@@ -19,6 +19,38 @@ from profile_host import cprofile_text
 from flash_attention_amd import core
 
 
+def bert_calls(b: int, s: int, accumulate: bool):
+    """(ours, sdpa): one BERT-style attention call (h=12, d=64, bf16; a bool key mask of lengths uniform
+    in [s/4, s], dropout 0.1 unless told) forward + backward, ours through ``core.attention`` as the HF
+    integration calls it and SDPA as HF's sdpa path calls it (an additive mask). Both take
+    (mask=True, dropout=0.1). accumulate: the backward by ``out.backward`` (into .grad), else
+    ``torch.autograd.grad``."""
+    h, d = 12, 64
+    g = torch.Generator(device="cuda").manual_seed(0)
+    qh, kh, vh = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
+                  for _ in range(3))
+    grad = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    lengths = torch.randint(s // 4, s + 1, (b,), device="cuda")
+    keys = (torch.arange(s, device="cuda")[None, :] < lengths[:, None])[:, None, None, :]
+    additive = torch.where(keys, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16)
+
+    def backward(out, dout):
+        if accumulate:
+            out.backward(dout)
+        else:
+            torch.autograd.grad(out, (qh, kh, vh), dout)
+
+    def ours(mask=True, dropout=0.1):
+        q, k, v = (t.transpose(1, 2) for t in (qh, kh, vh))
+        backward(core.attention(q, k, v, attn_bias=keys if mask else None, dropout_p=dropout, causal=False), grad)
+
+    def sdpa(mask=True, dropout=0.1):
+        backward(torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, attn_mask=additive if mask else None,
+                                                                  dropout_p=dropout), grad.transpose(1, 2))
+
+    return ours, sdpa
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=32)
@@ -26,24 +58,7 @@ def main() -> None:
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     b, s, h, d = args.batch, args.seqlen, 12, 64
-    g = torch.Generator(device="cuda").manual_seed(0)
-    qh, kh, vh = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
-                  for _ in range(3))
-    grad = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
-    lengths = torch.randint(s // 4, s + 1, (b,), device="cuda")
-    mask2d = (torch.arange(s, device="cuda")[None, :] < lengths[:, None]).to(torch.int64)
-    keys = mask2d.bool()[:, None, None, :]
-    additive = torch.where(keys, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16)
-
-    def ours(mask=True, dropout=0.1):
-        q, k, v = (t.transpose(1, 2) for t in (qh, kh, vh))
-        out = core.attention(q, k, v, attn_bias=keys if mask else None, dropout_p=dropout, causal=False)
-        out.backward(grad)
-
-    def sdpa(mask=True, dropout=0.1):
-        out = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, attn_mask=additive if mask else None,
-                                                               dropout_p=dropout)
-        out.backward(grad.transpose(1, 2))
+    ours, sdpa = bert_calls(b, s, accumulate=True)
 
     rows = {}
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: BERT-style call b={b} s={s} h={h} d={d}, "
