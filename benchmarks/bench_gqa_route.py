@@ -1,11 +1,11 @@
 """GQA on NVIDIA: our triton kernels against SDPA (enable_gqa, its own kernel choice) through our
 API, to decide the dispatcher's sm90 rule for dense GQA calls (dispatch.py _sdpa_measured_faster).
 
-bf16, causal, h=32 query heads over 8 KV heads, 16k tokens per batch; ms per call (median of
-triton.testing.do_bench, host time included as a user pays it) of the forward and of forward +
-backward, each backend forced through ``use_backend``.
+bf16, causal, h query heads over hk KV heads (default 32 / 8), 16k tokens per batch; ms per call
+(median of triton.testing.do_bench, host time included as a user pays it) of the forward and of
+forward + backward, each backend forced through ``use_backend``.
 
-    PYTHONPATH=src python benchmarks/bench_gqa_route.py [--json PATH]
+    PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...] [--json PATH]
 """
 from __future__ import annotations
 
@@ -21,31 +21,33 @@ import flash_attention_amd as fa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default="")
+    ap.add_argument("--dims", type=int, nargs="+", default=[64, 128])
+    ap.add_argument("--heads", nargs="+", default=["32:8"], help="query:KV heads")
     args = ap.parse_args()
     rows = []
-    print(f"# {torch.cuda.get_device_name()}: ms per call, causal GQA 32/8, 16k tokens")
-    print("| d | seqlen | pass | triton | sdpa | triton / sdpa (time) |")
-    print("|---|---|---|---|---|---|")
-    for d in (64, 128):
-        for s in (1024, 4096, 8192):
-            b = 16384 // s
-            q = torch.randn(b, s, 32, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-            k, v = (torch.randn(b, s, 8, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                    for _ in range(2))
-            dout = torch.randn_like(q)
-            for pass_ in ("fwd", "fwd+bwd"):
-                ms = {}
-                for backend in ("triton", "sdpa"):
-                    def call(backend=backend, pass_=pass_, t=(q, k, v, dout)):
-                        with fa.use_backend(backend):
-                            out = fa.flash_attn_func(*t[:3], causal=True)
-                        if pass_ == "fwd+bwd":
-                            torch.autograd.grad(out, t[:3], t[3])
+    print(f"# {torch.cuda.get_device_name()}: ms per call, causal GQA, 16k tokens")
+    print("| d | heads | seqlen | pass | triton | sdpa | triton / sdpa (time) |")
+    print("|---|---|---|---|---|---|---|")
+    for d, heads, s in ((d, heads, s) for d in args.dims for heads in args.heads for s in (1024, 4096, 8192)):
+        h, hk = (int(x) for x in heads.split(":"))
+        b = 16384 // s
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                for _ in range(2))
+        dout = torch.randn_like(q)
+        for pass_ in ("fwd", "fwd+bwd"):
+            ms = {}
+            for backend in ("triton", "sdpa"):
+                def call(backend=backend, pass_=pass_, t=(q, k, v, dout)):
+                    with fa.use_backend(backend):
+                        out = fa.flash_attn_func(*t[:3], causal=True)
+                    if pass_ == "fwd+bwd":
+                        torch.autograd.grad(out, t[:3], t[3])
 
-                    ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
-                rows.append(dict(d=d, seqlen=s, batch=b, pass_=pass_, **ms))
-                print(f"| {d} | {s} | {pass_} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
-                      f"{ms['triton'] / ms['sdpa']:.2f} |", flush=True)
+                ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
+            rows.append(dict(d=d, heads=heads, seqlen=s, batch=b, pass_=pass_, **ms))
+            print(f"| {d} | {heads} | {s} | {pass_} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
+                  f"{ms['triton'] / ms['sdpa']:.2f} |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
