@@ -41,7 +41,7 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **base))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "sdpa"  # GQA: h100_run3/gqa_route
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(base, headdim=256, headdim_v=256)))[0] == (
-        "triton")  # GQA at d=256: not measured
+        "sdpa")  # GQA at d=256: run16/h100_gqa_route_d256.txt
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
     d256 = dict(base, headdim=256, headdim_v=256)

@@ -140,12 +140,14 @@ def platform(problem: Problem) -> str:
 # (A try at skipping that context when torch's own choice matched it measured slower:
 # results/run11/h100_gqa_small_calls_without_context_rejected.txt.)
 # The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
-# GQA (dense, no options) at d=64 / 128: SDPA with enable_gqa is faster than ours on 11 of 12
+# GQA (dense, no options) at d=64 / 128 / 256: SDPA with enable_gqa is faster than ours on 11 of 12
 # rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
-# API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x); d=256 GQA was not measured.
+# API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x), and at d=256 on 17 of 18 rows of
+# benchmarks/results/run16/h100_gqa_route_d256.txt (16/8, 32/8 and 8/4 heads: ours 1.12-1.73x SDPA's
+# time; the 8/4 1k forward alone 0.91x).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
-_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128)}
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256)}
 SMALL_CALL_FLOP = 4.5e9
 SMALL_CALL_FLOP_GQA = 1.0e10
 
