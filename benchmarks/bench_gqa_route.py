@@ -3,9 +3,12 @@ API, to decide the dispatcher's sm90 rule for dense GQA calls (dispatch.py _sdpa
 
 bf16, causal, h query heads over hk KV heads (default 32 / 8), 16k tokens per batch; ms per call
 (median of triton.testing.do_bench, host time included as a user pays it) of the forward and of
-forward + backward, each backend forced through ``use_backend``.
+forward + backward, each backend forced through ``use_backend``. ``--dropout P`` times calls with
+attention dropout (each backend its own RNG; the same for the same call), ``--causal no`` calls
+without a mask, and ``--heads 16:16`` MHA: the same question for other rules of the table.
 
-    PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...] [--json PATH]
+    PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...]
+        [--seqlens 1024 4096 8192] [--causal yes|no] [--dropout 0.0] [--json PATH]
 """
 from __future__ import annotations
 
@@ -23,12 +26,17 @@ def main() -> None:
     ap.add_argument("--json", default="")
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--heads", nargs="+", default=["32:8"], help="query:KV heads")
+    ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 8192])
+    ap.add_argument("--causal", choices=("yes", "no"), default="yes")
+    ap.add_argument("--dropout", type=float, default=0.0)
     args = ap.parse_args()
+    causal = args.causal == "yes"
     rows = []
-    print(f"# {torch.cuda.get_device_name()}: ms per call, causal GQA, 16k tokens")
+    print(f"# {torch.cuda.get_device_name()}: ms per call, {'causal' if causal else 'not causal'}, dropout "
+          f"{args.dropout}, 16k tokens")
     print("| d | heads | seqlen | pass | triton | sdpa | triton / sdpa (time) |")
     print("|---|---|---|---|---|---|---|")
-    for d, heads, s in ((d, heads, s) for d in args.dims for heads in args.heads for s in (1024, 4096, 8192)):
+    for d, heads, s in ((d, heads, s) for d in args.dims for heads in args.heads for s in args.seqlens):
         h, hk = (int(x) for x in heads.split(":"))
         b = 16384 // s
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -40,12 +48,13 @@ def main() -> None:
             for backend in ("triton", "sdpa"):
                 def call(backend=backend, pass_=pass_, t=(q, k, v, dout)):
                     with fa.use_backend(backend):
-                        out = fa.flash_attn_func(*t[:3], causal=True)
+                        out = fa.flash_attn_func(*t[:3], dropout_p=args.dropout, causal=causal)
                     if pass_ == "fwd+bwd":
                         torch.autograd.grad(out, t[:3], t[3])
 
                 ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
-            rows.append(dict(d=d, heads=heads, seqlen=s, batch=b, pass_=pass_, **ms))
+            rows.append(dict(d=d, heads=heads, seqlen=s, batch=b, pass_=pass_, causal=causal, dropout=args.dropout,
+                             **ms))
             print(f"| {d} | {heads} | {s} | {pass_} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
                   f"{ms['triton'] / ms['sdpa']:.2f} |", flush=True)
     if args.json:

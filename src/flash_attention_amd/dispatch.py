@@ -145,9 +145,16 @@ def platform(problem: Problem) -> str:
 # API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x), and at d=256 on 17 of 18 rows of
 # benchmarks/results/run16/h100_gqa_route_d256.txt (16/8, 32/8 and 8/4 heads: ours 1.12-1.73x SDPA's
 # time; the 8/4 1k forward alone 0.91x).
+# Dense MHA calls with dropout at d=64 / 128: SDPA (cuDNN, its own Philox stream, reproducible under
+# torch.manual_seed like ours) was faster on all 32 rows of benchmarks/results/run16/h100_dropout_route_*.txt
+# (dropout 0.1, 16 heads, 512-4096, causal and not: ours 1.08-1.14x SDPA's time forward at d=64, 1.21-1.41x
+# at d=128, 1.21-1.46x forward + backward at d=64, 1.42-1.79x at d=128); GQA and d=256 with dropout were
+# not measured and stay with triton. deterministic=True backward calls stay with triton too (SDPA's
+# CUDA backward is not bitwise deterministic: the sdpa backend declines them).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
-_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256)}
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256),
+                      "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
 SMALL_CALL_FLOP_GQA = 1.0e10
 
@@ -165,7 +172,8 @@ def _sdpa_measured_faster(problem: Problem) -> bool:
         and problem.headdim == problem.headdim_v
         and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
         and (problem.nheads == problem.nheads_k or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"])
-        and problem.dropout_p == 0
+        and (problem.dropout_p == 0 or (problem.nheads == problem.nheads_k
+                                        and problem.headdim in _SDPA_FIRST_NVIDIA["dropout_headdim"]))
     )
 
 
@@ -182,7 +190,8 @@ def order_rule(problem: Problem) -> str:
     if platform(problem) != "nvidia" or problem.kind != "attn":
         return ""
     if _sdpa_measured_faster(problem):
-        return "sm90, plain dense call: sdpa first (SDPA measured faster; dispatch.py)"
+        kind = "dense call with dropout" if problem.dropout_p > 0 else "plain dense call"
+        return f"sm90, {kind}: sdpa first (SDPA measured faster; dispatch.py)"
     small = replace(problem, batch=problem.batch * 10**6)  # the same call, past any size limit
     if _sdpa_measured_faster(small):
         limit = SMALL_CALL_FLOP if problem.nheads == problem.nheads_k else SMALL_CALL_FLOP_GQA
