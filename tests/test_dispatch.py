@@ -57,6 +57,8 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     bert = dict(base, batch=32, seqlen_q=128, seqlen_k=128, nheads=12, headdim=64, headdim_v=64)
     assert dispatch.forward_flop(Problem(arch="sm90", nheads_k=12, **bert)) == 4 * 32 * 12 * 128 * 128 * 64
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **bert))[0] == "triton"
+    # dropout: SDPA at any size (its host path too, run16/h100_bert_call_probe*)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, dropout_p=0.1, **bert))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(bert, seqlen_q=1024, seqlen_k=1024)))[0] == (
         "sdpa")  # 12.9 GFLOP
     at_limit = dict(bert, batch=int(dispatch.SMALL_CALL_FLOP) // 256, nheads=1, seqlen_q=1, seqlen_k=1)

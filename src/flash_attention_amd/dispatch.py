@@ -150,7 +150,10 @@ def platform(problem: Problem) -> str:
 # (dropout 0.1, 16 heads, 512-4096, causal and not: ours 1.08-1.14x SDPA's time forward at d=64, 1.21-1.41x
 # at d=128, 1.21-1.46x forward + backward at d=64, 1.42-1.79x at d=128); GQA and d=256 with dropout were
 # not measured and stay with triton. deterministic=True backward calls stay with triton too (SDPA's
-# CUDA backward is not bitwise deterministic: the sdpa backend declines them).
+# CUDA backward is not bitwise deterministic: the sdpa backend declines them). Small dropout calls too: a
+# BERT-base-sized call without a mask (b=32 s=128 h=12 d=64, 1.6 GFLOP) took 186-481 us of wall time per
+# forward + backward with ours against 101-202 with SDPA, host-bound, in two runs
+# (benchmarks/results/run16/h100_bert_call_probe*.txt, "dropout" rows; its kernels 69 against 63 us).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256),
@@ -166,15 +169,14 @@ def forward_flop(problem: Problem) -> float:
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
-    return (
-        problem.arch in _SDPA_FIRST_NVIDIA["arch"]
-        and forward_flop(problem) >= (SMALL_CALL_FLOP if problem.nheads == problem.nheads_k else SMALL_CALL_FLOP_GQA)
-        and problem.headdim == problem.headdim_v
-        and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
-        and (problem.nheads == problem.nheads_k or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"])
-        and (problem.dropout_p == 0 or (problem.nheads == problem.nheads_k
-                                        and problem.headdim in _SDPA_FIRST_NVIDIA["dropout_headdim"]))
-    )
+    if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
+            and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]):
+        return False
+    mha = problem.nheads == problem.nheads_k
+    if problem.dropout_p > 0:  # at any size: SDPA's kernels and its host path both measured faster
+        return mha and problem.headdim in _SDPA_FIRST_NVIDIA["dropout_headdim"]
+    return (forward_flop(problem) >= (SMALL_CALL_FLOP if mha else SMALL_CALL_FLOP_GQA)
+            and (mha or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"]))
 
 
 def preference(problem: Problem) -> tuple[str, ...]:
