@@ -8,7 +8,7 @@ attention dropout (each backend its own RNG; the same for the same call), ``--ca
 without a mask, and ``--heads 16:16`` MHA: the same question for other rules of the table.
 
     PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...]
-        [--seqlens 1024 4096 8192] [--causal yes|no] [--dropout 0.0] [--json PATH]
+        [--seqlens 1024 4096 8192] [--causal yes|no] [--dropout 0.0] [--sk-extra 0] [--json PATH]
 """
 from __future__ import annotations
 
@@ -29,18 +29,20 @@ def main() -> None:
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 8192])
     ap.add_argument("--causal", choices=("yes", "no"), default="yes")
     ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--sk-extra", type=int, default=0,
+                    help="keys per sequence = seqlen + this (causal then bottom-right aligned: chunked prefill)")
     args = ap.parse_args()
     causal = args.causal == "yes"
     rows = []
     print(f"# {torch.cuda.get_device_name()}: ms per call, {'causal' if causal else 'not causal'}, dropout "
-          f"{args.dropout}, 16k tokens")
+          f"{args.dropout}, 16k query tokens, keys = seqlen + {args.sk_extra}")
     print("| d | heads | seqlen | pass | triton | sdpa | triton / sdpa (time) |")
     print("|---|---|---|---|---|---|---|")
     for d, heads, s in ((d, heads, s) for d in args.dims for heads in args.heads for s in args.seqlens):
         h, hk = (int(x) for x in heads.split(":"))
         b = 16384 // s
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k, v = (torch.randn(b, s + args.sk_extra, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
                 for _ in range(2))
         dout = torch.randn_like(q)
         for pass_ in ("fwd", "fwd+bwd"):
@@ -53,8 +55,8 @@ def main() -> None:
                         torch.autograd.grad(out, t[:3], t[3])
 
                 ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
-            rows.append(dict(d=d, heads=heads, seqlen=s, batch=b, pass_=pass_, causal=causal, dropout=args.dropout,
-                             **ms))
+            rows.append(dict(d=d, heads=heads, seqlen=s, seqlen_k=s + args.sk_extra, batch=b, pass_=pass_,
+                             causal=causal, dropout=args.dropout, **ms))
             print(f"| {d} | {heads} | {s} | {pass_} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
                   f"{ms['triton'] / ms['sdpa']:.2f} |", flush=True)
     if args.json:
