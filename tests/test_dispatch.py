@@ -50,6 +50,10 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
     d256 = dict(base, headdim=256, headdim_v=256)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d256))[0] == "sdpa"  # cuDNN 1.5x / 2.2x
+    # causal with more keys than queries (bottom-right): ours measured faster (run16/h100_bottom_right_causal_route)
+    prefill = dict(base, seqlen_q=1024, seqlen_k=3072, causal=True)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **prefill))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(prefill, causal=False)))[0] == "sdpa"
     d96 = dict(base, headdim=96, headdim_v=96)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d96))[0] == "triton"  # not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, kind="kvcache", **base))[0] == "triton"

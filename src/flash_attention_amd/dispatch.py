@@ -154,6 +154,10 @@ def platform(problem: Problem) -> str:
 # BERT-base-sized call without a mask (b=32 s=128 h=12 d=64, 1.6 GFLOP) took 186-481 us of wall time per
 # forward + backward with ours against 101-202 with SDPA, host-bound, in two runs
 # (benchmarks/results/run16/h100_bert_call_probe*.txt, "dropout" rows; its kernels 69 against 63 us).
+# Causal calls with seqlen_q != seqlen_k (bottom-right aligned: chunked prefill) are not covered: SDPA serves
+# them through torch's CausalBias (its memory-efficient kernel), and ours took 0.62-0.81x its time on all 24
+# rows of benchmarks/results/run16/h100_bottom_right_causal_route.txt (16/16 and 32/8 heads, d=64 / 128,
+# 512-2048 queries over 2048 more keys, forward and forward + backward).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256),
@@ -170,7 +174,8 @@ def forward_flop(problem: Problem) -> float:
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
     if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
-            and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]):
+            and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
+            and not (problem.causal and problem.seqlen_q != problem.seqlen_k)):
         return False
     mha = problem.nheads == problem.nheads_k
     if problem.dropout_p > 0:  # at any size: SDPA's kernels and its host path both measured faster
