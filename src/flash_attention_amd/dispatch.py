@@ -157,7 +157,8 @@ def platform(problem: Problem) -> str:
 # Causal calls with seqlen_q != seqlen_k (bottom-right aligned: chunked prefill) are not covered: SDPA serves
 # them through torch's CausalBias (its memory-efficient kernel), and ours took 0.62-0.81x its time on all 24
 # rows of benchmarks/results/run16/h100_bottom_right_causal_route.txt (16/16 and 32/8 heads, d=64 / 128,
-# 512-2048 queries over 2048 more keys, forward and forward + backward).
+# 512-2048 queries over 2048 more keys, forward and forward + backward). Not causal, the same shapes stay
+# with SDPA: it was faster on all 24 rows there (ours 1.01-1.33x its time, run16/h100_cross_attention_route.txt).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256),
