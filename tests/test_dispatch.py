@@ -55,7 +55,10 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **prefill))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(prefill, causal=False)))[0] == "sdpa"
     d96 = dict(base, headdim=96, headdim_v=96)
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d96))[0] == "triton"  # not measured
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d96))[0] == "sdpa"  # run16/h100_dims_route_*
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **d96))[0] == "sdpa"
+    d112 = dict(base, headdim=112, headdim_v=112)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d112))[0] == "triton"  # not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, kind="kvcache", **base))[0] == "triton"
     # small calls: host-bound, our path is cheaper (results/run11/h100_small_calls.txt): BERT-base's shape
     bert = dict(base, batch=32, seqlen_q=128, seqlen_k=128, nheads=12, headdim=64, headdim_v=64)

@@ -154,6 +154,10 @@ def platform(problem: Problem) -> str:
 # BERT-base-sized call without a mask (b=32 s=128 h=12 d=64, 1.6 GFLOP) took 186-481 us of wall time per
 # forward + backward with ours against 101-202 with SDPA, host-bound, in two runs
 # (benchmarks/results/run16/h100_bert_call_probe*.txt, "dropout" rows; its kernels 69 against 63 us).
+# Head dims 80, 96, 160 and 192 (Phi's 80 / 96, among others), dense MHA 16/16 and GQA 32/8, 1k and 4k, causal
+# and not: SDPA was faster on all 64 rows of benchmarks/results/run16/h100_dims_route_causal_*.txt (ours
+# 1.17-1.80x its time; our kernels pad these dims to the next power of two). Other head dims (32, 48, 112, ...)
+# were not measured and stay with triton.
 # Causal calls with seqlen_q != seqlen_k (bottom-right aligned: chunked prefill) are not covered: SDPA serves
 # them through torch's CausalBias (its memory-efficient kernel), and ours took 0.62-0.81x its time on all 24
 # rows of benchmarks/results/run16/h100_bottom_right_causal_route.txt (16/16 and 32/8 heads, d=64 / 128,
@@ -161,8 +165,8 @@ def platform(problem: Problem) -> str:
 # with SDPA: it was faster on all 24 rows there (ours 1.01-1.33x its time, run16/h100_cross_attention_route.txt).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
-_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 128, 256), "gqa_headdim": (64, 128, 256),
-                      "dropout_headdim": (64, 128)}
+_SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 256),
+                      "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
 SMALL_CALL_FLOP_GQA = 1.0e10
 
