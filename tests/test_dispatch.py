@@ -42,11 +42,14 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "sdpa"  # GQA: h100_run3/gqa_route
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(base, headdim=256, headdim_v=256)))[0] == (
         "sdpa")  # GQA at d=256: run16/h100_gqa_route_d256.txt
-    # dropout: MHA at d=64 / 128 measured faster with SDPA (run16/h100_dropout_route_*); GQA and d=256 not measured
+    # dropout at d=64 / 128, MHA and GQA: SDPA measured faster (run16/h100_dropout_route_*, h100_dropout_gqa);
+    # d=256 MHA only with grads (run16/h100_dropout_d256: our forward alone is faster); GQA d=256 not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))[0] == "sdpa"
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, dropout_p=0.1, **base))[0] == "triton"
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, dropout_p=0.1,
-                                       **dict(base, headdim=256, headdim_v=256)))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, dropout_p=0.1, **base))[0] == "sdpa"
+    d256_drop = dict(base, headdim=256, headdim_v=256, dropout_p=0.1)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **d256_drop))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d256_drop))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, needs_grad=True, **d256_drop))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
     d256 = dict(base, headdim=256, headdim_v=256)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d256))[0] == "sdpa"  # cuDNN 1.5x / 2.2x
@@ -84,7 +87,7 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert "below 10" in dispatch.order_rule(Problem(arch="sm90", nheads_k=4, **gqa))
     assert "sdpa first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, **base))
     assert "dropout: sdpa first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))
-    assert dispatch.order_rule(Problem(arch="sm90", nheads_k=4, dropout_p=0.1, **base)) == ""  # GQA: no rule
+    assert dispatch.order_rule(Problem(arch="sm90", nheads_k=4, needs_grad=True, **d256_drop)) == ""  # no rule
     assert dispatch.order_rule(Problem(arch="sm80", nheads_k=12, **bert)) == ""
     text = dispatch.Decision("triton", False, (), Problem(arch="sm90", nheads_k=12, **bert),
                              dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))).describe()

@@ -145,12 +145,15 @@ def platform(problem: Problem) -> str:
 # API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x), and at d=256 on 17 of 18 rows of
 # benchmarks/results/run16/h100_gqa_route_d256.txt (16/8, 32/8 and 8/4 heads: ours 1.12-1.73x SDPA's
 # time; the 8/4 1k forward alone 0.91x).
-# Dense MHA calls with dropout at d=64 / 128: SDPA (cuDNN, its own Philox stream, reproducible under
+# Dense calls with dropout at d=64 / 128: SDPA (cuDNN, its own Philox stream, reproducible under
 # torch.manual_seed like ours) was faster on all 32 rows of benchmarks/results/run16/h100_dropout_route_*.txt
 # (dropout 0.1, 16 heads, 512-4096, causal and not: ours 1.08-1.14x SDPA's time forward at d=64, 1.21-1.41x
-# at d=128, 1.21-1.46x forward + backward at d=64, 1.42-1.79x at d=128); GQA and d=256 with dropout were
-# not measured and stay with triton. deterministic=True backward calls stay with triton too (SDPA's
-# CUDA backward is not bitwise deterministic: the sdpa backend declines them). Small dropout calls too: a
+# at d=128, 1.21-1.46x forward + backward at d=64, 1.42-1.79x at d=128); GQA 32/8 too (run16/h100_dropout_gqa.txt:
+# 1.09-1.31x forward, 1.36-1.75x forward + backward, 8 of 8 rows). At d=256 (MHA, run16/h100_dropout_d256.txt)
+# ours is faster forward (0.58-0.64x SDPA's time) but slower forward + backward (1.23-1.36x): SDPA first only
+# for calls that need gradients there; GQA at d=256 with dropout was not measured and stays with triton.
+# deterministic=True backward calls stay with triton too (SDPA's CUDA backward is not bitwise deterministic:
+# the sdpa backend declines them). Small dropout calls too: a
 # BERT-base-sized call without a mask (b=32 s=128 h=12 d=64, 1.6 GFLOP) took 186-481 us of wall time per
 # forward + backward with ours against 101-202 with SDPA, host-bound, in two runs
 # (benchmarks/results/run16/h100_bert_call_probe*.txt, "dropout" rows; its kernels 69 against 63 us).
@@ -184,7 +187,10 @@ def _sdpa_measured_faster(problem: Problem) -> bool:
         return False
     mha = problem.nheads == problem.nheads_k
     if problem.dropout_p > 0:  # at any size: SDPA's kernels and its host path both measured faster
-        return mha and problem.headdim in _SDPA_FIRST_NVIDIA["dropout_headdim"]
+        if problem.headdim in _SDPA_FIRST_NVIDIA["dropout_headdim"]:
+            return True
+        # d=256: SDPA's forward + backward is faster, our forward alone is (training calls only)
+        return problem.headdim == 256 and mha and problem.needs_grad
     return (forward_flop(problem) >= (SMALL_CALL_FLOP if mha else SMALL_CALL_FLOP_GQA)
             and (mha or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"]))
 
