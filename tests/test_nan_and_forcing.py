@@ -45,11 +45,26 @@ def _nan_case(where, causal):
     return q, k, v, nan, exact
 
 
+@pytest.fixture(params=["lse", "sums"])
+def nan_screen(request, monkeypatch):
+    """The CPU sdpa route's screen for swallowed NaN rows both ways: the kernel's lse where this CPU's
+    flash op marks such rows with lse 0 (asked once per process), and the sums of q and k."""
+    from flash_attention_amd.backends import sdpa_backend
+
+    if request.param == "lse" and DEVICE == "cpu" and not sdpa_backend._lse_marks_nan_rows():
+        pytest.skip("this CPU's flash op does not mark swallowed NaN rows with lse 0")
+    if request.param == "sums":
+        monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [False])
+    return request.param
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("where", ["q", "k_first", "k_all", "v"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_nan_in_gives_nan_out(backend, where, causal):
+def test_nan_in_gives_nan_out(backend, where, causal, nan_screen):
     """A NaN that a row reads gives NaN in that row; the rows that read none are the finite result."""
+    if nan_screen == "sums" and (backend != "sdpa" or DEVICE != "cpu"):
+        pytest.skip("the screen is the CPU sdpa route's")
     q, k, v, nan, exact = _nan_case(where, causal)
     dtype = torch.float16 if DEVICE == "cuda" else torch.float32  # SDPA's fused CUDA kernels: fp16/bf16
     q, k, v = (t.to(DEVICE, dtype) for t in (q, k, v))
@@ -131,3 +146,43 @@ def test_sdpa_cpu_nan_rows_restored_from_a_kernel_that_swallows_them(where):
     clean_q, clean_k = q.nan_to_num(0.0), k.nan_to_num(0.0)
     out = torch.randn(q.shape)
     assert _nan_rows_cpu(clean_q, clean_k, out, False) is out
+
+
+@pytest.mark.parametrize("where", ["q", "k_all"])
+def test_sdpa_cpu_nan_screen_by_lse(where, monkeypatch):
+    """Where the kernel marks swallowed rows with lse 0, the screen reads the lse alone: a zero sends the
+    call through the exact check (NaN restored); an lse without zeros returns the output untouched,
+    even for inputs holding NaN (the screen trusts the mark; the exact check is not run)."""
+    from flash_attention_amd.backends import sdpa_backend
+
+    monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [True])
+    q, k, v, nan, _ = _nan_case(where, causal=False)
+    rows = nan.any(-1)  # [b, s, h]
+    swallowed = torch.randn(q.shape).masked_fill(rows[..., None], 0.0)
+    lse = torch.rand(q.shape[0], q.shape[2], q.shape[1]) + 1.0  # [b, h, s], no zero
+    marked = lse.masked_fill(rows.transpose(1, 2), 0.0)
+    fixed = sdpa_backend._nan_rows_cpu(q, k, swallowed, False, marked)
+    assert torch.isnan(fixed[rows]).all() and not torch.isnan(fixed[~rows]).any()
+    assert sdpa_backend._nan_rows_cpu(q, k, swallowed, False, lse) is swallowed
+    monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [False])  # the sums screen ignores the lse
+    assert torch.isnan(sdpa_backend._nan_rows_cpu(q, k, swallowed, False, lse)[rows]).all()
+
+
+@pytest.mark.parametrize("shape", [(2, 37, 3, 24, 37), (2, 37, 3, 24, 3), (1, 300, 1, 64, 300), (1, 5, 2, 16, 9)])
+def test_sdpa_cpu_nan_query_rows_across_sizes(shape, nan_screen):
+    """The CPU flash op swallows a NaN query row at some sizes (out 0, lse 0) and propagates it at
+    others (out NaN, lse NaN): either way the row comes out NaN through the default route, with
+    either screen, and the other rows are untouched."""
+    if DEVICE != "cpu":
+        pytest.skip("the CPU sdpa route")
+    b, sq, h, d, sk = shape
+    g = torch.Generator().manual_seed(sum(shape))
+    q, k, v = torch.randn(b, sq, h, d, generator=g), *(torch.randn(b, sk, h, d, generator=g) for _ in range(2))
+    q[-1, sq // 3, -1, 1] = math.nan
+    assert "-> sdpa (auto)" in fa.explain(q, k, v)
+    out = fa.flash_attn_func(q, k, v)
+    rows = torch.zeros(b, sq, h, dtype=torch.bool)
+    rows[-1, sq // 3, -1] = True
+    assert torch.isnan(out[rows]).all() and not torch.isnan(out[~rows]).any()
+    ref, _ = attention_ref(*(t.double() for t in (q.nan_to_num(0.0), k, v)))
+    torch.testing.assert_close(out[~rows].double(), ref[~rows], atol=1e-5, rtol=1e-5)
