@@ -181,6 +181,8 @@ def forward_flop(problem: Problem) -> float:
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
+    if problem.bias:  # masked calls: their own rule (the sdpa backend takes bool masks only, not causal)
+        return False
     if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
             and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
             and not (problem.causal and problem.seqlen_q != problem.seqlen_k)):

@@ -60,7 +60,10 @@ class SdpaBackend(Backend):
         reasons = (
             (p.is_varlen, "varlen (cu_seqlens) is not expressible without nested tensors"),
             (p.offsets, "diag / dropout offsets are not expressible in SDPA"),
-            (bool(p.bias), "attn_bias through SDPA's attn_mask gives NaN on a fully masked row (contract: 0)"),
+            (p.bias == "float", "a float attn_bias through SDPA's attn_mask gives NaN on a row it hides entirely "
+                                "(contract: 0), and SDPA returns no dbias"),
+            (p.bias == "bool" and p.causal, "a bool attn_bias with causal: SDPA takes attn_mask or is_causal, not "
+                                            "both (the causal mask would be materialised)"),
             (p.has_sinks, "SDPA has no attention sinks"),
             (p.fp8, "FP8 inputs with descale factors: SDPA has no descales (triton / torch serve them)"),
             (p.has_window, "sliding window is not expressible without a materialised mask"),
@@ -88,6 +91,8 @@ class SdpaBackend(Backend):
         return None
 
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
+        if params.attn_bias is not None:
+            return _run_masked(q, k, v, params), None
         out, lse = self._out(q, k, v, params, slot)
         if q.device.type == "cpu" and not torch.compiler.is_compiling():
             out = _nan_rows_cpu(q, k, out, params.causal, lse)
@@ -122,6 +127,65 @@ class SdpaBackend(Backend):
                 enable_gqa=q.shape[2] != k.shape[2],
             )
         return out.transpose(1, 2)
+
+
+class _MaskPrep:
+    """A bool mask [b|1, h|1, sq|1, sk] as SDPA takes it without NaN: ``visible`` is the mask with every
+    row it hides entirely made visible (SDPA's softmax over no key is NaN; over all keys it is finite),
+    ``hidden`` [b|1, h|1, sq|1, 1] marks those rows, whose output is then set to 0 (CONTRACT.md: a row
+    a bool bias hides entirely has out 0). Made with fixed-size GPU ops (no host synchronisation) once
+    per mask tensor: a model passes the same mask to every layer (``_mask_prep`` keeps the last one)."""
+
+    __slots__ = ("mask", "version", "visible", "hidden")
+
+    def __init__(self, mask: torch.Tensor):
+        self.mask, self.version = mask, mask._version
+        self.hidden = ~mask.any(-1, keepdim=True)
+        self.visible = mask | self.hidden
+
+
+_LAST_MASK: list[_MaskPrep] = []
+
+
+def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
+    last = _LAST_MASK[0] if _LAST_MASK else None
+    if last is None or last.mask is not mask or last.version != mask._version or torch.compiler.is_compiling():
+        last = _MaskPrep(mask)
+        if not torch.compiler.is_compiling():
+            _LAST_MASK[:] = [last]
+    return last
+
+
+def _run_masked(q, k, v, params: AttnParams):
+    """A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the mask with no
+    row hidden entirely, then 0 in the rows the mask hides entirely (their gradient is 0 too: the
+    masked_fill's backward zeroes them, and a row's dP and delta are then 0).
+
+    NaN: SDPA adds the mask to the scores, so a NaN in a key the mask hides would reach every row of its
+    (sequence, head) (NaN + -inf). On the CPU (a NaN is found by the sums of q and k, no synchronisation)
+    such keys are read as 0 and the rows that do read a NaN are set to NaN (``_nan_rows_masked_cpu``);
+    on GPUs that check would synchronise, so there the NaN reaches those rows (CONTRACT.md)."""
+    prep = _mask_prep(params.attn_bias)
+    nan_in = (q.device.type == "cpu" and not torch.compiler.is_compiling()
+              and math.isnan(q.sum().item() + k.sum().item()))
+    k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
+    with _fused_kernels(q.device.type):
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2), attn_mask=prep.visible,
+            dropout_p=params.dropout_p, scale=params.softmax_scale, enable_gqa=q.shape[2] != k.shape[2])
+    if nan_in:
+        out = _nan_rows_masked_cpu(q, k, out, prep.visible)
+    return out.masked_fill(prep.hidden, 0.0).transpose(1, 2)
+
+
+def _nan_rows_masked_cpu(q, k, out, visible):
+    """On out [b, h, sq, d] of a masked call: NaN in every row that reads a NaN (in its query, or in a key
+    the mask shows it); rows hidden entirely are set to 0 afterwards by the caller."""
+    h, hk = q.shape[2], k.shape[2]
+    rows = torch.isnan(q).any(-1).transpose(1, 2)  # [b, h, sq]
+    bad_keys = torch.isnan(k).any(-1).transpose(1, 2).repeat_interleave(h // hk, dim=1)  # [b, h, sk]
+    rows = rows | (bad_keys[:, :, None, :] & visible).any(-1)  # a NaN key the row sees
+    return out.masked_fill(rows[..., None], float("nan"))
 
 
 @functools.cache

@@ -1,0 +1,141 @@
+"""Who should serve BERT-style masked calls on a GPU: our Triton kernels or SDPA (the sdpa backend with a bool
+key mask)? Measured two ways, the implementations taking turns round by round (a drifting host slows all):
+
+1. calls: ``flash_attn_func(q, k, v, attn_bias=keys, dropout_p=...)`` with each backend forced (h=12,
+   d=64, bf16, a bool key mask [b, 1, 1, s] of lengths uniform in [s/4, s]); ``hf-sdpa``: raw SDPA as HF's
+   sdpa path calls it (an additive float mask) for reference. Training (forward + backward, dropout 0.1)
+   and inference (forward, no grad, no dropout). Wall us per call of a loop of calls issued back to back
+   and synchronised once (what a model sees: host and GPU overlap);
+2. models: Hugging Face BERT-base training steps (random weights, padded batches as the e2e suite builds
+   them), eager, sdpa, and fa_amd with each backend forced for every attention call.
+
+    PYTHONPATH=src python benchmarks/bert_mask_route.py [--shapes 128:32 256:32 512:16 1024:8] [--rounds 7]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import flash_attention_amd as fa
+
+
+def _call_fns(b: int, s: int, train: bool):
+    h, d = 12, 64
+    g = torch.Generator(device="cuda").manual_seed(s)
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(train)
+               for _ in range(3))
+    lengths = torch.randint(s // 4, s + 1, (b,), device="cuda", generator=g)
+    keys = (torch.arange(s, device="cuda")[None, :] < lengths[:, None])[:, None, None, :]
+    additive = torch.where(keys, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16)
+    dout = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    p = 0.1 if train else 0.0
+
+    def ours(backend):
+        def call():
+            with fa.use_backend(backend):
+                out = fa.flash_attn_func(q, k, v, dropout_p=p, attn_bias=keys)
+            if train:
+                out.backward(dout)
+        return call
+
+    def hf_sdpa():
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                             attn_mask=additive, dropout_p=p)
+        if train:
+            out.backward(dout.transpose(1, 2))
+
+    def run(fn):
+        if train:
+            fn()
+        else:
+            with torch.no_grad():
+                fn()
+
+    return {name: (lambda fn=fn: run(fn)) for name, fn in
+            (("triton", ours("triton")), ("sdpa", ours("sdpa")), ("hf-sdpa", hf_sdpa))}
+
+
+def _turns(fns: dict, n: int, rounds: int) -> dict:
+    """name -> median wall us per call over rounds (each round: every fn n times back to back, synchronised)."""
+    for fn in fns.values():
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        names = list(fns)[r % len(fns):] + list(fns)[:r % len(fns)]
+        for name in names:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fns[name]()
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - t0) / n * 1e6)
+    return {name: (statistics.median(t), min(t), max(t)) for name, t in times.items()}
+
+
+def _model_fns(s: int, b: int):
+    from flash_attention_amd.bench import models
+
+    models.register_hf()
+    model = models.hf_bert(models.BERT_BASE, s, "cuda", torch.bfloat16)
+    data = models.padded_batch(b, s, models.BERT_BASE["vocab_size"], "cuda", padded=True)
+    opt = models.adamw(model)
+    fns = {}
+    for impl, backend in (("eager", None), ("sdpa", None), ("fa_amd", "triton"), ("fa_amd", "sdpa")):
+        def step(impl=impl, backend=backend):
+            models.set_impl(model, impl)
+            run = models.train_step(model, data, opt)
+            if backend is None:
+                run()
+            else:
+                with fa.use_backend(backend):
+                    run()
+        fns[impl if backend is None else f"fa_amd/{backend}"] = step
+    return fns
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", nargs="+", default=["128:32", "256:32", "512:16", "1024:8"], help="seqlen:batch")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    shapes = [tuple(map(int, x.split(":"))) for x in args.shapes]
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; wall us per call (calls) / ms per step "
+          "(models), median (min-max) of rounds taking turns", flush=True)
+    rows = []
+    print("| mode | s | b | triton | sdpa (ours, forced) | hf-sdpa (raw) | triton / sdpa (time) |\n"
+          "|---|---|---|---|---|---|---|")
+    for train in (True, False):
+        for s, b in shapes:
+            res = _turns(_call_fns(b, s, train), n=30, rounds=args.rounds)
+            mode = "train fwd+bwd, dropout 0.1" if train else "inference fwd"
+            rows.append(dict(kind="call", mode=mode, s=s, b=b, **{k: v[0] for k, v in res.items()}))
+            cell = {k: f"{v[0]:.1f} ({v[1]:.1f}-{v[2]:.1f})" for k, v in res.items()}
+            print(f"| {mode} | {s} | {b} | {cell['triton']} | {cell['sdpa']} | {cell['hf-sdpa']} | "
+                  f"{res['triton'][0] / res['sdpa'][0]:.2f} |", flush=True)
+    if not args.no_models:
+        print("\n| BERT-base step, s | b | eager | sdpa | fa_amd triton | fa_amd sdpa | triton / best | "
+              "sdpa-routed / best |\n|---|---|---|---|---|---|---|---|")
+        for s, b in shapes:
+            res = _turns(_model_fns(s, b), n=5, rounds=args.rounds)
+            ms = {k: v[0] / 1e3 for k, v in res.items()}
+            best = min(ms["eager"], ms["sdpa"])
+            rows.append(dict(kind="model", s=s, b=b, **ms))
+            cell = {k: f"{v[0] / 1e3:.2f} ({v[1] / 1e3:.2f}-{v[2] / 1e3:.2f})" for k, v in res.items()}
+            print(f"| {s} | {b} | {cell['eager']} | {cell['sdpa']} | {cell['fa_amd/triton']} | {cell['fa_amd/sdpa']} | "
+                  f"{best / ms['fa_amd/triton']:.2f}x | {best / ms['fa_amd/sdpa']:.2f}x |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

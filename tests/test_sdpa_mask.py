@@ -1,0 +1,135 @@
+"""The sdpa backend serving a bool attn_bias (a mask; not causal): exact against the float64 reference,
+rows the mask hides entirely give 0 (out and gradients), NaN in gives NaN out where a row reads it, and
+the per-mask preparation follows in-place changes of the mask."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import flash_attention_amd as fa
+from flash_attention_amd.backends import sdpa_backend
+from flash_attention_amd.reference import attention_ref
+from helpers import DEVICE, assert_matches
+
+DTYPE = torch.float32 if DEVICE == "cpu" else torch.bfloat16  # SDPA's fused CUDA kernels: fp16 / bf16
+
+
+def _inputs(b, sq, sk, h, hk, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, sq, h, d, generator=g)
+    k, v = (torch.randn(b, sk, hk, d, generator=g) for _ in range(2))
+    return [t.to(DEVICE, DTYPE).requires_grad_() for t in (q, k, v)]
+
+
+def _masks(b, h, sq, sk, seed):
+    """Key-padding masks [b, 1, 1, sk] with a sequence of length 0, and a full [b, h, sq, sk] mask with a
+    hidden row, a hidden (head, row) and random holes."""
+    g = torch.Generator().manual_seed(seed)
+    lens = torch.tensor([sk, max(1, sk // 3), 0])[-b:]
+    keys = (torch.arange(sk)[None, :] < lens[:, None])[:, None, None, :]
+    full = torch.rand(b, h, sq, sk, generator=g) > 0.4
+    full[0, :, 1] = False
+    full[-1, h - 1, sq // 2] = False
+    return {"keys": keys.to(DEVICE), "full": full.to(DEVICE)}
+
+
+@pytest.mark.parametrize("kind", ["keys", "full"])
+@pytest.mark.parametrize("shape", [(3, 37, 37, 4, 4, 32), (3, 17, 45, 4, 2, 64), (2, 64, 64, 2, 1, 16)])
+def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape):
+    b, sq, sk, h, hk, d = shape
+    q, k, v = _inputs(b, sq, sk, h, hk, d, seed=sum(shape))
+    mask = _masks(b, h, sq, sk, seed=len(kind))[kind]
+    if DEVICE == "cpu":  # the default CPU route for such calls
+        assert "-> sdpa (auto)" in fa.explain(q, k, v, attn_bias=mask)
+    with fa.use_backend("sdpa"):
+        out = fa.flash_attn_func(q, k, v, attn_bias=mask)
+    dout = torch.randn_like(out)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, _ = attention_ref(q64, k64, v64, attn_bias=mask)
+    grads = torch.autograd.grad(ref, (q64, k64, v64), dout.double())
+    hidden = ~mask.expand(b, h, sq, sk).any(-1).transpose(1, 2)  # [b, sq, h]
+    assert hidden.any()
+    assert (out[hidden] == 0).all() and (dq[hidden] == 0).all()
+    for name, x, r in (("out", out, ref), ("dq", dq, grads[0]), ("dk", dk, grads[1]), ("dv", dv, grads[2])):
+        assert_matches(x, r, name=name, fp32_tol=2e-5, lowp_tol=2e-2)
+
+
+def test_sdpa_bool_mask_declines_causal_and_float_bias():
+    q, k, v = _inputs(2, 16, 16, 2, 2, 16, seed=1)
+    mask = _masks(2, 2, 16, 16, seed=2)["keys"]
+    with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="attn_mask or is_causal"):
+        fa.flash_attn_func(q, k, v, attn_bias=mask, causal=True)
+    with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="float attn_bias"):
+        fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(2, 1, 1, 16, device=DEVICE, dtype=q.dtype))
+
+
+def test_sdpa_bool_mask_follows_in_place_changes():
+    """The prepared mask is kept per mask tensor (a model's layers share it); writing into the mask
+    gives a new preparation, not the stale one."""
+    q, k, v = (t.detach() for t in _inputs(2, 16, 16, 2, 2, 16, seed=3))
+    mask = torch.ones(2, 1, 1, 16, dtype=torch.bool, device=DEVICE)
+    with fa.use_backend("sdpa"):
+        first = fa.flash_attn_func(q, k, v, attn_bias=mask)
+        mask[1, ..., 4:] = False
+        second = fa.flash_attn_func(q, k, v, attn_bias=mask)
+    ref, _ = attention_ref(*(t.double() for t in (q, k, v)), attn_bias=mask)
+    assert_matches(second, ref, fp32_tol=2e-5, lowp_tol=2e-2)
+    assert torch.equal(first[0], second[0]) and not torch.equal(first[1], second[1])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the CPU route's NaN restoration")
+@pytest.mark.parametrize("where", ["q_visible", "q_hidden", "k_seen", "k_unseen"])
+def test_sdpa_bool_mask_nan(where):
+    """NaN in a query row the mask shows: NaN out there; in a row it hides entirely: 0; in a key some row
+    sees: NaN in those rows; in a key no row sees: nothing (SDPA's additive mask alone would spread it)."""
+    q, k, v = (t.detach() for t in _inputs(2, 8, 8, 2, 2, 16, seed=4))
+    mask = (torch.arange(8)[None, :] < torch.tensor([8, 0])[:, None])[:, None, None, :]
+    mask = mask.expand(2, 2, 8, 8).clone()
+    mask[0, :, :, 6:] = False  # keys 6, 7 of sequence 0: seen by no row
+    mask[0, 1, 5, 2] = False  # row 5 of head 1 does not see key 2
+    expect = torch.zeros(2, 8, 2, dtype=torch.bool)  # [b, sq, h] rows that must be NaN
+    if where == "q_visible":
+        q[0, 3, 1, 0] = math.nan
+        expect[0, 3, 1] = True
+    elif where == "q_hidden":
+        q[1, 3, 1, 0] = math.nan
+    elif where == "k_seen":
+        k[0, 2, 1, 0] = math.nan
+        expect[0, :, 1] = True
+        expect[0, 5, 1] = False
+    else:
+        k[0, 7, 0, 0] = math.nan
+    out = fa.flash_attn_func(q, k, v, attn_bias=mask)
+    assert torch.isnan(out[expect]).all() and not torch.isnan(out[~expect]).any()
+    assert (out[1] == 0).all()  # sequence 1 is hidden entirely
+    ref, _ = attention_ref(*(t.double().nan_to_num(0.0) for t in (q, k, v)), attn_bias=mask)
+    torch.testing.assert_close(out[~expect].double(), ref[~expect], atol=1e-5, rtol=1e-5)
+
+
+def test_sdpa_bool_mask_prep_is_kept_per_mask():
+    """One preparation for every layer of a forward pass: the same mask tensor gets the same object."""
+    mask = torch.rand(2, 1, 1, 9, device=DEVICE) > 0.3
+    first = sdpa_backend._mask_prep(mask)
+    assert sdpa_backend._mask_prep(mask) is first
+    assert sdpa_backend._mask_prep(mask.clone()) is not first
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="host synchronisation is a GPU matter")
+def test_sdpa_bool_mask_no_host_sync():
+    """BERT's call (a key mask, dropout) through the sdpa backend, forward and backward, synchronises
+    nothing: the mask's preparation is fixed-size GPU ops."""
+    q, k, v = _inputs(4, 128, 128, 12, 12, 64, seed=5)
+    mask = _masks(3, 12, 128, 128, seed=6)["keys"]
+    mask = torch.cat([mask, mask[:1]])
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with fa.use_backend("sdpa"):
+            out = fa.flash_attn_func(q, k, v, attn_bias=mask, dropout_p=0.1)
+        out.backward(torch.ones_like(out))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert q.grad is not None and (out[2] == 0).all()
