@@ -133,3 +133,23 @@ def test_sdpa_bool_mask_no_host_sync():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert q.grad is not None and (out[2] == 0).all()
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_sdpa_bool_mask_both_kernel_choices(fused, monkeypatch):
+    """Torch's own kernel choice (asked once per call signature) and the restricted one inside sdpa_kernel
+    (where torch would pick its math path) give the exact result."""
+    from flash_attention_amd import core
+
+    asked = []
+    monkeypatch.setattr(sdpa_backend, "_torch_picks_fused", lambda *a: asked.append(1) or fused)
+    core.clear_plans()
+    q, k, v = (t.detach() for t in _inputs(3, 21, 21, 4, 2, 32, seed=7))
+    mask = _masks(3, 4, 21, 21, seed=8)["keys"]
+    with fa.use_backend("sdpa"):
+        outs = [fa.flash_attn_func(q, k, v, attn_bias=mask) for _ in range(2)]
+    assert asked == [1]  # once per signature
+    ref, _ = attention_ref(*(t.double() for t in (q, k, v)), attn_bias=mask)
+    for out in outs:
+        assert_matches(out, ref, fp32_tol=2e-5, lowp_tol=2e-2)
+    core.clear_plans()

@@ -92,7 +92,7 @@ class SdpaBackend(Backend):
 
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         if params.attn_bias is not None:
-            return _run_masked(q, k, v, params), None
+            return _run_masked(q, k, v, params, slot), None
         out, lse = self._out(q, k, v, params, slot)
         if q.device.type == "cpu" and not torch.compiler.is_compiling():
             out = _nan_rows_cpu(q, k, out, params.causal, lse)
@@ -130,18 +130,28 @@ class SdpaBackend(Backend):
 
 
 class _MaskPrep:
-    """A bool mask [b|1, h|1, sq|1, sk] as SDPA takes it without NaN: ``visible`` is the mask with every
-    row it hides entirely made visible (SDPA's softmax over no key is NaN; over all keys it is finite),
-    ``hidden`` [b|1, h|1, sq|1, 1] marks those rows, whose output is then set to 0 (CONTRACT.md: a row
-    a bool bias hides entirely has out 0). Made with fixed-size GPU ops (no host synchronisation) once
-    per mask tensor: a model passes the same mask to every layer (``_mask_prep`` keeps the last one)."""
+    """A bool mask [b|1, h|1, sq|1, sk] as SDPA takes it without NaN and without per-call conversions:
+    ``hidden`` [b|1, h|1, sq|1, 1] marks the rows it hides entirely, ``visible`` is the mask with those
+    rows made visible (SDPA's softmax over no key is NaN; over all keys it is finite; their output is
+    then set to 0, CONTRACT.md), and ``additive(dtype)`` is ``visible`` as the additive mask SDPA's
+    kernels read (0 / -inf; F.scaled_dot_product_attention converts a bool mask so on every call).
+    Fixed-size GPU ops (no host synchronisation), once per mask tensor: a model passes the same mask to
+    every layer (``_mask_prep`` keeps the last one)."""
 
-    __slots__ = ("mask", "version", "visible", "hidden")
+    __slots__ = ("mask", "version", "visible", "hidden", "_additive")
 
     def __init__(self, mask: torch.Tensor):
         self.mask, self.version = mask, mask._version
         self.hidden = ~mask.any(-1, keepdim=True)
         self.visible = mask | self.hidden
+        self._additive: dict = {}
+
+    def additive(self, dtype: torch.dtype) -> torch.Tensor:
+        bias = self._additive.get(dtype)
+        if bias is None:
+            bias = self._additive[dtype] = torch.zeros(self.visible.shape, dtype=dtype, device=self.visible.device
+                                                       ).masked_fill_(~self.visible, float("-inf"))
+        return bias
 
 
 _LAST_MASK: list[_MaskPrep] = []
@@ -156,10 +166,16 @@ def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
     return last
 
 
-def _run_masked(q, k, v, params: AttnParams):
-    """A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the mask with no
-    row hidden entirely, then 0 in the rows the mask hides entirely (their gradient is 0 too: the
-    masked_fill's backward zeroes them, and a row's dP and delta are then 0).
+def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
+    """A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the prepared
+    additive mask with no row hidden entirely, then 0 in the rows the mask hides entirely (their gradient
+    is 0 too: the masked_fill's backward zeroes them, and a row's dP and delta are then 0).
+
+    Kernel choice: torch's own, outside ``sdpa_kernel``, where it is a fused kernel for this call (asked
+    once per call signature, ``torch._fused_sdp_choice``; cuDNN for BERT's calls on an H100). That context
+    and the bool mask's conversion cost 25-65 us of host time per call there, as much as the kernels of a
+    BERT-base call at s=128 (benchmarks/results/run17/h100_sdpa_mask_probe.txt). Where torch would take
+    its math path, the call runs inside ``sdpa_kernel`` restricted to the fused kernels.
 
     NaN: SDPA adds the mask to the scores, so a NaN in a key the mask hides would reach every row of its
     (sequence, head) (NaN + -inf). On the CPU (a NaN is found by the sums of q and k, no synchronisation)
@@ -169,13 +185,36 @@ def _run_masked(q, k, v, params: AttnParams):
     nan_in = (q.device.type == "cpu" and not torch.compiler.is_compiling()
               and math.isnan(q.sum().item() + k.sum().item()))
     k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
-    with _fused_kernels(q.device.type):
-        out = F.scaled_dot_product_attention(
-            q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2), attn_mask=prep.visible,
-            dropout_p=params.dropout_p, scale=params.softmax_scale, enable_gqa=q.shape[2] != k.shape[2])
+    qt, kt, vt = q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2)
+    bias, gqa = prep.additive(q.dtype), q.shape[2] != k.shape[2]
+    fused = slot.get("mask_fused") if slot is not None else None
+    if fused is None:
+        fused = _torch_picks_fused(qt, kt, vt, bias, params.dropout_p, gqa)
+        if slot is not None and not torch.compiler.is_compiling():
+            slot["mask_fused"] = fused
+    if fused:
+        out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
+                                             scale=params.softmax_scale, enable_gqa=gqa)
+    else:
+        with _fused_kernels(q.device.type):
+            out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
+                                                 scale=params.softmax_scale, enable_gqa=gqa)
     if nan_in:
         out = _nan_rows_masked_cpu(q, k, out, prep.visible)
     return out.masked_fill(prep.hidden, 0.0).transpose(1, 2)
+
+
+def _torch_picks_fused(qt, kt, vt, bias, dropout_p: float, gqa: bool) -> bool:
+    """Whether SDPA's own choice for these [b, h, s, d] arguments is one of its fused kernels (flash,
+    memory-efficient, cuDNN), not its math path."""
+    from torch.nn.attention import SDPBackend
+
+    try:
+        choice = torch._fused_sdp_choice(qt, kt, vt, bias, dropout_p, False, enable_gqa=gqa)
+    except (AttributeError, TypeError, RuntimeError):
+        return False
+    fused = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION)
+    return int(choice) in {int(b) for b in fused}
 
 
 def _nan_rows_masked_cpu(q, k, out, visible):
