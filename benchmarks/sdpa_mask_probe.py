@@ -83,17 +83,65 @@ def _turns(fns: dict, n: int, rounds: int) -> dict:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def _ours_parts(b: int, s: int) -> None:
+    """Where the sdpa backend's masked call spends its time beyond raw SDPA (inference, s x b): ours, raw SDPA
+    on the same [b, s, h, d] tensors' transposed views with the prepared mask, the same plus the masked_fill,
+    the kernel choice the plan stored, and a cProfile of ours."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+    from flash_attention_amd.backends import sdpa_backend
+
+    h, d = 12, 64
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    keys = (torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda"))
+    keys = keys[:, None, None, :]
+    prep = sdpa_backend._mask_prep(keys)
+    bias = prep.additive(torch.bfloat16)
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+
+    def ours():
+        with fa.use_backend("sdpa"):
+            fa.flash_attn_func(q, k, v, attn_bias=keys)
+
+    def ours_auto():
+        fa.flash_attn_func(q, k, v, attn_bias=keys)
+
+    fns = dict(ours_forced=ours, ours_auto=ours_auto,
+               raw_views=lambda: F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias),
+               raw_views_fill=lambda: F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias).masked_fill(
+                   prep.hidden, 0.0).transpose(1, 2),
+               fill_only=lambda: qt.masked_fill(prep.hidden, 0.0))
+    with torch.no_grad():
+        res = _turns(fns, 30, 5)
+    print(f"infer parts s={s} b={b}: " + ", ".join(f"{k} {v:.1f}" for k, v in res.items()))
+    slots = [p.slot for p in core._PLANS.values() if "mask_fused" in p.slot]
+    print("plan slots mask_fused:", [sl["mask_fused"] for sl in slots],
+          "choice on the views:", torch._fused_sdp_choice(qt, kt, vt, bias, 0.0, False))
+    import cProfile
+    import pstats
+
+    with torch.no_grad():
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(300):
+            ours()
+        pr.disable()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="+", default=["128:32", "512:16"])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--parts-only", action="store_true")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: wall us per call, median of rounds")
-    for train in (False, True):
+    for train in (False, True) if not args.parts_only else ():
         for s, b in (tuple(map(int, x.split(":"))) for x in args.shapes):
             res = _turns(_variants(b, s, train), 30, args.rounds)
             print(f"{'train' if train else 'infer'} s={s} b={b}: " + ", ".join(f"{k} {v:.1f}" for k, v in res.items()),
                   flush=True)
+    _ours_parts(32, 128)
     # which kernel torch picks for each mask kind
     q = torch.randn(32, 12, 128, 64, device="cuda", dtype=torch.bfloat16)
     keys = torch.ones(32, 1, 1, 128, device="cuda", dtype=torch.bool)
