@@ -60,7 +60,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: us per forward + backward, median of "
-          f"{args.rounds} rounds taking turns\n| s | b | path | wall | host (GPU busy) | GPU |\n|---|---|---|---|---|---|")
+          f"{args.rounds} rounds taking turns\n| s | b | path | wall | host (GPU busy) | GPU |\n"
+          "|---|---|---|---|---|---|")
     for s, b in (tuple(map(int, x.split(":"))) for x in args.shapes):
         fns = {"atomic dQ (table)": _call(b, s, False), "two kernels": _call(b, s, True)}
         for fn in fns.values():

@@ -89,6 +89,11 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster():
     assert "dropout: sdpa first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, dropout_p=0.1, **base))
     assert dispatch.order_rule(Problem(arch="sm90", nheads_k=4, needs_grad=True, **d256_drop)) == ""  # no rule
     assert dispatch.order_rule(Problem(arch="sm80", nheads_k=12, **bert)) == ""
+    # BERT's masked calls: triton first, also with dropout (run17/h100_bert_mask_route.txt)
+    masked = dict(bert, dropout_p=0.1, bias="bool", bias_shape=(32, 1, 1, 128))
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **masked))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(masked, batch=4096)))[0] == "triton"
+    assert "bool-masked call: triton first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **masked))
     text = dispatch.Decision("triton", False, (), Problem(arch="sm90", nheads_k=12, **bert),
                              dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))).describe()
     assert "-> triton (auto)" in text and "order: sm90, plain dense call of 1.6 GFLOP" in text

@@ -223,6 +223,18 @@ def test_two_pass_plan_launches_dkdv_twice(monkeypatch):
         (False, False)]
 
 
+def test_sm90_key_mask_dropout_dq_path_by_key_length():
+    """BERT's training call on sm90 (d=64, bool mask + dropout): the two-kernel path below 256 keys (fewer
+    launches, measured faster at s=128), dQ by atomics from 256 keys (its kernels measured faster there);
+    the same tiles either way."""
+    bwd = _bwd()
+    short, long = (bwd.pick_config("sm90", 64, 64, dropout=True, bias=True, seqlen_k=n) for n in (128, 256))
+    assert not short.dq_atomic and long.dq_atomic
+    assert (short.dkdv, short.dq) == (long.dkdv, long.dq)
+    assert bwd.pick_config("sm90", 64, 64, dropout=True, bias=True, seqlen_k=255) == short
+    assert bwd.pick_config("sm90", 64, 64, dropout=True, bias=True, seqlen_k=4096) == long
+
+
 def test_rdna3_rows_two_passes():
     """RDNA3 (and RDNA4, which uses its tables) serves the backward up to head dim 128 in every feature
     tier through the two-launch config; above 128 it still declines, with the reason."""

@@ -168,6 +168,13 @@ def platform(problem: Problem) -> str:
 # with SDPA: it was faster on all 24 rows there (ours 1.01-1.33x its time, run16/h100_cross_attention_route.txt).
 # Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
 # >= 1.0x FA2 on every measured row.
+# Masked calls (a bool attn_bias, which the sdpa backend serves when not causal): triton first. BERT-base's
+# calls (key mask, h=12, d=64, s=128-1024), our API with each backend forced, taking turns on an H100
+# (benchmarks/results/run17/h100_bert_mask_route.txt): ours took 0.81-0.87x the sdpa backend's time per forward
+# + backward (dropout 0.1) and 0.50-0.57x per forward (SDPA's own call is cheaper, but the sdpa backend adds the
+# masked_fill that gives hidden rows 0 and the layout's transposes, each an op and an autograd node); whole
+# BERT-base training steps were even within their spread (0.90-0.99x against 0.84-1.01x the best of eager and sdpa).
+_MASKED_CALLS = "bool-masked call: triton first (measured faster than the sdpa backend's masked route; dispatch.py)"
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 256),
                       "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
@@ -181,7 +188,7 @@ def forward_flop(problem: Problem) -> float:
 
 
 def _sdpa_measured_faster(problem: Problem) -> bool:
-    if problem.bias:  # masked calls: their own rule (the sdpa backend takes bool masks only, not causal)
+    if problem.bias:  # masked calls stay with triton (_MASKED_CALLS)
         return False
     if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
             and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
@@ -209,6 +216,8 @@ def order_rule(problem: Problem) -> str:
     platform's default order): what ``explain()`` and the debug log print under the decision."""
     if platform(problem) != "nvidia" or problem.kind != "attn":
         return ""
+    if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
+        return "sm90, " + _MASKED_CALLS
     if _sdpa_measured_faster(problem):
         kind = "dense call with dropout" if problem.dropout_p > 0 else "plain dense call"
         return f"sm90, {kind}: sdpa first (SDPA measured faster; dispatch.py)"

@@ -231,9 +231,18 @@ _KMASK_H100 = ("H100 sweeps, (b, 1, 1, s) key mask + dropout 0.1, d=64 h=12 s=12
 _MASK_DROP_SM80 = ("the bool mask + dropout dK/dV builds at d=96 / 128 (MHA) spill 1 register (ptxas, 8 B of "
                    "local memory), with or without KEY_MASK: found when check-amd first compiled that build "
                    "(mask-drop), which served such calls before unchecked; accepted until an sm80 sweep")
+# Below 256 keys the two-kernel path (dQ kernel with delta, then dK/dV: two launches, no fp32 dQ buffer, no
+# scale-and-cast op) with the same tiles: H100, BERT-base's call (b=32 s=128, key mask + dropout 0.1), same
+# process taking turns (benchmarks/results/run17/h100_bert_dq_path_ab.txt): GPU 103.6 against 106.7 us, wall
+# per forward + backward of a back-to-back loop 397.5 against 464.8 us; from 256 keys the atomic row's GPU
+# time is lower (240 / 314 / 579 against 256 / 354 / 677 us at s = 256 / 512 / 1024).
+_KMASK_SHORT_H100 = ("H100, key mask + dropout 0.1, d=64 h=12 b=32 s=128 (benchmarks/results/run17/"
+                     "h100_bert_dq_path_ab.txt): two kernels 103.6 us GPU / 397.5 us wall against 106.7 / 464.8 "
+                     "for the atomic dQ; tiles of the atomic row (spill-free by ptxas)")
 BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_KMASK_H100)),
+        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_KMASK_H100), min_seqlen_k=256),
+        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK_SHORT_H100)),
         Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
         # dQ 32x32 w4 s2 spilled at d=192 / 256 with a float bias, dropout and a window ("bias-drop")
         Row(256, _bwd((16, 32, 8, 2), (16, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
