@@ -79,15 +79,21 @@ def _turns(fns: dict, n: int, rounds: int) -> dict:
     return {name: (statistics.median(t), min(t), max(t)) for name, t in times.items()}
 
 
-def _model_fns(s: int, b: int):
+def _model_fns(s: int, b: int, compare: str = ""):
+    """Training-step functions: eager, sdpa and fa_amd with each backend forced; with ``compare`` (an importable
+    older copy of the library, its HF name fa_amd_base) eager, sdpa, fa_amd and fa_amd_base, both routed
+    automatically."""
     from flash_attention_amd.bench import models
 
     models.register_hf()
     model = models.hf_bert(models.BERT_BASE, s, "cuda", torch.bfloat16)
     data = models.padded_batch(b, s, models.BERT_BASE["vocab_size"], "cuda", padded=True)
     opt = models.adamw(model)
+    impls = (("eager", None), ("sdpa", None), ("fa_amd", "triton"), ("fa_amd", "sdpa"))
+    if compare:
+        impls = (("eager", None), ("sdpa", None), ("fa_amd", None), ("fa_amd_base", None))
     fns = {}
-    for impl, backend in (("eager", None), ("sdpa", None), ("fa_amd", "triton"), ("fa_amd", "sdpa")):
+    for impl, backend in impls:
         def step(impl=impl, backend=backend):
             models.set_impl(model, impl)
             run = models.train_step(model, data, opt)
@@ -105,6 +111,9 @@ def main() -> None:
     ap.add_argument("--shapes", nargs="+", default=["128:32", "256:32", "512:16", "1024:8"], help="seqlen:batch")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--no-calls", action="store_true")
+    ap.add_argument("--compare", default="", help="an importable older copy of the library: models only, "
+                                                  "fa_amd against fa_amd_base, both routed automatically")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     shapes = [tuple(map(int, x.split(":"))) for x in args.shapes]
@@ -113,7 +122,7 @@ def main() -> None:
     rows = []
     print("| mode | s | b | triton | sdpa (ours, forced) | hf-sdpa (raw) | triton / sdpa (time) |\n"
           "|---|---|---|---|---|---|---|")
-    for train in (True, False):
+    for train in (True, False) if not args.no_calls else ():
         for s, b in shapes:
             res = _turns(_call_fns(b, s, train), n=30, rounds=args.rounds)
             mode = "train fwd+bwd, dropout 0.1" if train else "inference fwd"
@@ -121,17 +130,22 @@ def main() -> None:
             cell = {k: f"{v[0]:.1f} ({v[1]:.1f}-{v[2]:.1f})" for k, v in res.items()}
             print(f"| {mode} | {s} | {b} | {cell['triton']} | {cell['sdpa']} | {cell['hf-sdpa']} | "
                   f"{res['triton'][0] / res['sdpa'][0]:.2f} |", flush=True)
+    if args.compare:
+        import importlib
+
+        importlib.import_module(args.compare + ".integrations.hf").register()
     if not args.no_models:
-        print("\n| BERT-base step, s | b | eager | sdpa | fa_amd triton | fa_amd sdpa | triton / best | "
-              "sdpa-routed / best |\n|---|---|---|---|---|---|---|---|")
+        names = ("fa_amd", "fa_amd_base") if args.compare else ("fa_amd/triton", "fa_amd/sdpa")
+        print(f"\n| BERT-base step, s | b | eager | sdpa | {names[0]} | {names[1]} | {names[0]} / best | "
+              f"{names[1]} / best |\n|---|---|---|---|---|---|---|---|")
         for s, b in shapes:
-            res = _turns(_model_fns(s, b), n=5, rounds=args.rounds)
+            res = _turns(_model_fns(s, b, args.compare), n=5, rounds=args.rounds)
             ms = {k: v[0] / 1e3 for k, v in res.items()}
             best = min(ms["eager"], ms["sdpa"])
             rows.append(dict(kind="model", s=s, b=b, **ms))
             cell = {k: f"{v[0] / 1e3:.2f} ({v[1] / 1e3:.2f}-{v[2] / 1e3:.2f})" for k, v in res.items()}
-            print(f"| {s} | {b} | {cell['eager']} | {cell['sdpa']} | {cell['fa_amd/triton']} | {cell['fa_amd/sdpa']} | "
-                  f"{best / ms['fa_amd/triton']:.2f}x | {best / ms['fa_amd/sdpa']:.2f}x |", flush=True)
+            print(f"| {s} | {b} | {cell['eager']} | {cell['sdpa']} | {cell[names[0]]} | {cell[names[1]]} | "
+                  f"{best / ms[names[0]]:.2f}x | {best / ms[names[1]]:.2f}x |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), f, indent=1)
