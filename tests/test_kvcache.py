@@ -228,6 +228,31 @@ def test_kvcache_matches_reference(name, backend):
     check(case, backend, **call_kw)
 
 
+@pytest.mark.skipif("triton" not in BACKENDS, reason="needs triton")
+@pytest.mark.parametrize("name", list(CASES))
+def test_repeated_calls_replay_the_planned_launch(name, monkeypatch):
+    """A repeated call signature (its value checks off, as on a GPU outside debug mode) goes straight to the
+    backend's planned launch (``_Plan.replay``, no ``_run``) where every call of the signature allows it:
+    no rotary, an int32 cache_seqlens tensor, no per-call alibi; each call still matches the reference, the
+    appended cache rows included. Signatures that do not qualify keep ``_run`` on every call."""
+    from flash_attention_amd import kvcache
+
+    monkeypatch.setattr(kvcache, "_reads_values_ok", lambda device: False)
+    runs = []
+    real_run = kvcache._run
+    monkeypatch.setattr(kvcache, "_run", lambda *a, **k: runs.append(1) or real_run(*a, **k))
+    kvcache._plans.clear()
+    case_kw, call_kw = CASES[name]
+    case = make_case(**case_kw)
+    call_kw = dict(call_kw)
+    call_kw["alibi"] = _alibi(call_kw.get("alibi"), case)
+    for _ in range(3):
+        check(case, "triton", **call_kw)
+    replays = "rotary" not in name and call_kw["alibi"] is None
+    assert len(runs) == (1 if replays else 3), (name, len(runs))
+    kvcache._plans.clear()
+
+
 @pytest.fixture
 def merge_in_split(request, monkeypatch):
     """Splits merged by the split kernel itself (True: NVIDIA's and the interpreter's path) or by the

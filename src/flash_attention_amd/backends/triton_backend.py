@@ -76,6 +76,12 @@ class TritonBackend(KernelBackend):
 
         return decode.append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table, cache_batch_idx, slot)
 
+    def replay_decode(self, slot: dict, appends: bool):
+        """launch/decode.replay: the planned launch of a repeated kvcache call signature, or None."""
+        from ..launch import decode
+
+        return decode.replay(slot, appends)
+
     def decode(self, q, k_cache, v_cache, cache_seqlens, params: AttnParams, slot=None, **cache_args):
         """launch/decode.decode; cache_args may add k_new / v_new (appended at cache_seqlens first; the
         split kernel does it where it can), and lse is None unless params.return_lse."""

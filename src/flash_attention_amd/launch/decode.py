@@ -374,6 +374,23 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
                       k_new, v_new)
 
 
+def replay(slot: dict, appends: bool):
+    """A repeated call signature's launch without the decode() wrapper's checks: a function (q, k_cache,
+    v_cache, cache_seqlens, params, block_table, cache_batch_idx, cache_leftpad, k_new, v_new) -> (out, lse)
+    that runs the DecodePlan ``slot`` holds, or None where that is not exact for every call of the signature:
+    no plan yet, or new k / v (``appends``) that the split kernel does not append itself. The caller's call
+    key fixes what decode() checks per call (q's and the new k / v's strides, fuses_append's inputs)."""
+    plan = slot.get("decode")
+    if plan is None or (appends and not (slot.get("fuses_append") and plan.new_strides is not None)):
+        return None
+
+    def run(q, k_cache, v_cache, cache_seqlens, params, block_table, cache_batch_idx, cache_leftpad, k_new, v_new):
+        return run_decode(plan, q, k_cache, v_cache, cache_seqlens, params, block_table, cache_batch_idx,
+                          cache_leftpad, k_new, v_new)
+
+    return run
+
+
 class AppendPlan:
     """The append launch of a kvcache call signature (kernels/decode.kv_append_kernel)."""
 
