@@ -158,11 +158,12 @@ _LAST_MASK: list[_MaskPrep] = []
 
 
 def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
+    if torch.compiler.is_compiling():  # traced: the preparation is part of the graph
+        return _MaskPrep(mask)
     last = _LAST_MASK[0] if _LAST_MASK else None
-    if last is None or last.mask is not mask or last.version != mask._version or torch.compiler.is_compiling():
+    if last is None or last.mask is not mask or last.version != mask._version:
         last = _MaskPrep(mask)
-        if not torch.compiler.is_compiling():
-            _LAST_MASK[:] = [last]
+        _LAST_MASK[:] = [last]
     return last
 
 
@@ -187,11 +188,14 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
     k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
     qt, kt, vt = q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2)
     bias, gqa = prep.additive(q.dtype), q.shape[2] != k.shape[2]
-    fused = slot.get("mask_fused") if slot is not None else None
-    if fused is None:
-        fused = _torch_picks_fused(qt, kt, vt, bias, params.dropout_p, gqa)
-        if slot is not None and not torch.compiler.is_compiling():
-            slot["mask_fused"] = fused
+    if torch.compiler.is_compiling():  # traced: the restricted kernels, as _run_sdpa
+        fused = False
+    else:
+        fused = slot.get("mask_fused") if slot is not None else None
+        if fused is None:
+            fused = _torch_picks_fused(qt, kt, vt, bias, params.dropout_p, gqa)
+            if slot is not None:
+                slot["mask_fused"] = fused
     if fused:
         out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
                                              scale=params.softmax_scale, enable_gqa=gqa)
