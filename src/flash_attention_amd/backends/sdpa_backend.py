@@ -188,8 +188,11 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
     k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
     qt, kt, vt = q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2)
     bias, gqa = prep.additive(q.dtype), q.shape[2] != k.shape[2]
-    if torch.compiler.is_compiling():  # traced: the restricted kernels, as _run_sdpa
-        fused = False
+    if torch.compiler.is_compiling():
+        # traced: torch's own choice, as eager calls take it (the same kernel, so the same rounding); for
+        # every call supports() admits it is fused (fp16 / bf16 on CUDA with a head dim SDPA's kernels take,
+        # any float dtype on the CPU, whose flash kernel takes masks)
+        fused = True
     else:
         fused = slot.get("mask_fused") if slot is not None else None
         if fused is None:
