@@ -14,18 +14,13 @@ import statistics
 import time
 
 import torch
+from bert_mask_route import bert_inputs  # benchmarks/, the script's own folder
 
 import flash_attention_amd as fa
 
 
 def _call(b: int, s: int, deterministic: bool):
-    h, d = 12, 64
-    g = torch.Generator(device="cuda").manual_seed(s)
-    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
-               for _ in range(3))
-    lengths = torch.randint(s // 4, s + 1, (b,), device="cuda", generator=g)
-    keys = (torch.arange(s, device="cuda")[None, :] < lengths[:, None])[:, None, None, :]
-    dout = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+    q, k, v, keys, dout = bert_inputs(b, s, True)
 
     def call():
         out = fa.flash_attn_func(q, k, v, dropout_p=0.1, attn_bias=keys, deterministic=deterministic)

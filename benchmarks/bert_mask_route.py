@@ -24,15 +24,33 @@ import torch.nn.functional as F
 import flash_attention_amd as fa
 
 
-def _call_fns(b: int, s: int, train: bool):
+def bert_inputs(b: int, s: int, grad: bool, heads_first: bool = False):
+    """BERT-base's attention inputs (h=12, d=64, bf16, seeded by s): q, k, v [b, s, h, d] ([b, h, s, d] with
+    heads_first), a bool key mask [b, 1, 1, s] of lengths uniform in [s/4, s], and an upstream gradient."""
     h, d = 12, 64
     g = torch.Generator(device="cuda").manual_seed(s)
-    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(train)
+    shape = (b, h, s, d) if heads_first else (b, s, h, d)
+    q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(grad)
                for _ in range(3))
     lengths = torch.randint(s // 4, s + 1, (b,), device="cuda", generator=g)
     keys = (torch.arange(s, device="cuda")[None, :] < lengths[:, None])[:, None, None, :]
+    return q, k, v, keys, torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+
+
+def grad_mode(fn, train: bool):
+    """fn as it is for training, else inside torch.no_grad()."""
+    if train:
+        return fn
+
+    def call():
+        with torch.no_grad():
+            fn()
+    return call
+
+
+def _call_fns(b: int, s: int, train: bool):
+    q, k, v, keys, dout = bert_inputs(b, s, train)
     additive = torch.where(keys, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16)
-    dout = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
     p = 0.1 if train else 0.0
 
     def ours(backend):
@@ -49,14 +67,7 @@ def _call_fns(b: int, s: int, train: bool):
         if train:
             out.backward(dout.transpose(1, 2))
 
-    def run(fn):
-        if train:
-            fn()
-        else:
-            with torch.no_grad():
-                fn()
-
-    return {name: (lambda fn=fn: run(fn)) for name, fn in
+    return {name: grad_mode(fn, train) for name, fn in
             (("triton", ours("triton")), ("sdpa", ours("sdpa")), ("hf-sdpa", hf_sdpa))}
 
 

@@ -9,26 +9,20 @@ Inference (forward, no grad) and training (forward + backward, dropout 0.1); h=1
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from bert_mask_route import _turns as _turns_ranges  # benchmarks/, the script's own folder
+from bert_mask_route import bert_inputs, grad_mode
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from flash_attention_amd.backends.sdpa_backend import _fused_kernels
 
 
 def _variants(b: int, s: int, train: bool):
-    h, d = 12, 64
-    g = torch.Generator(device="cuda").manual_seed(s)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(train)
-               for _ in range(3))
-    lengths = torch.randint(s // 4, s + 1, (b,), device="cuda", generator=g)
-    keys = (torch.arange(s, device="cuda")[None, :] < lengths[:, None])[:, None, None, :]
+    q, k, v, keys, dout = bert_inputs(b, s, train, heads_first=True)
     additive = torch.where(keys, 0.0, float("-inf")).to(torch.bfloat16)
-    expanded = additive.expand(b, h, s, s)
-    dout = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    expanded = additive.expand(*q.shape[:3], s)
     p = 0.1 if train else 0.0
 
     def done(out):
@@ -55,32 +49,12 @@ def _variants(b: int, s: int, train: bool):
     fns = dict(bool_default=bool_default, bool_cudnn_first=bool_cudnn_first, float_default=float_default,
                float_efficient=float_efficient, efficient_op=efficient_op)
 
-    def run(fn):
-        if train:
-            fn()
-        else:
-            with torch.no_grad():
-                fn()
-
-    return {name: (lambda fn=fn: run(fn)) for name, fn in fns.items()}
+    return {name: grad_mode(fn, train) for name, fn in fns.items()}
 
 
 def _turns(fns: dict, n: int, rounds: int) -> dict:
-    for fn in fns.values():
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
-    times = {name: [] for name in fns}
-    for r in range(rounds):
-        names = list(fns)[r % len(fns):] + list(fns)[:r % len(fns)]
-        for name in names:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fns[name]()
-            torch.cuda.synchronize()
-            times[name].append((time.perf_counter() - t0) / n * 1e6)
-    return {name: statistics.median(t) for name, t in times.items()}
+    """name -> median wall us per call (bert_mask_route._turns: the functions taking turns round by round)."""
+    return {name: r[0] for name, r in _turns_ranges(fns, n, rounds).items()}
 
 
 def _ours_parts(b: int, s: int) -> None:
