@@ -667,24 +667,23 @@ if HAS_TRITON:  # a module-level kernel: Triton resolves heavy_first in this mod
     from flash_attention_amd.kernels.common import heavy_first
 
     @triton.jit
-    def _heavy_first_order(Out, LAST: tl.constexpr, GROUP: tl.constexpr):
-        blk, bh = heavy_first(tl.program_id(0), tl.program_id(1), LAST, GROUP)
+    def _heavy_first_order(Out, LAST: tl.constexpr):
+        blk, bh = heavy_first(tl.program_id(0), tl.program_id(1), LAST)
         lin = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
         tl.store(Out + lin * 2, blk)
         tl.store(Out + lin * 2 + 1, bh)
 
 
 @pytest.mark.parametrize("last_heaviest", [False, True])
-@pytest.mark.parametrize("group", [1, 2, 8])
-def test_heavy_first_program_order(last_heaviest, group):
+def test_heavy_first_program_order(last_heaviest):
     """kernels/common.heavy_first renumbers a (blocks, b * h) grid: every (block, bh) exactly once, and in
-    the programs' linear launch order, group of bh by group (the last one narrower), the blocks come one
-    after another over the group's bh, the heaviest first (block 0 for dK/dV, the last block for dQ)."""
+    the programs' linear launch order the blocks come one after another over every bh, the heaviest first
+    (block 0 for dK/dV, the last block for dQ)."""
     n_blk, n_bh = 5, 3
     out = torch.full((n_blk * n_bh, 2), -1, dtype=torch.int32, device=DEVICE)
-    _heavy_first_order[(n_blk, n_bh)](out, LAST=last_heaviest, GROUP=group)
+    _heavy_first_order[(n_blk, n_bh)](out, LAST=last_heaviest)
     pairs = [tuple(p) for p in out.cpu().tolist()]
     assert sorted(pairs) == [(b, h) for b in range(n_blk) for h in range(n_bh)]
-    order = range(n_blk - 1, -1, -1) if last_heaviest else range(n_blk)
-    expect = [(b, h) for g0 in range(0, n_bh, group) for b in order for h in range(g0, min(g0 + group, n_bh))]
-    assert pairs == expect
+    blocks = [b for b, _ in pairs]
+    expect = [b for b in (range(n_blk - 1, -1, -1) if last_heaviest else range(n_blk)) for _ in range(n_bh)]
+    assert blocks == expect

@@ -47,7 +47,6 @@ import triton
 import triton.language as tl
 
 from .common import (
-    HEAVY_GROUP,
     LOG2E,
     block_dim,
     dot_chunks,
@@ -459,7 +458,7 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     if has(FEATURES, "HEAVY_FIRST"):
-        pid_n, pid_bh = heavy_first(pid_n, pid_bh, False, HEAVY_GROUP)
+        pid_n, pid_bh = heavy_first(pid_n, pid_bh, False)
     off_b = pid_bh // nheads_k
     off_hk = pid_bh % nheads_k
     q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k)

@@ -10,7 +10,6 @@ import triton.language as tl
 
 from .bwd import _head_base, _key_blocks, _load2, _mma
 from .common import (
-    HEAVY_GROUP,
     KEY_SCAN,
     LOG2E,
     block_dim,
@@ -206,7 +205,7 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     if has(FEATURES, "HEAVY_FIRST"):
-        pid_m, pid_bh = heavy_first(pid_m, pid_bh, True, HEAVY_GROUP)
+        pid_m, pid_bh = heavy_first(pid_m, pid_bh, True)
     off_b = pid_bh // nheads
     off_h = pid_bh % nheads
     off_hk = off_h // group

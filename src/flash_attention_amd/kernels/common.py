@@ -170,28 +170,20 @@ def with_flags(features_, **flags):
     return features_
 
 
-# heavy_first's group of (sequence, head)s: 8 heads' Q / dO (or K / V) tiles at s=4096, d=128 are 16 MB of L2
-HEAVY_GROUP = tl.constexpr(8)
-
-
 @triton.jit
-def heavy_first(pid_blk, pid_bh, LAST_HEAVIEST: tl.constexpr, GROUP: tl.constexpr):
-    """(block, bh) of the program at (pid_blk, pid_bh) of a (blocks, b * h) grid, renumbered so that within each
-    group of GROUP (sequence, head)s programs start block by block over the group, the heaviest blocks first:
-    block 0 first (a causal dK/dV program: its keys are seen by the most query rows) or, LAST_HEAVIEST, the last
-    block first (a causal dQ program: its rows see the most keys). GPUs start programs in the order of their
-    linear index, so the longest programs no longer start last (a causal grid's tail), while the programs
-    running at once still read the tiles of a few heads (L2)."""
+def heavy_first(pid_blk, pid_bh, LAST_HEAVIEST: tl.constexpr):
+    """(block, bh) of the program at (pid_blk, pid_bh) of a (blocks, b * h) grid, renumbered so that programs
+    start block by block over every (sequence, head), the heaviest blocks first: block 0 first (a causal
+    dK/dV program: its keys are seen by the most query rows) or, LAST_HEAVIEST, the last block first (a causal
+    dQ program: its rows see the most keys). GPUs start programs in the order of their linear index, so the
+    longest programs no longer start last (a causal grid's tail)."""
     n_blk = tl.num_programs(0)
     n_bh = tl.num_programs(1)
     lin = pid_bh * n_blk + pid_blk
-    group = lin // (GROUP * n_blk)
-    rest = lin % (GROUP * n_blk)
-    width = tl.minimum(n_bh - group * GROUP, GROUP)  # the last group may be narrower
-    blk = rest // width
+    blk = lin // n_bh
     if LAST_HEAVIEST:
         blk = n_blk - 1 - blk
-    return blk, group * GROUP + rest % width
+    return blk, lin % n_bh
 
 
 @triton.jit
