@@ -658,32 +658,3 @@ def test_delta_in_dq_follows_the_row():
     assert bwd.delta_in_dq(bwd.pick_config("sm80", 128, 128, True))
     assert bwd.delta_in_dq(bwd.pick_config("sm90", 256, 256, True))
     assert not bwd.delta_in_dq(bwd.pick_config("sm90", 512, 512, True))  # head-dim chunks
-
-
-if HAS_TRITON:  # a module-level kernel: Triton resolves heavy_first in this module's globals
-    import triton
-    import triton.language as tl
-
-    from flash_attention_amd.kernels.common import heavy_first
-
-    @triton.jit
-    def _heavy_first_order(Out, LAST: tl.constexpr):
-        blk, bh = heavy_first(tl.program_id(0), tl.program_id(1), LAST)
-        lin = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-        tl.store(Out + lin * 2, blk)
-        tl.store(Out + lin * 2 + 1, bh)
-
-
-@pytest.mark.parametrize("last_heaviest", [False, True])
-def test_heavy_first_program_order(last_heaviest):
-    """kernels/common.heavy_first renumbers a (blocks, b * h) grid: every (block, bh) exactly once, and in
-    the programs' linear launch order the blocks come one after another over every bh, the heaviest first
-    (block 0 for dK/dV, the last block for dQ)."""
-    n_blk, n_bh = 5, 3
-    out = torch.full((n_blk * n_bh, 2), -1, dtype=torch.int32, device=DEVICE)
-    _heavy_first_order[(n_blk, n_bh)](out, LAST=last_heaviest)
-    pairs = [tuple(p) for p in out.cpu().tolist()]
-    assert sorted(pairs) == [(b, h) for b in range(n_blk) for h in range(n_bh)]
-    blocks = [b for b, _ in pairs]
-    expect = [b for b in (range(n_blk - 1, -1, -1) if last_heaviest else range(n_blk)) for _ in range(n_bh)]
-    assert blocks == expect

@@ -53,7 +53,6 @@ from .common import (
     drop_mode,
     dropout_keep,
     has,
-    heavy_first,
     load_chunks,
     num_chunks,
     philox_keep,
@@ -457,8 +456,6 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     tl.static_assert(not (has(FEATURES, "DV_ONLY") and has(FEATURES, "DK_ONLY")))
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
-    if has(FEATURES, "HEAVY_FIRST"):
-        pid_n, pid_bh = heavy_first(pid_n, pid_bh, False)
     off_b = pid_bh // nheads_k
     off_hk = pid_bh % nheads_k
     q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k)

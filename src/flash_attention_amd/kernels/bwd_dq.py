@@ -17,7 +17,6 @@ from .common import (
     drop_mode,
     dropout_keep,
     has,
-    heavy_first,
     key_mask_span,
     load_chunks,
     num_chunks,
@@ -204,8 +203,6 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     tl.static_assert(BLOCK_DK == 0 or not has(FEATURES, "RELOAD_TILES"))
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
-    if has(FEATURES, "HEAVY_FIRST"):
-        pid_m, pid_bh = heavy_first(pid_m, pid_bh, True)
     off_b = pid_bh // nheads
     off_h = pid_bh % nheads
     off_hk = off_h // group

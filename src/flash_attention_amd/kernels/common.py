@@ -171,22 +171,6 @@ def with_flags(features_, **flags):
 
 
 @triton.jit
-def heavy_first(pid_blk, pid_bh, LAST_HEAVIEST: tl.constexpr):
-    """(block, bh) of the program at (pid_blk, pid_bh) of a (blocks, b * h) grid, renumbered so that programs
-    start block by block over every (sequence, head), the heaviest blocks first: block 0 first (a causal
-    dK/dV program: its keys are seen by the most query rows) or, LAST_HEAVIEST, the last block first (a causal
-    dQ program: its rows see the most keys). GPUs start programs in the order of their linear index, so the
-    longest programs no longer start last (a causal grid's tail)."""
-    n_blk = tl.num_programs(0)
-    n_bh = tl.num_programs(1)
-    lin = pid_bh * n_blk + pid_blk
-    blk = lin // n_bh
-    if LAST_HEAVIEST:
-        blk = n_blk - 1 - blk
-    return blk, lin % n_bh
-
-
-@triton.jit
 def seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k):
     """(q_start, k_start, seqlen_q, seqlen_k) of sequence off_b: its first packed row and its
     lengths from cu_seqlens when they are given (varlen), else rows from 0 and the given lengths."""

@@ -34,8 +34,8 @@ FLAGS = (
     "MASKED",  # this range of blocks applies the visibility mask and bounds checks
     "HAS_ALIBI",  # ALiBi slopes given (the kernel: ``Alibi is not None``)
     "HAS_BIAS",  # a bias given (the kernel: ``Bias is not None``)
-    # forward (attn_fwd_kernel), backward (bwd_dkdv, bwd_dq)
-    "HEAVY_FIRST",  # the blocks with the most work start first (forward / dQ: most keys; dK/dV: most query rows)
+    # forward (attn_fwd_kernel)
+    "HEAVY_FIRST",  # the query blocks with the most keys start first
     "USE_TMA",  # K / V are TMA tensor descriptors
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)

@@ -209,11 +209,6 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
                       "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
 
 
-# Causal calls start their heaviest dK/dV and dQ programs first (kernels/common.py heavy_first): measured on an
-# H100 (benchmarks/results/run17/, benchmarks/bwd_order_ab.py); a module switch for that A/B.
-HEAVY_FIRST = True
-
-
 def drop_quads(arch: str | None) -> bool:
     """Whether the dK/dV kernel evaluates the four-row dropout mask once per four query rows (DROP_QUADS)
     rather than per element: on RDNA3 (gfx11), where check-kernels found the per-element words spilling
@@ -270,7 +265,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
                  FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
                  HAS_DROPOUT=dropout,
-                 CHUNK=params.has_offsets, **bias_flags, HEAVY_FIRST=params.causal and HEAVY_FIRST,
+                 CHUNK=params.has_offsets, **bias_flags,
                  DROP_QUADS=dropout and drop_quads(_arch_of(q.device)),
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
@@ -503,8 +498,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     from ..kernels import bwd_dq as KQ
 
     amd = arch.startswith("gfx")
-    # the kernels' FEATURES flags (kernels/features.py; the others off), HEAVY_FIRST as plan_backward sets it
-    flags = dict(IS_CAUSAL=causal, HEAVY_FIRST=causal and HEAVY_FIRST)
+    flags = dict(IS_CAUSAL=causal)  # the kernels' FEATURES flags (kernels/features.py; the others off)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
