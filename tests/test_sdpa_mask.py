@@ -110,11 +110,14 @@ def test_sdpa_bool_mask_nan(where):
 
 
 def test_sdpa_bool_mask_prep_is_kept_per_mask():
-    """One preparation for every layer of a forward pass: the same mask tensor gets the same object."""
+    """One preparation for every layer of a forward pass: the same key mask tensor gets the same object; a
+    mask per query row is prepared per call (kept, it would hold a tensor the size of the scores)."""
     mask = torch.rand(2, 1, 1, 9, device=DEVICE) > 0.3
     first = sdpa_backend._mask_prep(mask)
     assert sdpa_backend._mask_prep(mask) is first
     assert sdpa_backend._mask_prep(mask.clone()) is not first
+    full = torch.rand(2, 3, 5, 9, device=DEVICE) > 0.3  # per query row: not kept (its size is the scores')
+    assert sdpa_backend._mask_prep(full) is not sdpa_backend._mask_prep(full)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="host synchronisation is a GPU matter")

@@ -136,7 +136,7 @@ class _MaskPrep:
     then set to 0, CONTRACT.md), and ``additive(dtype)`` is ``visible`` as the additive mask SDPA's
     kernels read (0 / -inf; F.scaled_dot_product_attention converts a bool mask so on every call).
     Fixed-size GPU ops (no host synchronisation), once per mask tensor: a model passes the same mask to
-    every layer (``_mask_prep`` keeps the last one)."""
+    every layer (``_mask_prep`` keeps the last key mask, one broadcast over query rows: small)."""
 
     __slots__ = ("mask", "version", "visible", "hidden", "_additive")
 
@@ -163,7 +163,8 @@ def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
     last = _LAST_MASK[0] if _LAST_MASK else None
     if last is None or last.mask is not mask or last.version != mask._version:
         last = _MaskPrep(mask)
-        _LAST_MASK[:] = [last]
+        if mask.shape[2] == 1:  # kept only where it is small: a mask per query row is prepared per call
+            _LAST_MASK[:] = [last]
     return last
 
 
