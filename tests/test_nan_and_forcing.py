@@ -186,3 +186,15 @@ def test_sdpa_cpu_nan_query_rows_across_sizes(shape, nan_screen):
     assert torch.isnan(out[rows]).all() and not torch.isnan(out[~rows]).any()
     ref, _ = attention_ref(*(t.double() for t in (q.nan_to_num(0.0), k, v)))
     torch.testing.assert_close(out[~rows].double(), ref[~rows], atol=1e-5, rtol=1e-5)
+
+
+def test_lse_mark_probe_ignores_a_default_device(monkeypatch):
+    """The once-per-process probe of the CPU flash op builds its inputs on the CPU itself: a default device
+    the caller set (here "meta") does not move them, and the answer is the same."""
+    from flash_attention_amd.backends import sdpa_backend
+
+    monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [])
+    plain = sdpa_backend._lse_marks_nan_rows()
+    monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [])
+    with torch.device("meta"):
+        assert sdpa_backend._lse_marks_nan_rows() == plain

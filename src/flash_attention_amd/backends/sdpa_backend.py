@@ -310,9 +310,9 @@ def _lse_marks_nan_rows() -> bool:
     a NaN query row and on all-NaN keys; where it does not hold, the screen is the sums of q and k."""
     if not _LSE_SCREEN:
         op = _op("_scaled_dot_product_flash_attention_for_cpu")
-        q = torch.ones(1, 1, 2, 8)
+        q = torch.ones(1, 1, 2, 8, device="cpu")  # explicit: a default device set by the user must not move it
         q[0, 0, 0, 0] = float("nan")
-        v = torch.ones(1, 1, 3, 8)
+        v = torch.ones(1, 1, 3, 8, device="cpu")
         marked = True
         for qq, kk in ((q, v), (q[:, :, 1:], torch.full_like(v, float("nan")))):  # row 0 swallowed
             out, lse = op(qq, kk, v, 0.0, False)
