@@ -343,6 +343,7 @@ def _nan_rows_cpu(q, k, out, causal: bool, lse=None):
     if bool(bad_keys.any()):
         j = torch.arange(sk, device=k.device)[None, :, None]
         first = torch.where(bad_keys, j, sk).amin(1).repeat_interleave(h // hk, dim=1)  # [b, h] first NaN key
-        last_seen = torch.arange(sq, device=q.device) + (sk - sq) if causal else torch.full((sq,), sk - 1, device=q.device)
+        rows_at = torch.arange(sq, device=q.device)
+        last_seen = rows_at + (sk - sq) if causal else torch.full_like(rows_at, sk - 1)  # [sq] last key seen
         rows = rows | (first[:, None, :] <= last_seen.to(first.device)[None, :, None])  # a visible NaN key
     return out.masked_fill(rows[..., None], float("nan"))
