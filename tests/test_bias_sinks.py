@@ -666,7 +666,7 @@ def test_plan_slots_with_bias_and_sinks(monkeypatch):
     from flash_attention_amd.params import AttnParams
 
     seen: dict = {}
-    def record(self, grid, device, args, context=False, fast=None):
+    def record(self, grid, device, args, context=False, fast=None, pointers=None):
         seen.setdefault(id(self), []).append((self, args, fast))
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)

@@ -127,8 +127,12 @@ def test_plan_slots_key_every_argument_that_changes(monkeypatch):
 
     seen: dict = {}
 
-    def record(self, grid, device, args, context=False, fast=None):
+    def record(self, grid, device, args, context=False, fast=None, pointers=None):
         seen.setdefault(id(self), []).append((self, args, fast))
+        if pointers is not None:  # a launcher's own pointers: the tensors' data_ptr, the rest as given
+            assert len(pointers) == len(args)
+            for a, p in zip(args, pointers):
+                assert p == a.data_ptr() if type(a) is torch.Tensor else p is a
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # launches are recorded, never run
@@ -178,8 +182,12 @@ def test_decode_slots_key_every_argument_that_changes(monkeypatch, merge):
     monkeypatch.setattr(decode, "MERGE_IN_SPLIT", merge)
     seen: dict = {}
 
-    def record(self, grid, device, args, context=False, fast=None):
+    def record(self, grid, device, args, context=False, fast=None, pointers=None):
         seen.setdefault(id(self), []).append((self, args, fast))
+        if pointers is not None:  # a launcher's own pointers: the tensors' data_ptr, the rest as given
+            assert len(pointers) == len(args)
+            for a, p in zip(args, pointers):
+                assert p == a.data_ptr() if type(a) is torch.Tensor else p is a
 
     monkeypatch.setattr(runtime.KernelSlot, "launch", record)
     monkeypatch.setattr(runtime, "launch_context", lambda device: (0, False, False, None))  # as on a GPU
@@ -196,6 +204,68 @@ def test_decode_slots_key_every_argument_that_changes(monkeypatch, merge):
     assert {c[0][0].fn.__name__ for c in seen.values()} == {"decode_split_kernel", "kv_append_kernel",
                                                             *(() if merge else ("decode_combine_kernel",))}
     _check_slot_calls(seen, 2 if merge else 3)
+
+
+def test_direct_launches_pass_tensors_as_pointers(monkeypatch):
+    """A direct launch gives Triton's C launcher each tensor as its data_ptr (an int: the launcher then
+    skips its per-tensor driver query) and every other argument as the launcher passed it: the split,
+    combine and append launches of a decode plan, a forward and a backward, each launched three times
+    (the first compiles, the second finds the key, the third its fast key). Launches are recorded,
+    never run: the direct path itself runs on GPUs only."""
+    from flash_attention_amd.params import AttnParams
+
+    gpu_context = (0, False, False, None)
+    monkeypatch.setattr(runtime, "launch_context", lambda device: gpu_context)
+    monkeypatch.setattr(bwd, "launch_context", lambda device: gpu_context)
+    monkeypatch.setattr(decode, "MERGE_IN_SPLIT", False)  # the combine kernel too
+    given, direct, compiled = [], [], []
+    launch = runtime.KernelSlot.launch
+
+    def record(self, grid, device, args, context=False, fast=None, pointers=None):
+        given.append((self.fn, args))
+        launch(self, grid, device, args, context, fast, pointers)
+
+    def fake_run(fn, grid, device, index, key, cache, args, constexprs, options):  # a compile
+        compiled.append(fn)
+        cache[key] = (fn, None)
+
+    jits: dict = {}  # the interpreter's kernels as JITFunctions (their parameters' flags)
+    info = runtime.fn_info
+    monkeypatch.setattr(runtime, "fn_info", lambda fn: info(jits.setdefault(id(fn), _jit(fn))))
+    monkeypatch.setattr(runtime.KernelSlot, "launch", record)
+    monkeypatch.setattr(runtime, "_run", fake_run)
+    monkeypatch.setattr(runtime, "_launch_direct",
+                        lambda entry, grid, index, args, cvals: direct.append((entry[0], list(args))) or True)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    params = AttnParams(softmax_scale=0.25, causal=True, alibi_slopes=torch.rand(4, device=dev))
+    fslot, bslot, dslot = {}, {}, {}
+    for _ in range(3):
+        q, k, v = (torch.randn(2, 20, 4, 16, device=dev) for _ in range(3))
+        out, lse = fwd.attention_forward(q, k, v, params, fslot)
+        bwd.attention_backward(torch.randn_like(out), q, k, v, out, lse, params, slot=bslot)
+        kc, vc = torch.randn(2, 40, 2, 16, device=dev), torch.randn(2, 40, 2, 16, device=dev)
+        knew, vnew = torch.randn(2, 1, 2, 16, device=dev), torch.randn(2, 1, 2, 16, device=dev)
+        lens = decode.append_kv(kc, vc, knew, vnew, torch.tensor([5, 30], dtype=torch.int32, device=dev),
+                                slot=dslot)
+        decode.decode(q[:, :1], kc, vc, lens, params, num_splits=3, slot=dslot)
+    names = {fn.__name__ for fn in compiled}
+    assert {"attn_fwd_kernel", "bwd_dkdv", "decode_split_kernel", "decode_combine_kernel",
+            "kv_append_kernel"} <= names, names
+    assert len(direct) == 2 * len(compiled) and len(given) == 3 * len(compiled)
+    launched = iter(direct)
+    for i, (fn, args) in enumerate(given):
+        if i < len(compiled):
+            continue  # the first call's launches: compiled, with the tensors
+        got_fn, got = next(launched)
+        assert got_fn is fn and len(got) == len(args)
+        tensors = 0
+        for a, p in zip(args, got):
+            if type(a) is torch.Tensor:
+                tensors += 1
+                assert type(p) is int and p == a.data_ptr(), fn.__name__
+            else:
+                assert p is a, fn.__name__
+        assert tensors >= 3, fn.__name__
 
 
 @pytest.mark.gpu

@@ -326,13 +326,16 @@ def run_decode(plan: DecodePlan, q, k_cache, v_cache, cache_seqlens, params: Att
                                           slot.options)
         return out, lse
     ptr = 0
+    pointers = []  # the tensors as ints, for the direct launch (KernelSlot.launch)
     for t in tensors:
         if t is not None:
-            ptr |= t.data_ptr()
+            t = t.data_ptr()
+            ptr |= t
+        pointers.append(t)
     # dtypes, None-ness and strides are fixed by the plan, but for Counters / Sinks (merged or not): those
     # and the alignment change
     fast = (ptr & 15 == 0, merge)
-    plan.split_slot.launch(plan.grid, device, (*tensors, *plan.tail), context, fast)
+    plan.split_slot.launch(plan.grid, device, (*tensors, *plan.tail), context, fast, (*pointers, *plan.tail))
     if plan.split and not merge:
         plan.combine_slot.launch(plan.combine_grid, device, (o_part, lse_part, out, lse, *plan.combine_tail, sinks),
                                  context, fast)

@@ -305,7 +305,7 @@ class KernelSlot:
     ``launch_key`` restricted to the dynamic positions (the rest is the same for the slot), and
     the compiled kernels live in the slot."""
 
-    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "fast", "_dns", "_cvals")
+    __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "fast", "_dns", "_cvals", "_tensor_pos")
 
     def __init__(self, fn, constexprs: dict, options: dict, dynamic: tuple[int, ...]):
         self.fn, self.constexprs, self.options, self.dynamic = fn, constexprs, options, dynamic
@@ -313,6 +313,7 @@ class KernelSlot:
         self.fast: dict = {}  # (launch context, the launcher's fast key) -> a kernels entry
         self._dns = None  # (position, do_not_specialize) of the dynamic arguments, on first launch
         self._cvals = tuple(constexprs.values())
+        self._tensor_pos = ()  # positions of the tensor parameters among them (set with _dns)
 
     def _dynamic_kinds(self) -> tuple:
         """(position, do_not_specialize, kind) of each dynamic argument; kind: 0 a tensor parameter
@@ -322,7 +323,17 @@ class KernelSlot:
         return tuple((i, flags[i], 0 if names[i][:1].isupper() else 1 if names[i].startswith("stride") else 2)
                      for i in self.dynamic)
 
-    def launch(self, grid: tuple, device: torch.device, args: tuple, context=False, fast=None) -> None:
+    def _pointers(self, args: tuple) -> list:
+        """args with each plain tensor at a tensor position replaced by its ``data_ptr()`` (see launch)."""
+        out = list(args)
+        for i in self._tensor_pos:
+            x = out[i]
+            if type(x) is _Tensor:
+                out[i] = x.data_ptr()
+        return out
+
+    def launch(self, grid: tuple, device: torch.device, args: tuple, context=False, fast=None,
+               pointers=None) -> None:
         """context: ``launch_context(device)`` read once by a launcher starting several kernels
         (False: read it here).
 
@@ -330,18 +341,31 @@ class KernelSlot:
         of its plan and that the launch key depends on (for the forward: whether every tensor is
         16-byte aligned; dtypes, None-ness and the rest are fixed by the call plan's key). The
         launcher guarantees that equal ``fast`` values mean equal launch keys; the first launch of a
-        ``fast`` value computes the full key, later ones skip it. None: the full key every time."""
+        ``fast`` value computes the full key, later ones skip it. None: the full key every time.
+
+        pointers: args with the tensors given as their ``data_ptr()`` ints, from a launcher that reads
+        them anyway (else made here). A direct launch passes those: Triton 3.6's C launchers (CUDA and
+        HIP, ``getPointer`` in triton/backends/*/driver.py) take an int as the device pointer as it is,
+        while for a tensor they call its ``data_ptr`` and then ask the driver whether the pointer is a
+        device one (``cuPointerGetAttribute``), about 0.35 us per tensor on an H100 host
+        (benchmarks/launch_ptr_probe.py). That query only catches tensors on the wrong device, which
+        the callers' validation has already ruled out (every tensor of a call is on q's device, and the
+        launchers allocate theirs there). The first launch of a key goes through Triton with the
+        tensors, which it specialises on."""
         knob_key = launch_context(device) if context is False else context
         if knob_key is None:
             launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
             return
         if fast is not None:
             entry = self.fast.get((knob_key, fast))
-            if entry is not None and _launch_direct(entry, grid, knob_key[0], args, self._cvals):
+            if entry is not None and _launch_direct(entry, grid, knob_key[0],
+                                                    self._pointers(args) if pointers is None else pointers,
+                                                    self._cvals):
                 return
         dns = self._dns
         if dns is None:
             dns = self._dns = self._dynamic_kinds()
+            self._tensor_pos = tuple(i for i, _, kind in dns if kind == 0)
         try:
             if knob_key[1]:  # AMD buffer ops: the storage size too
                 key = (knob_key, *[_key(args[i], d, True) for i, d, _ in dns])
@@ -364,7 +388,8 @@ class KernelSlot:
             if len(self.fast) >= _KEY_LIMIT:
                 self.fast.clear()
             self.fast[(knob_key, fast)] = entry
-        if entry is not None and _launch_direct(entry, grid, knob_key[0], args, self._cvals):
+        if entry is not None and _launch_direct(entry, grid, knob_key[0],
+                                                self._pointers(args) if pointers is None else pointers, self._cvals):
             return
         _run(self.fn, grid, device, knob_key[0], key, self.kernels, args, self.constexprs, self.options)
 
