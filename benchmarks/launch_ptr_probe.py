@@ -2,10 +2,12 @@
 
 Triton 3.6's launcher turns each tensor argument into a pointer by calling its ``data_ptr`` and then
 asks the driver about it (``cuPointerGetAttribute``); an int argument is taken as the pointer as it
-is. This probe records the direct launches of a few calls of ours (a decoding step over a KV cache,
-a BERT-shape forward, its backward), then replays each recorded launch in a loop while the GPU is
-held busy (only the host is timed), once with the tensors and once with their pointers as ints,
-the two taking turns. Median (min) µs per launch over the loops.
+is (the direct launches pass ints since this probe's first run). This probe records the direct
+launches of a few calls of ours (a decoding step over a KV cache, a BERT-shape forward, its
+backward) with the arguments their launchers give (tensors), then replays each recorded launch in
+a loop while the GPU is held busy (only the host is timed): with the tensors, with their pointers
+as ints, and with the conversion done in Python per launch, the three taking turns. Median (min)
+µs per launch over the loops.
 
     PYTHONPATH=src:benchmarks python benchmarks/launch_ptr_probe.py [--calls 50] [--loops 15]
 """
@@ -22,19 +24,24 @@ from flash_attention_amd.launch import runtime
 
 
 def recorded(call) -> list[tuple]:
-    """The direct launches one call of ``call`` makes: (entry, grid, index, args, cvals) each."""
-    seen = []
-    original = runtime._launch_direct
+    """The direct launches one call of ``call`` makes: (entry, grid, index, args, cvals) each, args as the
+    launcher handed them to ``KernelSlot.launch`` (tensors; the direct launch itself now gets ints)."""
+    seen, current = [], []
+    direct, slot_launch = runtime._launch_direct, runtime.KernelSlot.launch
+
+    def spy_slot(self, grid, device, args, *rest, **kw):
+        current[:] = [args]
+        return slot_launch(self, grid, device, args, *rest, **kw)
 
     def spy(entry, grid, index, args, cvals):
-        seen.append((entry, grid, index, args, cvals))
-        return original(entry, grid, index, args, cvals)
+        seen.append((entry, grid, index, current[0] if current else args, cvals))
+        return direct(entry, grid, index, args, cvals)
 
-    runtime._launch_direct = spy
+    runtime._launch_direct, runtime.KernelSlot.launch = spy, spy_slot
     try:
         call()
     finally:
-        runtime._launch_direct = original
+        runtime._launch_direct, runtime.KernelSlot.launch = direct, slot_launch
     torch.cuda.synchronize()
     return seen
 
