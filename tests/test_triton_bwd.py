@@ -236,8 +236,9 @@ def test_sm90_key_mask_dropout_dq_path_by_key_length():
 
 
 def test_rdna3_rows_two_passes():
-    """RDNA3 (and RDNA4, which uses its tables) serves the backward up to head dim 128 in every feature
-    tier through the two-launch config; above 128 it still declines, with the reason."""
+    """RDNA3 (and RDNA4, whose tables repeat its rows there) serves the backward up to head dim 128 in every
+    feature tier through the two-launch config; above 128 RDNA3 still declines, with the reason (RDNA4:
+    test_rdna4_rows_above_128)."""
     bwd = _bwd()
     for arch in ("gfx1100", "gfx1201"):
         for flags in (dict(), dict(options=True), dict(dropout=True), dict(bias=True),
@@ -249,6 +250,44 @@ def test_rdna3_rows_two_passes():
                       seqlen_k=64, nheads=2, nheads_k=2, headdim=192, headdim_v=192, needs_grad=True)
     assert "above head dim 128" in bwd.supports(problem)
     assert bwd.supports(replace(problem, headdim=128, headdim_v=128)) is None
+
+
+def test_rdna4_rows_above_128():
+    """RDNA4 (gfx12) has backward rows of its own at head dims 129..256 in every feature tier (two dK/dV
+    launches, reload; 16 warps in the options tier and the tiers falling back to it, 8 otherwise: static
+    check only, launch/tiles_bwd.py), where RDNA3 still declines; up to 128 the gfx12 tables pick exactly
+    the gfx1100 rows, and above 256 (head-dim chunks) gfx12 declines like gfx1100."""
+    bwd = _bwd()
+    tiers = (dict(), dict(options=True), dict(options=True, window_only=True), dict(dropout=True), dict(bias=True),
+             dict(bias=True, dropout=True))
+    for flags in tiers:
+        for d in (160, 192, 256):
+            cfg = bwd.pick_config("gfx1201", d, d, causal=True, gqa=True, **flags)
+            assert cfg.kv_passes == 2 and cfg.dkdv.reload and cfg.dq.reload, flags
+            heavy = flags.get("dropout") or not (flags.get("options") or flags.get("bias"))
+            assert cfg.dkdv.num_warps == (8 if heavy else 16), flags
+            with pytest.raises(ValueError, match="no backward config on gfx1100"):
+                bwd.pick_config("gfx1100", d, d, causal=True, **flags)
+        for d in (32, 64, 96, 128):
+            for causal in (False, True):
+                assert (bwd.pick_config("gfx1201", d, d, causal=causal, **flags)
+                        == bwd.pick_config("gfx1100", d, d, causal=causal, **flags)), (flags, d)
+    base = _problem(arch="gfx1201", is_rocm=True, headdim=256, headdim_v=256)
+    for kw in (dict(), dict(causal=True, softcap=30.0, window_left=128, window_right=0), dict(dropout_p=0.1),
+               dict(bias="bool", bias_shape=(1, 1, 128, 128)), dict(bias="float", bias_shape=(1, 4, 128, 128),
+                                                                     bias_grad=True, dropout_p=0.1)):
+        assert bwd.supports(replace(base, **kw)) is None, kw
+        assert "gfx1100 above head dim 128" in bwd.supports(replace(base, arch="gfx1100", **kw)), kw
+    assert bwd.supports(replace(base, headdim=192, headdim_v=160)) is None
+    assert "gfx1201 above head dim 256" in bwd.supports(replace(base, headdim=320, headdim_v=320))
+    # check-amd compiles the d=256 rows (d=256 and 192) in every variant, with the warps of its tier's row
+    warps = {}
+    for spec in bwd.compile_specs("gfx1201"):
+        if spec.kernel == "bwd_dkdv" and spec.constexprs["HEAD_DIM"] in (192, 256):
+            variant = spec.label.split(" dkdv ")[0].split()[-1]
+            warps.setdefault(variant, set()).add(spec.options["num_warps"])
+    assert warps == {"full": {8}, "causal": {8}, "opts": {16}, "win": {16}, "bias": {16}, "mask": {16}, "all": {8},
+                     "drop": {8}, "bias-all": {8}, "mask-drop": {8}, "bias-drop": {8}}
 
 
 @pytest.mark.parametrize("d", [160, 256])
@@ -485,7 +524,7 @@ def _leaves(t):
     return [x for e in t for x in (_leaves(e) if isinstance(e, tuple) else (e,))]
 
 
-@pytest.mark.parametrize("arch", ["sm90", "sm80", "gfx942", "gfx90a", "gfx1100"])
+@pytest.mark.parametrize("arch", ["sm90", "sm80", "gfx942", "gfx90a", "gfx1100", "gfx1201"])
 def test_compile_specs_cover_every_config(arch):
     bwd = _bwd()
     specs = bwd.compile_specs(arch)

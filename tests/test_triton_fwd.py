@@ -383,6 +383,11 @@ def test_supports():
     assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, dropout_p=0.1))
     assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, bias="bool"))
     assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=320, headdim_v=320))
+    # RDNA4 (gfx12): its own d=256 rows with dropout and a bias / mask (static check only); above 256 declined
+    for kw in (dict(dropout_p=0.1), dict(bias="bool"), dict(bias="float", dropout_p=0.1), dict(softcap=30.0)):
+        assert supports(_problem(arch="gfx1201", is_rocm=True, headdim=256, headdim_v=256, **kw)) is None, kw
+        assert supports(_problem(arch="gfx1201", is_rocm=True, headdim=160, headdim_v=160, **kw)) is None, kw
+    assert "gfx1201" in supports(_problem(arch="gfx1201", is_rocm=True, headdim=320, headdim_v=320))
     assert "dtype" in supports(_problem(dtype=torch.float64))
     assert supports(_problem(headdim=320, headdim_v=320)) is None  # head-dim chunks (test_large_headdims.py)
     assert "headdim=513" in supports(_problem(headdim=513, headdim_v=513))
@@ -392,7 +397,7 @@ def test_supports():
     assert "attn_bias" in supports(_problem(extra=(("attn_bias", True),)))
 
 
-@pytest.mark.parametrize("arch", ["sm90", "sm80", "sm86", "gfx942", "gfx90a", "gfx1100", "gfx950", "sm100"])
+@pytest.mark.parametrize("arch", ["sm90", "sm80", "sm86", "gfx942", "gfx90a", "gfx1100", "gfx1201", "gfx950", "sm100"])
 def test_configs_and_compile_specs(arch):
     for d in (16, 40, 64, 96, 128, 160, 256):
         for causal in (False, True):
@@ -404,6 +409,11 @@ def test_configs_and_compile_specs(arch):
                 assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
                 if dropout:  # the dropout row wins over the options row
                     assert cfg == launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, True, False)
+                if arch == "gfx1201" and d <= 128:  # RDNA4's own tables repeat RDNA3's rows up to d=128
+                    for bias in (False, True):
+                        assert launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout, options,
+                                                    bias) == launch.select_config("gfx1100", torch.bfloat16, d, d,
+                                                                                  causal, 8192, dropout, options, bias)
     # options pick the options table where the arch has one (sm90 d<=64: a smaller tile)
     if arch == "sm90":
         assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, True).block_m == 64

@@ -174,7 +174,9 @@ class Row(NamedTuple):
 #   check-amd compiles them for gfx950 too).
 # - gfx90a: MI200 and gfx908 (MI100).
 # - gfx1100: RDNA3 (gfx11xx). gfx12 (RDNA4, gfx12xx): the gfx1100 tables (same wave32 and
-#   1536-VGPR file; check-amd compiles them for gfx1201, with fewer VGPRs than on gfx1100).
+#   1536-VGPR file; check-amd compiles them for gfx1201, with fewer VGPRs than on gfx1100), except the
+#   tables with a "gfx12" key (rows where gfx1100 spilled and gfx1201 fits: backward d=129-256, forward
+#   d=160-256 with dropout or a bias), which repeat the gfx1100 rows of their tier below those.
 # - generic: any other GPU. The forward and decode keep conservative tables; the backward has
 #   none (declined: no config of it was ever compiled for such a target).
 # - interpreter: Triton's interpreter on CPU tensors (small tiles, so tests cross block edges).
@@ -504,6 +506,19 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         *FWD_DROPOUT["gfx90a"][1:],
     ],
 }
+# RDNA4 (gfx12) at d=160-256 with dropout or an attn_bias / bool mask: the gfx1100 d=256 row (16x16 w4, head-dim
+# chunks of 64), which spilled there on gfx1100, compiles spill-free for gfx1201 in every dropout / bias variant
+# (check-amd, benchmarks/check_rdna4_fwd256_specs.py, benchmarks/results/run18/; static check only, never run on
+# an RDNA4 GPU). A family with a table of its own no longer falls back (family_table), so each gfx12 table repeats
+# the gfx1100 rows of its tier.
+_RDNA4_FWD_D256 = FWD_PLAIN["gfx1100"][2].config
+FWD_DROPOUT["gfx12"] = [*FWD_DROPOUT["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
+    reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 166-216 VGPRs with dropout"))]
+FWD_BIAS["gfx12"] = [*FWD_BIAS["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
+    reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 125-215 VGPRs with a bias / mask"))]
+FWD_BIAS_DROPOUT["gfx12"] = [*FWD_BIAS_DROPOUT["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
+    reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 143-240 VGPRs with a bias / mask and "
+                     "dropout"))]
 # A sliding window alone (issue 13's window row: causal, 1024 keys to the left). Its programs are short
 # (a query block sees ~window / BLOCK_N key blocks, against ~seqlen / 2 / BLOCK_N causal); on Hopper the
 # smaller 64x64 w4 s3 tile through TMA measured 1.13-1.19x the options row's 128x64 w8 s3 there (H100 and

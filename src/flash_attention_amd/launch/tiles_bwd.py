@@ -57,6 +57,23 @@ _D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64)
 _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=2,
                    reason=_STATIC + "; static check only, never run on RDNA3 (docs/HARDWARE.md)")
 
+# RDNA4 (gfx12) at head dims 129..256, static check only (check-amd --arch gfx1201,
+# benchmarks/check_rdna4_bwd256_specs.py, benchmarks/results/run18/): the _RDNA3_D128 scheme (two launches,
+# reload, one loop, 16x16) fits gfx1201 at d=192 / 256 where gfx1100 spilled (dK pass 131-132 VGPRs, dQ 222).
+# 8 warps with waves_per_eu 3: every variant but the options one ("opts": window + ALiBi + softcap + varlen),
+# whose MHA dK pass spilled 2 VGPRs with waves_per_eu 1..4 alike (wpe 2: the dropout dQ builds also spilled 5-25
+# SGPRs into VGPR lanes, wpe 3 only bias-drop's bf16 18-19); 16 warps (wpe 2) fit the options tier (and the window,
+# float-bias and bool-mask calls that fall back to it) but spilled 2-17 VGPRs with dropout.
+# Never run on an RDNA4 GPU: speed unknown.
+_RDNA4_D256 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=3,
+                   reason=_STATIC + "; static check only (gfx1201, d=192 / 256, never run on RDNA4): dV pass "
+                                    "152-236 VGPRs, dK pass 228-256, dQ 214-241 (benchmarks/results/run18/)")
+_RDNA4_D256_OPTS = _bwd((16, 16, 16, 1), (16, 16, 16, 1), split=False, amd=True, kv_passes=2, reload=True,
+                        waves_per_eu=2,
+                        reason=_STATIC + "; static check only (gfx1201, d=192 / 256, never run on RDNA4): dV pass "
+                                         "120-138 VGPRs, dK pass 205-238, dQ 192-256 (benchmarks/results/run18/); "
+                                         "8 warps spilled 2 in the options dK pass")
+
 # sm90, head dims 129-256: dK and dV in two launches (kv_passes=2), each holding one fp32 accumulator,
 # so a program holds 128 KV rows (the one-launch row held 64 at 255 registers). d=256, b*s = 16384, h=8,
 # s=4096 / 16384, causal and not, over the one-launch row (32x64 w8 s2 one loop):
@@ -143,6 +160,9 @@ BWD_PLAIN: dict[str, list[Row]] = {
                       reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
     ],
 }
+# RDNA4 (gfx12): a family with a table of its own no longer falls back to gfx1100 (tiles.family_table), so each
+# gfx12 table repeats the gfx1100 rows of its tier (up to d=128) and adds the d=256 row.
+BWD_PLAIN["gfx12"] = [*BWD_PLAIN["gfx1100"], Row(256, _RDNA4_D256)]
 # Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
 BWD_OPTIONS: dict[str, list[Row]] = {
     "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
@@ -166,6 +186,9 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(512, _D512_BWD_NV),
     ],
 }
+# gfx12: the options tier (and the window and float-bias / bool-mask tiers, which fall back to it) at d=256 with
+# 16 warps; dropout (gfx1100: the options rows) with the 8-warp row
+BWD_OPTIONS["gfx12"] = [*BWD_OPTIONS["gfx1100"], Row(256, _RDNA4_D256_OPTS)]
 # sm90 d<=64 with dropout: dQ by fp32 atomics inside the dK/dV kernel (one Philox evaluation per score in
 # the backward, not two; not bitwise reproducible, so ``deterministic=True`` calls keep the two-kernel
 # path with the same dK/dV tile and the options row's dQ tile). H100, d=64 h=12 8192 tokens, graph-timed
@@ -193,6 +216,7 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(512, _D512_BWD_CDNA2),
     ],
 }
+BWD_DROPOUT["gfx12"] = [*BWD_OPTIONS["gfx1100"], Row(256, _RDNA4_D256)]
 # An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
 # the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
 # ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
@@ -264,6 +288,7 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         Row(128, _RDNA3_D128),
     ],
 }
+BWD_BIAS_DROPOUT["gfx12"] = [*BWD_BIAS_DROPOUT["gfx1100"], Row(256, _RDNA4_D256)]
 # A sliding window alone (tiles.py WINDOW). H100, causal + window 1024, d=128 (benchmarks/results/run9/
 # h100_sweep_win_bwd_g*.txt): dK/dV 32x64 w4 s3 was the fastest of 6 for MHA and GQA 32/8 alike.
 _WINDOW_BWD_H100 = ("H100, causal + window 1024, d=128, s=4096 / 16384 (benchmarks/results/run9/"
