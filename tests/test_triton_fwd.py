@@ -10,6 +10,7 @@ Shape legend: b batch, sq/sk query/key length, h query heads, hk key/value heads
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -418,12 +419,10 @@ def test_configs_and_compile_specs(arch):
     if arch == "sm90":
         assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, True).block_m == 64
         assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, False).block_m == 128
-        # d<=64 plain: 8 warps for causal calls at every length, varlen too (run18), 4 without a causal mask
-        for seqlen_k, varlen in ((1024, False), (16384, False), (4096, True)):
-            causal = launch.select_config(arch, torch.bfloat16, 64, 64, True, seqlen_k, varlen=varlen)
-            full = launch.select_config(arch, torch.bfloat16, 64, 64, False, seqlen_k, varlen=varlen)
-            assert (causal.block_m, causal.block_n, causal.num_warps, causal.use_tma) == (128, 64, 8, False)
-            assert (full.block_m, full.block_n, full.num_warps) == (128, 64, 4)
+        # d<=64 plain: 128x64 with 8 warps at every length, causal or not, varlen too (run18)
+        for seqlen_k, varlen, causal in itertools.product((1024, 16384), (False, True), (False, True)):
+            cfg = launch.select_config(arch, torch.bfloat16, 64, 64, causal, seqlen_k, varlen=varlen)
+            assert (cfg.block_m, cfg.block_n, cfg.num_warps, cfg.num_stages, cfg.use_tma) == (128, 64, 8, 3, False)
     specs = launch.compile_specs(arch)
     assert specs and all(s.kernel == "fwd" for s in specs)
     # a window alone (dense) takes the window tier's row, compiled as check-amd variant "win"

@@ -294,29 +294,24 @@ _FWD_D256 = _T(128, 64, 8, 2, use_tma=True, reason=_FWD_D256_H100)
 _FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / dropout builds spill 1-29 "
                                    "registers (ptxas)")
 
-# sm90 d<=64 without TMA: the same 128x64 w4 s3 tile through plain pointers, H100, b*s = 16384, h=32, d=64
-# (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA build not causal at s = 1k-16k and causal
-# at 1k-4k (the TMA build kept causal calls from 8k keys until session 21's 8-warp causal row below replaced it;
-# on the H200, h200_confirm_d64.txt, the pointer build measured 1.00-1.08x). It serves calls without a causal mask.
-_D64_SHORT_H100 = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA "
-                   "build not causal at 1k-16k and causal at 1k-4k; H200 1.00-1.08x (h200_confirm_d64.txt); "
-                   "254 registers, 0 spills (driver)")
-
-# sm90 d<=64 causal: the same 128x64 tile with 8 warps (2 warpgroups of 64 query rows each, 120 registers) over
-# the 4-warp rows (one warpgroup, 254 registers), H100, b*s = 16384, 32 query heads, causal, same process, the
-# rows timed first and last (benchmarks/results/run18/h100_fwd64_confirm_g4.txt, _g1.txt): GQA 32/8 1.07 / 1.08 /
-# 1.08 / 1.08 / 1.04x at s = 1k / 2k / 4k / 8k / 16k, MHA 1.00 / 1.07 / 1.06 / 1.08 / 1.07x; first seen in a GQA
-# sweep of 9 tiles (h100_gqa64_fwd_sweep.txt: 1.05-1.09x, the best there).
-_D64_CAUSAL_H100 = ("H100, d=64 causal, 32 heads, b*s=16384 (benchmarks/results/run18/h100_fwd64_confirm_*.txt): "
-                    "GQA 32/8 1.04-1.08x, MHA 1.00-1.08x the 4-warp rows at 1k-16k; 120 registers, 0 spills (driver)")
+# sm90 d<=64: 128x64 with 8 warps (2 warpgroups of 64 query rows each, 120 registers, no TMA) over the rows it
+# replaced (128x64 w4 s3 through pointers, and through TMA for causal calls from 8k keys: one warpgroup, 254
+# registers; benchmarks/results/run13/h100_sweep_d64.txt chose those among 4-warp tiles). H100, b*s = 16384, 32
+# query heads, same process, the rows timed first and last (benchmarks/results/run18/):
+# - causal (h100_fwd64_confirm_g4.txt / _g1.txt, again on a second instance in h100b_fwd64_both_*): GQA 32/8
+#   1.04-1.09x, MHA 1.00-1.08x at s = 1k-16k; first seen in a GQA sweep of 9 tiles (h100_gqa64_fwd_sweep.txt:
+#   1.05-1.09x, the best there);
+# - not causal (h100c_fwd64_noncausal_*.txt): GQA 1.02-1.07x, MHA 1.00-1.07x (0.998x at 16k).
+# Not run on an H200 (three requests got H100s).
+_D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fwd64_*.txt): causal GQA 32/8 "
+             "1.04-1.09x, MHA 1.00-1.08x, not causal 1.00-1.07x the 4-warp rows at 1k-16k; 120 registers, 0 spills")
 
 FWD_PLAIN: dict[str, list[Row]] = {
-    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 128x64 (w8 s3 causal, w4 s3 not);
-    # d<=128 128x64 w8 s3 plain pointers (TMA was 1-6% slower there), 4 stages for long
+    # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 and d<=128 128x64 w8 s3 plain
+    # pointers (TMA was 1-6% slower there), 4 stages for long
     # non-causal keys. Spill-free per ptxas.
     "sm90": [
-        Row(64, _T(128, 64, 8, 3, reason=_D64_CAUSAL_H100), causal=True),
-        Row(64, _T(128, 64, 4, 3, reason=_D64_SHORT_H100)),
+        Row(64, _T(128, 64, 8, 3, reason=_D64_H100)),
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
         Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _FWD_D256),
