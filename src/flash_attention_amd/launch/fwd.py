@@ -82,7 +82,7 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     # fixed-max softmax; fp16 runs the running max): other calls keep the options rows
     tier = tier_of(dropout, options, bias, window_only and not varlen,
                    softcap_only and not varlen and dtype == torch.bfloat16)
-    return pick(family_table(FWD, family, tier), d, causal, seqlen_k)
+    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
 
 
 # --------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def supports(problem: Problem) -> str | None:
     options = problem.has_window or problem.has_alibi or problem.softcap > 0
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
-            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias),
+            problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias), problem.is_varlen,
             window_only=problem.window_only, softcap_only=problem.softcap_only) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))

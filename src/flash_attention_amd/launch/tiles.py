@@ -150,7 +150,8 @@ class Row(NamedTuple):
     with this causal flag (None: both) from ``min_seqlen_k`` keys up (a length bucket);
     ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None);
     ``gqa`` (backward): calls with several query heads per KV head only (True), one only (False)
-    or both (None)."""
+    or both (None); ``varlen`` (forward): packed varlen calls only (True), dense only (False) or
+    both (None)."""
 
     max_d: int
     config: Tile | BwdConfig
@@ -158,6 +159,7 @@ class Row(NamedTuple):
     min_seqlen_k: int = 0
     paged: bool | None = None
     gqa: bool | None = None
+    varlen: bool | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,11 +229,11 @@ def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> li
 
 
 def pick(rows: list[Row] | None, max_d: int, causal: bool = False, seqlen_k: int = 0,
-         paged: bool = False, gqa: bool = False):
+         paged: bool = False, gqa: bool = False, varlen: bool = False):
     """The config of the first row that fits, or None."""
     for row in rows or ():
         if (max_d <= row.max_d and row.causal in (None, causal) and seqlen_k >= row.min_seqlen_k
-                and row.paged in (None, paged) and row.gqa in (None, gqa)):
+                and row.paged in (None, paged) and row.gqa in (None, gqa) and row.varlen in (None, varlen)):
             return row.config
     return None
 
@@ -302,7 +304,12 @@ _FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / d
 #   1.04-1.09x, MHA 1.00-1.08x at s = 1k-16k; first seen in a GQA sweep of 9 tiles (h100_gqa64_fwd_sweep.txt:
 #   1.05-1.09x, the best there);
 # - not causal (h100c_fwd64_noncausal_*.txt): GQA 1.02-1.07x, MHA 1.00-1.07x (0.998x at 16k).
-# Not run on an H200 (three requests got H100s).
+# Dense calls only: packed varlen calls took 1.19-1.32x the time of the 4-warp rows with it (causal GQA 32/8,
+# h100d_varlen_vs_dense_w8.txt against h100_varlen_vs_dense.txt), so they keep those rows.
+# Not run on an H200 (four requests got H100s).
+_D64_VARLEN = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA build; "
+               "varlen calls keep it: with 128x64 w8 s3 they took 1.19-1.32x the time "
+               "(run18/h100d_varlen_vs_dense_w8.txt)")
 _D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fwd64_*.txt): causal GQA 32/8 "
              "1.04-1.09x, MHA 1.00-1.08x, not causal 1.00-1.07x the 4-warp rows at 1k-16k; 120 registers, 0 spills")
 
@@ -311,7 +318,10 @@ FWD_PLAIN: dict[str, list[Row]] = {
     # pointers (TMA was 1-6% slower there), 4 stages for long
     # non-causal keys. Spill-free per ptxas.
     "sm90": [
-        Row(64, _T(128, 64, 8, 3, reason=_D64_H100)),
+        Row(64, _T(128, 64, 8, 3, reason=_D64_H100), varlen=False),
+        Row(64, _T(128, 64, 4, 3, use_tma=True, reason=_H100_FWD + "; run13/h100_sweep_d64.txt: 1.02-1.05x the "
+                   "same tile through pointers, causal s=16384"), causal=True, min_seqlen_k=8192),
+        Row(64, _T(128, 64, 4, 3, reason=_D64_VARLEN)),
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
         Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _FWD_D256),
