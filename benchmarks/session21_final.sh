@@ -1,6 +1,7 @@
 #!/bin/bash
 # Session 21's final code on one GPU. PART=tests: the d=64 forward rows again (the old and new causal rows, and not
-# causal), the whole GPU suite; PART=e2e: the Hugging Face e2e suite and varlen against dense. Results in $OUT.
+# causal), the whole GPU suite; PART=e2e: the Hugging Face e2e suite and varlen against dense; PART=kernels: the
+# whole GPU suite and the d=64 kernel table with its peers. Results in $OUT.
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -9,6 +10,14 @@ if [ "${PART:-tests}" = tests ]; then
   PYTHONPATH=src timeout 330 python3 -m pytest tests -q -n 12 -p no:cacheprovider --ignore=tests/test_check_amd.py \
     > "$OUT/gpu_tests_full_final.txt" 2>&1
   echo "tests: $(tail -1 "$OUT/gpu_tests_full_final.txt")"; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests_full_final.txt" | head
+elif [ "$PART" = kernels ]; then
+  PYTHONPATH=src timeout 300 python3 -m pytest tests -q -n 12 -p no:cacheprovider --ignore=tests/test_check_amd.py \
+    > "$OUT/gpu_tests_full_final.txt" 2>&1
+  echo "tests: $(tail -1 "$OUT/gpu_tests_full_final.txt")"; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests_full_final.txt" | head
+  PYTHONPATH=src timeout 250 python3 -m flash_attention_amd bench --suite kernels --device cuda --quick --headdims 64 \
+    --seqlens 1024 4096 16384 --backends triton --peers flash cudnn flex --no-progress \
+    --json "$OUT/kernels_d64.json" --markdown "$OUT/kernels_d64.md" > "$OUT/kernels_d64.txt" 2>&1
+  echo "kernels rc=$?"; grep "^|" "$OUT/kernels_d64.md" | head -30
 else
   PYTHONPATH=src timeout 100 python3 benchmarks/varlen_vs_dense.py --shapes 1:8192 4:2048 --dims 64 \
     > "$OUT/varlen_vs_dense.txt" 2>&1
