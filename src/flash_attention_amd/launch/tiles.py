@@ -304,11 +304,12 @@ _FWD_D256_OPTS = _FWD_D256.replace(spills_ok=_FWD_D256_H100 + "; its options / d
 #   1.04-1.09x, MHA 1.00-1.08x at s = 1k-16k; first seen in a GQA sweep of 9 tiles (h100_gqa64_fwd_sweep.txt:
 #   1.05-1.09x, the best there);
 # - not causal (h100c_fwd64_noncausal_*.txt): GQA 1.02-1.07x, MHA 1.00-1.07x (0.998x at 16k).
-# Dense calls only: packed varlen calls took 1.19-1.32x the time of the 4-warp rows with it (causal GQA 32/8,
-# h100d_varlen_vs_dense_w8.txt against h100_varlen_vs_dense.txt), so they keep those rows.
+# Dense calls only: packed varlen forwards took 1.19-1.21x the time of the 4-warp rows with it (causal GQA 32/8,
+# b=1 s=8192 and b=4 s=2048, h100d_varlen_vs_dense_w8.txt against h100e_varlen_vs_dense_final.txt and
+# h100_varlen_vs_dense.txt), so they keep those rows.
 # Not run on an H200 (four requests got H100s).
 _D64_VARLEN = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d64.txt): 1.03-1.08x the TMA build; "
-               "varlen calls keep it: with 128x64 w8 s3 they took 1.19-1.32x the time "
+               "varlen calls keep it: with 128x64 w8 s3 their forward took 1.19-1.21x the time "
                "(run18/h100d_varlen_vs_dense_w8.txt)")
 _D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fwd64_*.txt): causal GQA 32/8 "
              "1.04-1.09x, MHA 1.00-1.08x, not causal 1.00-1.07x the 4-warp rows at 1k-16k; 120 registers, 0 spills")
