@@ -23,17 +23,24 @@ from flash_attention_amd import kvcache
 from flash_attention_amd.launch import decode as launch_decode
 
 
+def decode_inputs(b: int = 8, s: int = 4096, h: int = 32, hk: int = 8, d: int = 128):
+    """One decoding step's tensors (bf16 on the GPU): q [b, 1, h, d], the caches [b, s, hk, d], the new k / v
+    [b, 1, hk, d] and cache_seqlens (half the cache, int32)."""
+    dev, dt = "cuda", torch.bfloat16
+    q = torch.randn(b, 1, h, d, device=dev, dtype=dt)
+    kc, vc = (torch.randn(b, s, hk, d, device=dev, dtype=dt) for _ in range(2))
+    kn, vn = (torch.randn(b, 1, hk, d, device=dev, dtype=dt) for _ in range(2))
+    return q, kc, vc, kn, vn, torch.full((b,), s // 2, dtype=torch.int32, device=dev)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=40)
     ap.add_argument("--loops", type=int, default=9)
     args = ap.parse_args()
     dev, dt = "cuda", torch.bfloat16
-    b, s, h, hk, d = 8, 4096, 32, 8, 128
-    q = torch.randn(b, 1, h, d, device=dev, dtype=dt)
-    kc, vc = (torch.randn(b, s, hk, d, device=dev, dtype=dt) for _ in range(2))
-    kn, vn = (torch.randn(b, 1, hk, d, device=dev, dtype=dt) for _ in range(2))
-    lens = torch.full((b,), s // 2, dtype=torch.int32, device=dev)
+    b, h, d = 8, 32, 128
+    q, kc, vc, kn, vn, lens = decode_inputs(b, h=h, d=d)
     call_args = (q, kc, vc, kn, vn, None, None, lens, None, None, None, None, True, (-1, -1), 0.0, None, 0, False,
                  None)
 

@@ -18,6 +18,7 @@ import statistics
 
 import torch
 from host_overhead import host_us, sleep_cycles_for
+from kvcache_host_parts import decode_inputs
 
 import flash_attention_amd as fa
 from flash_attention_amd.launch import runtime
@@ -67,11 +68,7 @@ def main():
     ap.add_argument("--loops", type=int, default=15)
     opts = ap.parse_args()
     dev, dt = "cuda", torch.bfloat16
-    b, s, h, hk, d = 8, 4096, 32, 8, 128
-    q = torch.randn(b, 1, h, d, device=dev, dtype=dt)
-    kc, vc = (torch.randn(b, s, hk, d, device=dev, dtype=dt) for _ in range(2))
-    kn, vn = (torch.randn(b, 1, hk, d, device=dev, dtype=dt) for _ in range(2))
-    lens = torch.full((b,), s // 2, dtype=torch.int32, device=dev)
+    q, kc, vc, kn, vn, lens = decode_inputs()  # b=8, cache 4096, 32 / 8 heads, d=128
     bq, bk, bv = (torch.randn(32, 128, 12, 64, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
     bdo = torch.randn(32, 128, 12, 64, device=dev, dtype=dt)
 
