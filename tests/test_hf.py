@@ -184,3 +184,77 @@ def test_cpu_mask_without_padding_is_dropped():
     assert padding_mask(kv_length=9, attention_mask=padded) is padded or torch.equal(
         padding_mask(kv_length=9, attention_mask=padded), padded)
     assert padding_mask(kv_length=5, attention_mask=padded).shape == (2, 5)
+
+
+@pytest.mark.parametrize("side", ["none", "left", "right", "holes"])
+def test_one_sequence_batch_runs_one_dense_call(side, monkeypatch):
+    """A padded batch of one sequence (causal, packed route) runs as one dense causal call over the packed rows:
+    loss and every gradient equal eager's, with a mask of ones as on a GPU (not read, not dropped) or padding
+    on either side or in holes; the attention calls it makes carry no cu_seqlens."""
+    from flash_attention_amd import core
+    from flash_attention_amd.integrations import hf
+
+    calls = []
+    attention = core.attention
+
+    def recording(q, k, v, *a, **kw):
+        calls.append((q.dim(), kw.get("cu_seqlens_q")))
+        return attention(q, k, v, *a, **kw)
+
+    monkeypatch.setattr(hf, "PACK_MIN_SCORES", 0)  # the packed route at any size
+    monkeypatch.setattr(hf, "READ_ON", ())  # a mask of ones reaches the attention (as on a GPU)
+    model, _ = _model("fa_amd")
+    model.train()
+    ids = torch.randint(0, 97, (1, 21))
+    mask = torch.ones_like(ids)
+    if side == "left":
+        mask[0, :6] = 0
+    elif side == "right":
+        mask[0, 15:] = 0
+    elif side == "holes":
+        mask[0, 2:5], mask[0, 11] = 0, 0
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, 1:] = labels[:, 1:].masked_fill(mask[:, :-1] == 0, -100)
+    ref_loss, ref = _grads_and_loss(model, "eager", ids, mask, labels)
+    monkeypatch.setattr(core, "attention", recording)
+    loss, got = _grads_and_loss(model, "fa_amd", ids, mask, labels)
+    assert calls and all(dim == 4 and cu is None for dim, cu in calls), calls
+    torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-5)
+    for name in ref:
+        torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
+
+
+def test_one_sequence_call_equals_the_varlen_call():
+    """The dense call on one packed sequence against the varlen call it replaces, at the attention function:
+    the same outputs and input gradients (float64), exactly 0 in the rows after the sequence and in their
+    gradients, for finite inputs there too."""
+    from flash_attention_amd.integrations import hf
+
+    torch.manual_seed(3)
+    h, hk, s, d = 4, 2, 29, 16
+    mask = torch.ones(1, s, dtype=torch.long)
+    mask[0, :4], mask[0, 17:19] = 0, 0  # left padding and a hole
+    module = torch.nn.Module()
+    module.is_causal = True
+    q, k, v = (torch.randn(1, n, s, d, dtype=torch.float64, requires_grad=True) for n in (h, hk, hk))
+    dout = torch.randn(1, s, h, d, dtype=torch.float64)
+    old = hf.PACK_MIN_SCORES
+    try:
+        hf.PACK_MIN_SCORES = 0
+        out, _ = hf.attention_forward(module, q, k, v, mask)
+        grads = torch.autograd.grad(out, (q, k, v), dout)
+        pack = hf._packing(mask, s)
+        qp, kp, vp = (t.transpose(1, 2).reshape(s, -1, d)[o] for t, o in ((q, pack.order_q), (k, pack.order_k),
+                                                                          (v, pack.order_k)))
+        ref_packed = hf.core.attention(qp, kp, vp, cu_seqlens_q=pack.cu_q, cu_seqlens_k=pack.cu_k, max_seqlen_q=s,
+                                       max_seqlen_k=s, zero_tensors=True, causal=True)
+        ref = ref_packed[pack.inverse_q][None]
+        ref_grads = torch.autograd.grad(ref, (q, k, v), dout)
+    finally:
+        hf.PACK_MIN_SCORES = old
+    keep = mask[0].bool()
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    assert torch.equal(out[0, ~keep], torch.zeros_like(out[0, ~keep]))
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, atol=1e-12, rtol=1e-10)
+    assert not grads[0][0, :, ~keep].any() and not grads[1][0, :, ~keep].any()  # padding rows: no gradient

@@ -51,8 +51,11 @@ def test_varlen_forward_backward_no_sync():
             fa.flash_attn_varlen_func(q, k, v, cu, cu, 56, 56, causal=True).sum().backward()
 
 
+@pytest.mark.parametrize("batch", [3, 1])
 @pytest.mark.parametrize("packed", [False, True])
-def test_hf_padded_attention_no_sync(packed, monkeypatch):
+def test_hf_padded_attention_no_sync(packed, batch, monkeypatch):
+    """Dense (key mask) and packed routes; batch 1 packed: one dense call over the packed rows. A new mask
+    tensor each call inside no_sync, so that its packing is made there too."""
     from flash_attention_amd.integrations import hf
     from flash_attention_amd.integrations.hf import attention_forward
 
@@ -60,14 +63,14 @@ def test_hf_padded_attention_no_sync(packed, monkeypatch):
 
     module = torch.nn.Module()
     module.is_causal = True
-    q, k, v = (t.transpose(1, 2) for t in _qkv(3, 40, 4, 64))  # HF layout [b, h, s, d]
-    mask = torch.ones(3, 40, dtype=torch.long, device="cuda")
+    q, k, v = (t.transpose(1, 2) for t in _qkv(batch, 40, 4, 64))  # HF layout [b, h, s, d]
+    mask = torch.ones(batch, 40, dtype=torch.long, device="cuda")
     mask[0, :7] = 0
-    mask[2, 31:] = 0
+    mask[-1, 31:] = 0
     attention_forward(module, q, k, v, mask)[0].sum().backward()
     with no_sync():
         for _ in range(2):
-            attention_forward(module, q, k, v, mask)[0].float().sum().backward()
+            attention_forward(module, q, k, v, mask.clone())[0].float().sum().backward()
 
 
 @pytest.mark.parametrize("model_kind", ["llama", "bert"])

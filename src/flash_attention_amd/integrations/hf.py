@@ -21,7 +21,9 @@ Example::
     ops only (no host synchronisation). Packed tensors keep the padded size (b * s rows): the
     valid tokens first, then rows that belong to no sequence, which the kernels write as zeros
     (``zero_tensors``), so padding positions get 0 outputs and 0 gradients.
-  Any 2-D mask works both ways, holes included (tokens keep their order).
+  Any 2-D mask works both ways, holes included (tokens keep their order). A batch of one sequence,
+  causal, packs the same way and then runs as one dense causal call over the packed rows
+  (``_one_sequence``: exact for its valid rows, 0 after them), so that a dense kernel can serve it.
 - Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
   ``max_length_q`` / ``max_length_k`` keyword arguments, batch 1): varlen calls as given.
 - Sliding window, softcap and attention sinks (``s_aux``, gpt-oss: one learnable logit per
@@ -53,7 +55,7 @@ class _Packing:
     cu_*: (b + 1,) int32 cumulative valid lengths.
     """
 
-    __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "inverse_k", "cu_q", "cu_k")
+    __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "inverse_k", "cu_q", "cu_k", "_first")
 
     def __init__(self, mask: torch.Tensor, sq: int):
         self.mask, self.version, self.sq = mask, mask._version, sq
@@ -66,6 +68,15 @@ class _Packing:
             self.order_q, self.cu_q = self._order(keep_q)
         self.inverse_q = self._inverse(self.order_q)
         self.inverse_k = self.inverse_q if self.order_k is self.order_q else self._inverse(self.order_k)
+        self._first = None
+
+    def first_sequence_rows(self) -> torch.Tensor:
+        """[b * sq, 1, 1] bool: the packed rows of sequence 0 (rows < cu_q[1]), made once per mask on the
+        device (no synchronisation)."""
+        if self._first is None:
+            rows = torch.arange(self.order_q.numel(), device=self.order_q.device)
+            self._first = (rows < self.cu_q[1])[:, None, None]
+        return self._first
 
     @staticmethod
     def _inverse(order: torch.Tensor) -> torch.Tensor:
@@ -168,10 +179,30 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     q_packed = _permute(q.reshape(b * sq, *q.shape[2:]), pack.order_q, pack.inverse_q)  # [b * sq, h, d]
     k_packed = _permute(k.reshape(b * sk, *k.shape[2:]), pack.order_k, pack.inverse_k)  # [b * sk, hk, d]
     v_packed = _permute(v.reshape(b * sk, *v.shape[2:]), pack.order_k, pack.inverse_k)  # [b * sk, hk, dv]
-    out_packed = core.attention(q_packed, k_packed, v_packed, cu_seqlens_q=pack.cu_q, cu_seqlens_k=pack.cu_k,
-                                max_seqlen_q=sq, max_seqlen_k=sk, zero_tensors=True, **options)
+    if b == 1 and causal and pack.order_k is pack.order_q:
+        out_packed = _one_sequence(q_packed, k_packed, v_packed, pack, options)
+    else:
+        out_packed = core.attention(q_packed, k_packed, v_packed, cu_seqlens_q=pack.cu_q, cu_seqlens_k=pack.cu_k,
+                                    max_seqlen_q=sq, max_seqlen_k=sk, zero_tensors=True, **options)
     out = _permute(out_packed, pack.inverse_q, pack.order_q).view(b, sq, *out_packed.shape[1:])
     return out, None
+
+
+def _one_sequence(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pack: _Packing, options: dict) -> torch.Tensor:
+    """The packed varlen call of a batch of one sequence, causal self-attention, as one dense causal call.
+
+    Its valid tokens are the first rows of q, k and v (the packing puts them first, in order), so over all
+    the rows a dense causal call computes each valid row exactly as the varlen call does (a valid row sees
+    only keys before it: valid ones, at the same positions). The rows after them belong to no sequence:
+    they get 0, as the varlen call's ``zero_tensors`` gives them, so their gradient is 0 too and they add
+    nothing to dK / dV. The dense call may take a dense kernel where no varlen one matches it (SDPA's cuDNN
+    kernel for causal GQA on Hopper: the Llama-style row of the e2e suite with a mask of ones, whose mask
+    the sync-free mask function cannot drop). It goes through the dispatcher like any call (forcing and
+    explain() as usual). Inputs with NaN / inf in the rows after the sequence would reach the valid keys'
+    gradients through those rows' scores (the varlen call never reads them): HF's padding positions hold
+    finite hidden states."""
+    out = core.attention(q[None], k[None], v[None], **options)[0]  # [b * sq, h, dv]
+    return torch.where(pack.first_sequence_rows(), out, 0.0)
 
 
 # Device types whose masks padding_mask reads on the host (a CPU tensor: no synchronisation)
