@@ -347,11 +347,11 @@ class KernelSlot:
         them anyway (else made here). A direct launch passes those: Triton 3.6's C launchers (CUDA and
         HIP, ``getPointer`` in triton/backends/*/driver.py) take an int as the device pointer as it is,
         while for a tensor they call its ``data_ptr`` and then ask the driver whether the pointer is a
-        device one (``cuPointerGetAttribute``), about 0.35 us per tensor on an H100 host
-        (benchmarks/launch_ptr_probe.py). That query only catches tensors on the wrong device, which
-        the callers' validation has already ruled out (every tensor of a call is on q's device, and the
-        launchers allocate theirs there). The first launch of a key goes through Triton with the
-        tensors, which it specialises on."""
+        device one (``cuPointerGetAttribute``), 0.1-0.4 us per tensor on the H100 hosts measured
+        (benchmarks/launch_ptr_probe.py, benchmarks/results/run18/). That query only catches tensors
+        on the wrong device, which the callers' validation has already ruled out (every tensor of a
+        call is on q's device, and the launchers allocate theirs there). The first launch of a key goes
+        through Triton with the tensors, which it specialises on."""
         knob_key = launch_context(device) if context is False else context
         if knob_key is None:
             launch_through_triton(self.fn, grid, device, args, self.constexprs, self.options)
