@@ -235,6 +235,38 @@ def test_sm90_key_mask_dropout_dq_path_by_key_length():
     assert bwd.pick_config("sm90", 64, 64, dropout=True, bias=True, seqlen_k=4096) == long
 
 
+def test_sm90_softcap_alone_rows(monkeypatch):
+    """sm90, softcap alone (launch/tiles_bwd.py BWD_SOFTCAP): plan_backward takes the softcap rows for dense calls
+    (d=64 64x64 both kernels; d=128 64x128 w8 s3 dK/dV not causal, 32x64 w4 s3 causal GQA), and the options rows
+    for causal MHA, for packed varlen calls and once ALiBi or a window joins softcap."""
+    bwd = _bwd()
+    monkeypatch.setattr(bwd, "_arch_of", lambda device: "sm90")
+
+    def dkdv(d, hk, causal, varlen=False, **opts):
+        q, k = torch.zeros(2, 64, 8, d), torch.zeros(2, 64, hk, d)
+        kw = {}
+        if varlen:
+            q, k = q.flatten(0, 1), k.flatten(0, 1)
+            cu = torch.tensor([0, 64, 128], dtype=torch.int32)
+            kw = dict(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=64, max_seqlen_k=64)
+        params = AttnParams(softmax_scale=0.1, causal=causal, window_right=0 if causal else -1, **opts, **kw)
+        t = bwd.plan_backward(q, k, k, params).cfg.dkdv
+        return t.block_m, t.block_n, t.num_warps, t.num_stages
+
+    options = (32, 64, 4, 3), (32, 64, 4, 2)  # the options rows at d=64 / 128
+    for hk in (8, 2):
+        for causal in (False, True):
+            assert dkdv(64, hk, causal, softcap=30.0) == (options[0] if causal and hk == 8 else (64, 64, 4, 3))
+            assert dkdv(64, hk, causal, varlen=True, softcap=30.0) == options[0]
+            assert dkdv(64, hk, causal, softcap=30.0, alibi_slopes=torch.ones(8)) == options[0]
+            assert dkdv(128, hk, causal, varlen=True, softcap=30.0) == options[1]
+            assert dkdv(128, hk, causal, softcap=30.0, alibi_slopes=torch.ones(8)) == options[1]
+        assert dkdv(128, hk, False, softcap=30.0) == (64, 128, 8, 3)
+        assert dkdv(128, hk, True, softcap=30.0, window_left=512) != (64, 128, 8, 3)
+    assert dkdv(128, 2, True, softcap=30.0) == (32, 64, 4, 3)
+    assert dkdv(128, 8, True, softcap=30.0) == options[1]
+
+
 def test_rdna3_rows_two_passes():
     """RDNA3 (and RDNA4, whose tables repeat its rows there) serves the backward up to head dim 128 in every
     feature tier through the two-launch config; above 128 RDNA3 still declines, with the reason (RDNA4:
@@ -601,6 +633,15 @@ def test_gpu_realistic(case, dtype):
 @pytest.mark.parametrize("d", [128, 256])  # 256: the two-launch dK/dV row on sm90 (launch/tiles_bwd.py)
 def test_gpu_options(opts, d):
     _check(2, 1024, 1536, 4, 2, d, dtype=torch.bfloat16, **_resolve(2, 4, opts))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("hk", [4, 1])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_softcap_alone(d, hk, causal):
+    """Softcap alone in bf16 (Gemma 2's call): the sm90 rows of launch/tiles_bwd.py BWD_SOFTCAP, MHA and GQA 4:1."""
+    _check(2, 1024, 1024, 4, hk, d, dtype=torch.bfloat16, causal=causal, softcap=30.0)
 
 
 @pytest.mark.gpu

@@ -41,6 +41,7 @@ from .tiles import (
     MAX_HEADDIM,
     OPTIONS,
     PLAIN,
+    SOFTCAP,
     WINDOW,
     BwdConfig,
     Row,
@@ -62,12 +63,15 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
                 dropout: bool = False, options: bool = False, bias: bool = False,
-                window_only: bool = False, seqlen_k: int = 0, gqa: bool = False) -> BwdConfig:
+                window_only: bool = False, seqlen_k: int = 0, gqa: bool = False, softcap_only: bool = False,
+                varlen: bool = False) -> BwdConfig:
     """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
-    window_only: a window alone; bias: an attn_bias; seqlen_k: the key length (varlen: the longest);
-    gqa: several query heads per KV head): the first row that fits (Row)."""
+    window_only / softcap_only: a window / softcap alone; bias: an attn_bias; seqlen_k: the key length
+    (varlen: the longest); gqa: several query heads per KV head; varlen: a packed varlen call): the first
+    row that fits (Row)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only)), d, causal, seqlen_k, gqa=gqa)
+    cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only, softcap_only)), d, causal, seqlen_k, gqa=gqa,
+               varlen=varlen)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -93,7 +97,8 @@ def supports(problem: Problem) -> str | None:
                                                                     problem.nheads):
         return (f"deterministic=True: dbias of an attn_bias broadcast over batch, heads or query rows "
                 f"(shape {list(problem.bias_shape)}) is summed with atomics (not bitwise reproducible)")
-    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias), problem.window_only))
+    rows = _rows(problem.arch, tier_of(dropout, options, bool(problem.bias), problem.window_only,
+                                       problem.softcap_only))
     if not rows:
         return f"no backward tiles for arch {problem.arch} (family {arch_family(problem.arch)!r}; see launch/tiles.py)"
     largest = max(row.max_d for row in rows)
@@ -235,7 +240,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
-                                bias is not None, params.window_only, seqlen_k, group > 1)
+                                bias is not None, params.window_only, seqlen_k, group > 1, params.softcap_only,
+                                varlen)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
@@ -487,7 +493,8 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
              # dropout without ALiBi and softcap: the four-row mask (kernels/common.py drop_mode)
              ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
              ("bias-drop", dict(HAS_WINDOW=True, **_BIAS, HAS_DROPOUT=True), BIAS_DROPOUT),
-             ("win", dict(HAS_WINDOW=True, IS_VARLEN=True), WINDOW))  # a window alone
+             ("win", dict(HAS_WINDOW=True, IS_VARLEN=True), WINDOW),  # a window alone
+             ("softcap", dict(HAS_SOFTCAP=True), SOFTCAP))  # softcap alone (Gemma 2's call), where a table has it
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
@@ -554,7 +561,10 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs: list[CompileSpec] = []
     for ty in _TY.values():
         for variant, _, tier in _VARIANTS:
-            for row in _rows(arch, tier):
+            rows = _rows(arch, tier)
+            if tier == SOFTCAP:  # its own rows only (the options rows it falls back to are compiled as "opts")
+                rows = [r for r in rows if r not in _rows(arch, OPTIONS)]
+            for row in rows:
                 max_d, cfg, when_causal = row.max_d, row.config, row.causal
                 if variant.startswith(("bias", "mask")) and max_d > CHUNKED_ABOVE:
                     continue  # bias: head dims up to 256 (supports() declines the rest)
