@@ -713,21 +713,27 @@ def test_sm90_rows_by_group_and_key_length():
 
 
 def test_plan_backward_picks_by_key_length_and_group(monkeypatch):
-    """plan_backward passes the call's key length (varlen: max_seqlen_k) and whether it is GQA to pick_config."""
+    """plan_backward passes the call's key length (varlen: max_seqlen_k), whether it is GQA, softcap alone and
+    varlen to pick_config."""
+    import inspect
+
     bwd = _bwd()
     seen = []
     pick = bwd.pick_config
 
     def spy(*args, **kwargs):
-        seen.append(args)
+        seen.append(inspect.signature(pick).bind(*args, **kwargs).arguments)
         return pick(*args, **kwargs)
 
     monkeypatch.setattr(bwd, "pick_config", spy)
     for hk in (2, 1):
         q = torch.randn(1, 20, 2, 16, device=DEVICE, dtype=FP)
         k, v = (torch.randn(1, 37, hk, 16, device=DEVICE, dtype=FP) for _ in range(2))
-        bwd.plan_backward(q, k, v, _params(16, causal=True))
-    assert [a[-2:] for a in seen] == [(37, False), (37, True)]
+        bwd.plan_backward(q, k, v, _params(16, causal=True, softcap=float(hk)))
+    cu = torch.tensor([0, 20], device=DEVICE, dtype=torch.int32)
+    bwd.plan_backward(q[0], k[0], v[0], _params(16, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=20, max_seqlen_k=41))
+    got = [(a["seqlen_k"], a["gqa"], a.get("softcap_only", False), a.get("varlen", False)) for a in seen]
+    assert got == [(37, False, True, False), (37, True, True, False), (41, True, False, True)]
 
 
 def test_delta_in_dq_follows_the_row():
