@@ -7,6 +7,9 @@ Models are built from configs with random weights (nothing is downloaded), bf16 
   builds them (random lengths, right padding, attention_mask), samples/s.
 - ``llama_train``: Llama-style 8 layers, hidden 2048, 32/8 heads: training step at b=4 s=2048
   padded and b=1 s=8192 without padding (no mask passed, and a mask of ones passed), ms per step.
+- ``gemma2_train``: Gemma 2's attention (head dim 256, softcap 50, a sliding window on every other layer, GQA
+  2:1), 8 layers: training step at b=4 s=2048 padded and b=2 s=4096 without padding, ms per step, against
+  eager (transformers has no sdpa path for Gemma 2).
 - ``generate``: greedy generation, b=8, left-padded prompts of up to 512 tokens, 128 new
   tokens, tokens/s (new tokens only).
 - ``generate_check``: fp32, a small Llama: the tokens fa_amd generates against eager's.
@@ -28,18 +31,21 @@ TITLE = "Hugging Face models: eager, sdpa and fa_amd (ours)"
 SIZES = {
     "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
+                 gemma=models.GEMMA2_8L, gemma_rows=[(4, 2048, "padded"), (2, 4096, "none")],
                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=25,
                  gen_reps=3, group=5),
     "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                   llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
+                  gemma=models.GEMMA2_8L, gemma_rows=[(4, 2048, "padded"), (2, 4096, "none")],
                   gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=15,
                   gen_reps=2, group=5),
     "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
                 llama=models.LLAMA_SMALL, llama_rows=[(2, 256, "padded"), (1, 512, "none"), (1, 512, "ones")],
+                gemma=models.GEMMA2_SMALL, gemma_rows=[(2, 256, "padded"), (1, 512, "none")],
                 gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2,
                 group=1),
     "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY,
-                 llama_rows=[(2, 32, "padded")],
+                 llama_rows=[(2, 32, "padded")], gemma=models.GEMMA2_TINY, gemma_rows=[(2, 32, "padded")],
                  gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1,
                  group=1),
 }
@@ -92,10 +98,11 @@ def _forcing(impl: str):
     return impl, None
 
 
-def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True) -> str:
+def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True, **options) -> str:
     """How the fa_amd integration serves a call of this shape (padded: with a 2-D padding mask, as a
     dense call with a key mask or as packed varlen calls, by ``integrations.hf.PACK_MIN_SCORES``),
-    and which backend takes it (``explain``, nothing run)."""
+    and which backend takes it (``explain``, nothing run); options: more keyword arguments of the call
+    (softcap, window_size)."""
     from .. import explain
     from ..integrations import hf
 
@@ -105,7 +112,7 @@ def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True)
     kshape = shape[:-2] + (hk, d)
     q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
     k, v = (torch.empty(kshape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(2))
-    kw = dict(dropout_p=dropout, causal=causal)
+    kw = dict(dropout_p=dropout, causal=causal, **options)
     if padded and not varlen:
         kw["attn_bias"] = torch.ones(b, 1, 1, s, device=ctx.device, dtype=torch.bool)
     if varlen:
@@ -137,6 +144,8 @@ def run(ctx):
     yield _bert(ctx, s)
     ctx.cleanup()
     yield _llama_train(ctx, s)
+    ctx.cleanup()
+    yield _gemma2_train(ctx, s)
     ctx.cleanup()
     yield _generate(ctx, s)
     ctx.cleanup()
@@ -240,6 +249,45 @@ def _llama_train(ctx, s) -> Table:
         model = models.hf_llama(cfg, max_len, ctx.device, ctx.dtype).train()
         bar.advance()
         for b, sq, mask in s["llama_rows"]:
+            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=mask == "padded")
+            if mask == "none":
+                del batch["attention_mask"]
+            p = {"batch": b, "seqlen": sq, "mask": mask}
+            bar.doing(f"b={b} s={sq} {', '.join(impls)}")
+            for impl, cell in _train_cells(ctx, model, batch, impls, s, None).items():
+                t.put(p, impl, cell)
+            bar.advance(len(impls))
+    return t
+
+
+def _gemma2_train(ctx, s) -> Table:
+    cfg = s["gemma"]
+    t = Table("e2e", "gemma2_train", "Gemma 2-style training step (softcap, sliding window)", "step_time", "ms",
+              ["batch", "seqlen", "mask"])
+    t.notes.append(f"Gemma2ForCausalLM, {models.describe(cfg)}; attn_logit_softcapping "
+                   f"{cfg['attn_logit_softcapping']:g}, a sliding window of {cfg['sliding_window']} on every other "
+                   "layer; mask 'padded': right padding, lengths uniform in [seqlen/4, seqlen]; 'none': no mask "
+                   "passed. Against eager: transformers has no sdpa path for Gemma 2 (it raises: SDPA takes no "
+                   "softcap), and flash_attn's needs a CUDA build.")
+    h, hk, d, cap, win = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim",
+                                            "attn_logit_softcapping", "sliding_window"))
+
+    def route(b, sq, mask, window):
+        return served_by(ctx, b, sq, h, hk, d, mask != "none", causal=True, softcap=cap,
+                         window_size=(win - 1, win - 1) if window and sq > win else (-1, -1))
+
+    routes = "; ".join(f"b={b} s={sq} mask {mask}: {route(b, sq, mask, False)} (full layers), "
+                       f"{route(b, sq, mask, True)} (window layers)" for b, sq, mask in s["gemma_rows"])
+    t.notes.append(f"fa_amd's calls (causal, softcap) go to: {routes} (explain()).")
+    impls = _impls(ctx, base=("eager",))
+    for impl in impls[1:]:
+        t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
+    max_len = max(sq for _, sq, _ in s["gemma_rows"])
+    with ctx.bar("e2e gemma2_train", 1 + len(s["gemma_rows"]) * len(impls)) as bar:
+        bar.doing("building the model")
+        model = models.hf_gemma2(cfg, max_len, ctx.device, ctx.dtype).train()
+        bar.advance()
+        for b, sq, mask in s["gemma_rows"]:
             batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=mask == "padded")
             if mask == "none":
                 del batch["attention_mask"]

@@ -45,13 +45,24 @@ LLAMA_SMALL = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_
                    num_attention_heads=4, num_key_value_heads=2)
 LLAMA_TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                   num_attention_heads=4, num_key_value_heads=2)
+# Gemma 2's attention (random weights): head dim 256, scores softcapped at 50, a sliding window on every other
+# layer (2048 here: Gemma 2 takes 4096 at an 8k context), GQA 2:1; 8 layers, hidden 2048, vocab cut to 32000.
+GEMMA2_8L = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=8,
+                 num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=2048,
+                 attn_logit_softcapping=50.0, final_logit_softcapping=30.0, query_pre_attn_scalar=256)
+GEMMA2_SMALL = dict(vocab_size=2048, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                    num_attention_heads=2, num_key_value_heads=1, head_dim=128, sliding_window=256,
+                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0, query_pre_attn_scalar=128)
+GEMMA2_TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                   num_attention_heads=2, num_key_value_heads=1, head_dim=32, sliding_window=16,
+                   attn_logit_softcapping=50.0, final_logit_softcapping=30.0, query_pre_attn_scalar=32)
 
 
 def describe(cfg: dict) -> str:
     h, layers, heads = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads")
     return (f"{layers} layers, hidden {h}, {heads}{'/' + str(kv) if kv and kv != heads else ''} heads "
-            f"(d={h // heads}), vocab {cfg['vocab_size']}")
+            f"(d={cfg.get('head_dim') or h // heads}), vocab {cfg['vocab_size']}")
 
 
 def _build(cls, config, device, dtype):
@@ -79,6 +90,13 @@ def hf_llama(cfg: dict, max_len: int, device, dtype, init_std: float | None = No
     extra = {} if init_std is None else {"initializer_range": init_std}
     config = transformers.LlamaConfig(**cfg, max_position_embeddings=max(2048, max_len), **extra)
     return _build(transformers.LlamaForCausalLM, config, device, dtype)
+
+
+def hf_gemma2(cfg: dict, max_len: int, device, dtype):
+    import transformers
+
+    config = transformers.Gemma2Config(**cfg, max_position_embeddings=max(2048, max_len))
+    return _build(transformers.Gemma2ForCausalLM, config, device, dtype)
 
 
 def set_impl(model, impl: str) -> None:
