@@ -302,3 +302,23 @@ def test_gemma2_softcap_window_training_matches_eager(side, padded_route):
         layer.self_attn.attn_logit_softcapping = None
     plain_loss, _ = _grads_and_loss(model, "fa_amd", ids, mask, labels)
     assert (plain_loss - ref_loss).abs() > 1e-3
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_gemma2_generate_matches_eager(padded):
+    """Greedy generation through HF's cache (its sliding-window layers included: the prompt and the new tokens
+    outgrow the window) gives eager's tokens and, step by step, its logits (fp32), with and without left
+    padding."""
+    model = _gemma2().eval()
+    ids = torch.randint(0, 97, (2, 9))
+    mask = torch.ones_like(ids)
+    if padded:
+        mask[0, :4] = 0
+    outs = []
+    for impl in ("eager", "fa_amd"):
+        model.set_attn_implementation(impl)
+        outs.append(model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False,
+                                   pad_token_id=0, output_logits=True, return_dict_in_generate=True))
+    assert torch.equal(outs[1].sequences, outs[0].sequences)
+    for got, ref in zip(outs[1].logits, outs[0].logits, strict=True):
+        torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
