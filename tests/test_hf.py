@@ -72,6 +72,11 @@ def test_llama_padded_training_grads_match_eager(side, padded_route):
         mask[0, 13:], mask[1, 4:] = 0, 0
     else:  # holes: tokens keep their order, masked ones are left out
         mask[0, 3:6], mask[2, ::4] = 0, 0
+    _assert_training_matches_eager(model, ids, mask)
+
+
+def _assert_training_matches_eager(model, ids, mask):
+    """fa_amd's loss and every parameter gradient equal eager's (fp32) -> (the loss, the labels)."""
     # the loss at token t comes from position t - 1: only where that position is not padding
     # (a padding row sees no key: eager gives it a uniform average of masked keys, we give 0)
     labels = ids.masked_fill(mask == 0, -100)
@@ -82,6 +87,7 @@ def test_llama_padded_training_grads_match_eager(side, padded_route):
     assert got.keys() == ref.keys()
     for name in ref:
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
+    return ref_loss, labels
 
 
 def _bert():
@@ -279,7 +285,7 @@ def _gemma2():
 
 @pytest.mark.parametrize("side", ["none", "left", "right"])
 def test_gemma2_softcap_window_training_matches_eager(side, padded_route):
-    """Gemma 2's softcap and sliding window reach the kernels (HF's sdpa path drops softcap): loss and every
+    """Gemma 2's softcap and sliding window reach the kernels (transformers has no sdpa path for it): loss and every
     parameter gradient equal eager's in fp32, without padding and with left / right padding, dense or packed."""
     model = _gemma2().train()
     ids = torch.randint(0, 97, (3, 17))
@@ -288,14 +294,7 @@ def test_gemma2_softcap_window_training_matches_eager(side, padded_route):
         mask[0, :5], mask[2, :9] = 0, 0
     elif side == "right":
         mask[0, 12:], mask[1, 4:] = 0, 0
-    labels = ids.masked_fill(mask == 0, -100)
-    labels[:, 1:] = labels[:, 1:].masked_fill(mask[:, :-1] == 0, -100)
-    ref_loss, ref = _grads_and_loss(model, "eager", ids, mask, labels)
-    loss, got = _grads_and_loss(model, "fa_amd", ids, mask, labels)
-    torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-5)
-    assert got.keys() == ref.keys()
-    for name in ref:
-        torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
+    ref_loss, labels = _assert_training_matches_eager(model, ids, mask)
     # softcap and the window matter here: without them the loss moves
     model.config.attn_logit_softcapping = None
     for layer in model.model.layers:

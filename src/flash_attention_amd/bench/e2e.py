@@ -243,12 +243,19 @@ def _llama_train(ctx, s) -> Table:
     impls = _impls(ctx, base=("sdpa",))
     for impl in impls[1:]:
         t.ratio(f"speedup {impl}", "speedup_vs_sdpa", "sdpa", impl, subject="den")
-    max_len = max(sq for _, sq, _ in s["llama_rows"])
-    with ctx.bar("e2e llama_train", 1 + len(s["llama_rows"]) * len(impls)) as bar:
+    _causal_lm_rows(ctx, s, t, models.hf_llama, cfg, s["llama_rows"], impls)
+    return t
+
+
+def _causal_lm_rows(ctx, s, t: Table, build, cfg: dict, rows, impls) -> None:
+    """Training-step cells of a causal LM (``build(cfg, max_len, device, dtype)``) into ``t``, one row per
+    (batch, seqlen, mask): 'padded' (right padding), 'none' (no attention_mask passed) or 'ones'."""
+    max_len = max(sq for _, sq, _ in rows)
+    with ctx.bar(f"e2e {t.name}", 1 + len(rows) * len(impls)) as bar:
         bar.doing("building the model")
-        model = models.hf_llama(cfg, max_len, ctx.device, ctx.dtype).train()
+        model = build(cfg, max_len, ctx.device, ctx.dtype).train()
         bar.advance()
-        for b, sq, mask in s["llama_rows"]:
+        for b, sq, mask in rows:
             batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=mask == "padded")
             if mask == "none":
                 del batch["attention_mask"]
@@ -257,7 +264,6 @@ def _llama_train(ctx, s) -> Table:
             for impl, cell in _train_cells(ctx, model, batch, impls, s, None).items():
                 t.put(p, impl, cell)
             bar.advance(len(impls))
-    return t
 
 
 def _gemma2_train(ctx, s) -> Table:
@@ -282,20 +288,7 @@ def _gemma2_train(ctx, s) -> Table:
     impls = _impls(ctx, base=("eager",))
     for impl in impls[1:]:
         t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
-    max_len = max(sq for _, sq, _ in s["gemma_rows"])
-    with ctx.bar("e2e gemma2_train", 1 + len(s["gemma_rows"]) * len(impls)) as bar:
-        bar.doing("building the model")
-        model = models.hf_gemma2(cfg, max_len, ctx.device, ctx.dtype).train()
-        bar.advance()
-        for b, sq, mask in s["gemma_rows"]:
-            batch = models.padded_batch(b, sq, cfg["vocab_size"], ctx.device, padded=mask == "padded")
-            if mask == "none":
-                del batch["attention_mask"]
-            p = {"batch": b, "seqlen": sq, "mask": mask}
-            bar.doing(f"b={b} s={sq} {', '.join(impls)}")
-            for impl, cell in _train_cells(ctx, model, batch, impls, s, None).items():
-                t.put(p, impl, cell)
-            bar.advance(len(impls))
+    _causal_lm_rows(ctx, s, t, models.hf_gemma2, cfg, s["gemma_rows"], impls)
     return t
 
 
