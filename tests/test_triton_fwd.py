@@ -506,6 +506,45 @@ def test_softcap_tier():
                and s.constexprs["HEAD_DIM"] == 128 for s in specs)
 
 
+def test_alibi_tier():
+    """ALiBi alone, dense, takes the ALiBi tier's row on sm90 at d<=64 (the plain row's 128x64 w8 s3 through
+    pointers); varlen, d=128, ALiBi with softcap / a window, dropout and other arches keep their rows; the call's
+    params say ALiBi alone only without a window, softcap and sinks; check-amd's "alibi" builds compile the new
+    row (sm90 only); and the tile computes the reference (the interpreter: block sizes, not warps)."""
+    from flash_attention_amd.launch import tiles
+
+    sel = launch.select_config
+    bf16 = torch.bfloat16
+    for causal in (False, True):
+        options = sel("sm90", bf16, 64, 64, causal, 4096, False, True)
+        alibi = sel("sm90", bf16, 64, 64, causal, 4096, False, True, alibi_only=True)
+        assert (alibi.block_m, alibi.block_n, alibi.num_warps, alibi.num_stages, alibi.use_tma) == (128, 64, 8, 3,
+                                                                                                    False)
+        assert alibi == sel("sm90", bf16, 64, 64, causal, 4096, False, False)  # the plain row's tile
+        assert (options.block_m, options.num_warps) == (64, 4)
+        assert sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True, alibi_only=True) == \
+            sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True)
+        assert sel("sm90", bf16, 128, 128, causal, 4096, False, True, alibi_only=True) == \
+            sel("sm90", bf16, 128, 128, causal, 4096, False, True)
+        assert sel("sm90", bf16, 64, 64, causal, 4096, True, True, alibi_only=True) == \
+            sel("sm90", bf16, 64, 64, causal, 4096, True, True)  # dropout: its own tier
+        for arch in ("sm80", "gfx942", "gfx1100"):
+            assert sel(arch, bf16, 64, 64, causal, 4096, False, True, alibi_only=True) == \
+                sel(arch, bf16, 64, 64, causal, 4096, False, True)
+    assert tiles.tier_of(False, True, alibi_only=True) == tiles.ALIBI
+    assert tiles.tier_of(False, True, True, alibi_only=True) == tiles.BIAS_OPTIONS
+    assert AttnParams(0.1, alibi_slopes=torch.ones(2)).alibi_only
+    for extra in (dict(window_left=8), dict(softcap=30.0), dict(sinks=torch.zeros(2))):
+        assert not AttnParams(0.1, alibi_slopes=torch.ones(2), **extra).alibi_only, extra
+    assert not AttnParams(0.1).alibi_only
+    assert any(" alibi " in s.label and s.constexprs["BLOCK_M"] == 128 for s in launch.compile_specs("sm90"))
+    assert not any(" alibi " in s.label for s in launch.compile_specs("gfx942"))
+    q, k, v = qkv(2, 150, 150, 4, 2, 64)
+    slopes = torch.rand(4, device=DEVICE) * 0.5
+    for causal in (False, True):
+        check(q, k, v, make_params(64, causal=causal, alibi_slopes=slopes), cfg=None if ON_GPU else alibi)
+
+
 # ----------------------------------------------------------------------------- GPU, realistic sizes
 
 def _lowp_ref_chunked(q, k, v, causal, window=(-1, -1), chunk=1024, dtype=None):

@@ -79,6 +79,11 @@ class AttnParams(NamedTuple):
         """Softcap and no other option of the options tier, nor sinks: launch/tiles.py SOFTCAP."""
         return self.softcap > 0 and not self.has_window and self.alibi_slopes is None and self.sinks is None
 
+    @property
+    def alibi_only(self) -> bool:
+        """ALiBi and no other option of the options tier, nor sinks: launch/tiles.py ALIBI."""
+        return self.alibi_slopes is not None and not self.has_window and self.softcap == 0 and self.sinks is None
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -128,6 +133,11 @@ class Problem:
     def softcap_only(self) -> bool:
         """Softcap and no other option of the options tier, nor sinks: launch/tiles.py SOFTCAP."""
         return self.softcap > 0 and not self.has_window and not self.has_alibi and not self.has_sinks
+
+    @property
+    def alibi_only(self) -> bool:
+        """ALiBi and no other option of the options tier, nor sinks: launch/tiles.py ALIBI."""
+        return self.has_alibi and not self.has_window and self.softcap == 0 and not self.has_sinks
 
     def describe(self) -> str:
         opts = [self.kind, str(self.dtype).replace("torch.", ""), self.device_type]

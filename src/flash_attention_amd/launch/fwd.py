@@ -28,6 +28,7 @@ from .fwd_ws import launch_ws, plan_ws, ws_reason, ws_tile
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec, arg_positions
 from .tiles import (
+    ALIBI,
     BIAS_DROPOUT,
     BIAS_OPTIONS,
     CHUNKED_ABOVE,
@@ -63,11 +64,11 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
                   bias: bool = False, varlen: bool = False, window_only: bool = False,
-                  softcap_only: bool = False) -> Tile | None:
+                  softcap_only: bool = False, alibi_only: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
-    ``options``: a window, ALiBi or softcap is on (``window_only`` / ``softcap_only``: a window /
-    softcap alone, without sinks); ``dropout``:
+    ``options``: a window, ALiBi or softcap is on (``window_only`` / ``softcap_only`` / ``alibi_only``: a
+    window / softcap / ALiBi alone, without sinks); ``dropout``:
     dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8
     for dense calls without options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
@@ -78,10 +79,10 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    # the window and softcap tiers' rows were measured on dense calls (TMA on sm90), softcap in bf16 (its
+    # the window, softcap and ALiBi tiers' rows were measured on dense calls (TMA on sm90), softcap in bf16 (its
     # fixed-max softmax; fp16 runs the running max): other calls keep the options rows
     tier = tier_of(dropout, options, bias, window_only and not varlen,
-                   softcap_only and not varlen and dtype == torch.bfloat16)
+                   softcap_only and not varlen and dtype == torch.bfloat16, alibi_only and not varlen)
     return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
 
 
@@ -123,7 +124,8 @@ def supports(problem: Problem) -> str | None:
     if problem.device_type == "cuda" and select_config(
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
             problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias), problem.is_varlen,
-            window_only=problem.window_only, softcap_only=problem.softcap_only) is None:
+            window_only=problem.window_only, softcap_only=problem.softcap_only,
+            alibi_only=problem.alibi_only) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -203,7 +205,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None, varlen, params.window_only, params.softcap_only)
+                            params.attn_bias is not None, varlen, params.window_only, params.softcap_only,
+                            params.alibi_only)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
@@ -483,6 +486,7 @@ _VARIANTS = (
     ("drop", dict(HAS_WINDOW=True, IS_VARLEN=True, HAS_DROPOUT=True), DROPOUT),
     ("bias-drop", dict(HAS_WINDOW=True, HAS_DROPOUT=True, HAS_BIAS="float", HAS_SINKS=True), BIAS_DROPOUT),
     ("win", dict(HAS_WINDOW=True), WINDOW),  # a window alone, dense (varlen windows: the options tier)
+    ("alibi", dict(HAS_ALIBI=True), ALIBI),  # ALiBi alone, dense, where a table has it
 )
 
 
@@ -528,7 +532,10 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     specs = []
     for vname, flags, tier in _VARIANTS:
         prev_d = 0
-        for row in family_table(FWD, family, tier):
+        rows = family_table(FWD, family, tier) or []
+        if tier == ALIBI:  # its own rows only (the options rows it falls back to are compiled as "opts")
+            rows = [r for r in rows if r not in (family_table(FWD, family, OPTIONS) or [])]
+        for row in rows:
             max_d, causal, cfg = row.max_d, row.causal, row.config
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             if max_d > CHUNKED_ABOVE:  # head-dim chunks: every multiple of 64 above 256 (320 has a partial chunk)

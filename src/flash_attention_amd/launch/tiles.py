@@ -35,23 +35,25 @@ MAX_HEADDIM_DECODE = 576  # q/k head dim of the decode kernel (MLA: 512 latent +
 # (no ALiBi, softcap, dropout or bias: its programs are short, the score math light), else the
 # options tier's rows. SOFTCAP: softcap alone (no window, ALiBi, sinks, dropout or bias), bf16, dense:
 # the forward's fixed-max softmax (launch/fwd.py softcap_max) holds fewer registers, and smaller tiles win.
-PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT, WINDOW, SOFTCAP = 0, 1, 2, 3, 4, 5, 6
+# ALIBI: ALiBi alone (no window, softcap, sinks, dropout or bias), dense: the forward's plain d<=64 tile on sm90.
+PLAIN, OPTIONS, DROPOUT, BIAS_OPTIONS, BIAS_DROPOUT, WINDOW, SOFTCAP, ALIBI = 0, 1, 2, 3, 4, 5, 6, 7
 TIER_FALLBACK = {PLAIN: (PLAIN,), OPTIONS: (OPTIONS, PLAIN), DROPOUT: (DROPOUT, OPTIONS, PLAIN),
                  BIAS_OPTIONS: (BIAS_OPTIONS, OPTIONS, PLAIN), BIAS_DROPOUT: (BIAS_DROPOUT, DROPOUT, OPTIONS, PLAIN),
-                 WINDOW: (WINDOW, OPTIONS, PLAIN), SOFTCAP: (SOFTCAP, OPTIONS, PLAIN)}
+                 WINDOW: (WINDOW, OPTIONS, PLAIN), SOFTCAP: (SOFTCAP, OPTIONS, PLAIN), ALIBI: (ALIBI, OPTIONS, PLAIN)}
 
 
 def tier_of(dropout: bool, options: bool, bias: bool = False, window_only: bool = False,
-            softcap_only: bool = False) -> int:
+            softcap_only: bool = False, alibi_only: bool = False) -> int:
     """The feature tier of a call; ``options``: a window, ALiBi or softcap; ``bias``: an attn_bias is
-    given; ``window_only`` / ``softcap_only``: the options are a window alone / softcap alone."""
+    given; ``window_only`` / ``softcap_only`` / ``alibi_only``: the options are a window / softcap / ALiBi
+    alone."""
     if bias:
         return BIAS_DROPOUT if dropout else BIAS_OPTIONS
     if dropout:
         return DROPOUT
     if not options:
         return PLAIN
-    return WINDOW if window_only else SOFTCAP if softcap_only else OPTIONS
+    return WINDOW if window_only else SOFTCAP if softcap_only else ALIBI if alibi_only else OPTIONS
 
 
 @dataclass(frozen=True)
@@ -596,7 +598,23 @@ FWD_SOFTCAP: dict[str, list[Row]] = {
     "gfx950": FWD_OPTIONS["gfx942"],  # not the gfx942 softcap rows (FALLBACK): d=128 spilled there
 }
 
-FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW, FWD_SOFTCAP)
+# ALiBi alone, dense, sm90 d<=64: the plain row's 128x64 w8 s3 (two warpgroups of 64 query rows) over the options
+# row (64x64 w4 s3 TMA). H100, ALiBi alone, d=64, 32 heads, 16k tokens, the options row timed in the same process:
+# 1.04-1.09x not causal and 1.02-1.09x causal at 4k / 16k in each of two runs (benchmarks/results/run19/
+# h100d_alibi_fold_ab_rejected.txt, the "old" files: the committed kernels), 1.01-1.05x causal at 2k / 8k in
+# session 21's sweep (run18/h100_opts64_fwd_sweep.txt); the same results as the options row (the sweeps' err
+# column: 0). Varlen calls keep the options row (not measured with this tile; without options the 8-warp tile
+# took 1.19-1.21x the time there).
+_ALIBI64_H100 = ("H100, ALiBi alone, d=64, 32 heads (benchmarks/results/run19/h100d_alibi_fold_ab_rejected.txt, "
+                 "the committed-code runs; run18/h100_opts64_fwd_sweep.txt): 1.01-1.09x the options row")
+FWD_ALIBI: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _T(128, 64, 8, 3, reason=_ALIBI64_H100), varlen=False),
+        *FWD_OPTIONS["sm90"],
+    ],
+}
+
+FWD = (FWD_PLAIN, FWD_OPTIONS, FWD_DROPOUT, FWD_BIAS, FWD_BIAS_DROPOUT, FWD_WINDOW, FWD_SOFTCAP, FWD_ALIBI)
 
 # The warp-specialised forward (kernels/fwd_ws.py), keyed by the exact arch (not the family: sm100's
 # warp specialisation is another pass, not measured) and the exact head dim of Q, K and V. It serves
