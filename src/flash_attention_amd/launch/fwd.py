@@ -79,8 +79,8 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
-    # the window, softcap and ALiBi tiers' rows were measured on dense calls (TMA on sm90), softcap in bf16 (its
-    # fixed-max softmax; fp16 runs the running max): other calls keep the options rows
+    # the window, softcap and ALiBi tiers' rows were measured on dense calls (window and softcap through TMA on
+    # sm90), softcap in bf16 (its fixed-max softmax; fp16 runs the running max): other calls keep the options rows
     tier = tier_of(dropout, options, bias, window_only and not varlen,
                    softcap_only and not varlen and dtype == torch.bfloat16, alibi_only and not varlen)
     return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
