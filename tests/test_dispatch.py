@@ -106,6 +106,34 @@ def test_auto_choice_and_explain_reasons():
     assert "-> sdpa (auto)" in fa.explain(q, k, v, causal=True)
 
 
+def test_explain_names_the_tiles_and_why():
+    """explain() / the debug log: a call our kernels serve also names the tile table rows it takes (forward, and the
+    backward when a gradient is needed), their feature tier and the row's reason (measured where, or static check
+    only), and the warp-specialised kernels where they may replace them; other backends add nothing."""
+    pytest.importorskip("triton")
+
+    def text(backend, **kw):
+        p = dict(device_type="cuda", is_rocm=False, arch="sm90", dtype=torch.bfloat16, batch=4, seqlen_q=4096,
+                 seqlen_k=4096, nheads=32, nheads_k=8, headdim=64, headdim_v=64, causal=True, needs_grad=True)
+        p.update(kw)
+        return dispatch.Decision(backend, True, (), Problem(**p)).describe()
+
+    cap = text("triton", softcap=30.0)
+    assert "triton forward (sm90, softcap tier): BLOCK 64x64 w4 s3 tma; H100" in cap
+    assert "triton backward (sm90, softcap tier): dK/dV BLOCK 64x64 w4 s3, dQ BLOCK 64x64 w4 s3; H100" in cap
+    alibi = text("triton", has_alibi=True)
+    assert "forward (sm90, alibi tier): BLOCK 128x64 w8 s3" in alibi and "backward (sm90, options tier)" in alibi
+    assert "backward" not in text("triton", needs_grad=False)
+    drop = text("triton", dropout_p=0.1)
+    assert "dQ by atomics" in drop and "dQ by atomics" not in text("triton", dropout_p=0.1, deterministic=True)
+    ws = text("triton", causal=False, nheads_k=32, headdim=128, headdim_v=128)
+    assert "warp-specialised kernel" in ws and "warp-specialised dK/dV kernel" in ws
+    assert "warp-specialised" not in text("triton", headdim=128, headdim_v=128)  # causal: the main kernels
+    rdna = text("triton", is_rocm=True, arch="gfx1100", nheads_k=32, headdim=128, headdim_v=128)
+    assert "(gfx1100, plain tier)" in rdna and "static check only" in rdna and "two launches" in rdna
+    assert text("sdpa").count("\n") == 0
+
+
 def test_forced_by_env_and_context(monkeypatch):
     q, k, v = _qkv()
     monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "torch")

@@ -243,6 +243,7 @@ class Decision:
         if self.rule and not self.forced:
             lines.append(f"  order: {self.rule}")
         lines += [f"  {name}: {reason}" for name, reason in self.passed_over]
+        lines += [f"  {line}" for line in registry()[self.backend].describe_plan(self.problem)]
         return "\n".join(lines)
 
 

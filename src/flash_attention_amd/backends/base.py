@@ -35,6 +35,11 @@ class Backend:
     def supports_decode(self, problem: Problem) -> str | None:
         return f"{self.name} has no KV-cache decoding path"
 
+    def describe_plan(self, problem: Problem) -> tuple[str, ...]:
+        """Lines for ``explain()``: how this backend would compute the call (our kernels: the tile table
+        rows and why they were chosen); () where there is nothing of ours to say."""
+        return ()
+
 
 class KernelBackend(Backend):
     """A backend made of a forward and a backward function (our own kernels or PyTorch ops).

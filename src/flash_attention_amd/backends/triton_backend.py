@@ -8,6 +8,8 @@ repeated call only allocates and launches (``launch/runtime.py``).
 """
 from __future__ import annotations
 
+import torch
+
 from .. import config
 from ..params import AttnParams, Problem
 from .base import KernelBackend
@@ -60,6 +62,57 @@ class TritonBackend(KernelBackend):
 
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
         return _launchers()[1].attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot)
+
+    def describe_plan(self, problem: Problem) -> tuple[str, ...]:
+        """The tile table rows (launch/tiles.py, tiles_bwd.py) this call takes: the forward's and, when a
+        gradient is needed, the backward's, each with its feature tier and the row's reason. A warp-specialised
+        kernel (dense, not causal, no option, its head dims: fwd_ws.py / bwd_ws.py) replaces the forward or
+        the dK/dV kernel where the tensors' layout allows, which the metadata alone cannot tell."""
+        if problem.kind != "attn":
+            return ()
+        from ..launch import bwd, bwd_ws, fwd, fwd_ws, tiles
+
+        options = problem.has_window or problem.has_alibi or problem.softcap > 0
+        names = {v: k for k, v in vars(tiles).items() if k in ("PLAIN", "OPTIONS", "DROPOUT", "BIAS_OPTIONS",
+                                                                 "BIAS_DROPOUT", "WINDOW", "SOFTCAP", "ALIBI")}
+        varlen, dense = problem.is_varlen, not problem.is_varlen
+        dropout, bias = problem.dropout_p > 0, bool(problem.bias)
+        fwd_tier = tiles.tier_of(dropout, options, bias, problem.window_only and dense,
+                                 problem.softcap_only and dense and problem.dtype == torch.bfloat16,
+                                 problem.alibi_only and dense)
+        cfg = fwd.select_config(problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
+                                problem.seqlen_k, dropout, options, bias, varlen, problem.window_only,
+                                problem.softcap_only, problem.alibi_only)
+        family = tiles.arch_family(problem.arch)
+        lines = []
+        if cfg is not None:
+            lines.append(f"triton forward ({family}, {names[fwd_tier].lower()} tier): {cfg.label()}"
+                         + (f"; {cfg.reason}" if cfg.reason else ""))
+        plain = (dense and not problem.causal and not options and not bias and not problem.has_sinks and not dropout
+                 and not problem.fp8 and problem.headdim == problem.headdim_v
+                 and problem.dtype in (torch.float16, torch.bfloat16))
+        ws = fwd_ws.ws_tile(problem.arch, problem.headdim) if problem.arch is not None else None
+        if plain and ws is not None:
+            lines.append(f"triton forward: the warp-specialised kernel ({ws.label()}) instead, where the tensors' "
+                         "layout and lengths allow (launch/fwd_ws.py)")
+        if problem.needs_grad and not problem.fp8:
+            bwd_tier = tiles.tier_of(dropout, options, bias, problem.window_only, problem.softcap_only)
+            try:
+                b = bwd.pick_config(problem.arch, problem.headdim, problem.headdim_v, problem.causal, dropout,
+                                    options, bias, problem.window_only, problem.seqlen_k,
+                                    problem.nheads != problem.nheads_k, problem.softcap_only, varlen)
+            except ValueError as exc:
+                lines.append(f"triton backward: {exc}")
+            else:
+                how = ((" dQ by atomics" if b.dq_atomic and not problem.deterministic else "")
+                       + (" dK and dV in two launches" if b.kv_passes > 1 else ""))
+                lines.append(f"triton backward ({family}, {names[bwd_tier].lower()} tier): dK/dV {b.dkdv.label()}, "
+                             f"dQ {b.dq.label()}{how}" + (f"; {b.reason}" if b.reason else ""))
+                ws = bwd_ws.dkdv_ws_tile(problem.arch, problem.headdim) if problem.arch is not None else None
+                if plain and ws is not None:
+                    lines.append(f"triton backward: the warp-specialised dK/dV kernel ({ws.label()}) instead, where "
+                                 "the tensors' layout allows (launch/bwd_ws.py)")
+        return tuple(lines)
 
     def supports_decode(self, problem: Problem) -> str | None:
         reason = self.available() or self._device_reason(problem)
