@@ -77,16 +77,16 @@ class TritonBackend(KernelBackend):
                                                                  "BIAS_DROPOUT", "WINDOW", "SOFTCAP", "ALIBI")}
         varlen, dense = problem.is_varlen, not problem.is_varlen
         dropout, bias = problem.dropout_p > 0, bool(problem.bias)
-        fwd_tier = tiles.tier_of(dropout, options, bias, problem.window_only and dense,
-                                 problem.softcap_only and dense and problem.dtype == torch.bfloat16,
-                                 problem.alibi_only and dense)
+        fwd_tier = ("fp8 table" if problem.fp8 else
+                    names[fwd.forward_tier(problem.dtype, dropout, options, bias, varlen, problem.window_only,
+                                           problem.softcap_only, problem.alibi_only)].lower() + " tier")
         cfg = fwd.select_config(problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
                                 problem.seqlen_k, dropout, options, bias, varlen, problem.window_only,
                                 problem.softcap_only, problem.alibi_only)
         family = tiles.arch_family(problem.arch)
         lines = []
         if cfg is not None:
-            lines.append(f"triton forward ({family}, {names[fwd_tier].lower()} tier): {cfg.label()}"
+            lines.append(f"triton forward ({family}, {fwd_tier}): {cfg.label()}"
                          + (f"; {cfg.reason}" if cfg.reason else ""))
         plain = (dense and not problem.causal and not options and not bias and not problem.has_sinks and not dropout
                  and not problem.fp8 and problem.headdim == problem.headdim_v

@@ -79,11 +79,17 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
     if dtype == torch.float32 and family != INTERPRETER:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
+    tier = forward_tier(dtype, dropout, options, bias, varlen, window_only, softcap_only, alibi_only)
+    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
+
+
+def forward_tier(dtype: torch.dtype, dropout: bool, options: bool, bias: bool, varlen: bool, window_only: bool,
+                 softcap_only: bool, alibi_only: bool) -> int:
+    """The FWD tier (launch/tiles.py) of a 16- or 32-bit call."""
     # the window, softcap and ALiBi tiers' rows were measured on dense calls (window and softcap through TMA on
     # sm90), softcap in bf16 (its fixed-max softmax; fp16 runs the running max): other calls keep the options rows
-    tier = tier_of(dropout, options, bias, window_only and not varlen,
+    return tier_of(dropout, options, bias, window_only and not varlen,
                    softcap_only and not varlen and dtype == torch.bfloat16, alibi_only and not varlen)
-    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
 
 
 # --------------------------------------------------------------------------------------
