@@ -321,3 +321,46 @@ def test_gemma2_generate_matches_eager(padded):
     assert torch.equal(outs[1].sequences, outs[0].sequences)
     for got, ref in zip(outs[1].logits, outs[0].logits, strict=True):
         torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+
+
+def _tiny(arch: str):
+    """Tiny random models of other architectures the integration serves (nothing downloaded): Gemma 3 (a sliding
+    window on one layer, full attention on the other, QK norm, a softmax scale other than head_dim ** -0.5),
+    Mistral (a sliding window on every layer) and Qwen 3 (QK norm, GQA), with windows shorter than the test's
+    sequences so that they matter."""
+    from flash_attention_amd.integrations import hf
+
+    hf.register()
+    common = dict(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.3)
+    if arch == "gemma3":
+        config = transformers.Gemma3TextConfig(**common, head_dim=16, sliding_window=5, query_pre_attn_scalar=24,
+                                               layer_types=["sliding_attention", "full_attention"])
+        cls = transformers.Gemma3ForCausalLM
+    elif arch == "mistral":
+        config, cls = transformers.MistralConfig(**common, sliding_window=5), transformers.MistralForCausalLM
+    else:
+        config, cls = transformers.Qwen3Config(**common, head_dim=16), transformers.Qwen3ForCausalLM
+    torch.manual_seed(0)
+    return cls(config).to(torch.float32)
+
+
+@pytest.mark.parametrize("arch", ["gemma3", "mistral", "qwen3"])
+@pytest.mark.parametrize("side", ["none", "left", "right"])
+def test_other_architectures_training_match_eager(arch, side, padded_route, monkeypatch):
+    """Loss and every parameter gradient equal eager's (fp32) for Gemma 3, Mistral and Qwen 3, with and without
+    padding, dense or packed; the sliding windows matter (dropping them changes the loss)."""
+    model = _tiny(arch).train()
+    ids = torch.randint(0, 97, (3, 15))
+    mask = torch.ones_like(ids)
+    if side == "left":
+        mask[0, :4], mask[2, :7] = 0, 0
+    elif side == "right":
+        mask[0, 11:], mask[1, 5:] = 0, 0
+    ref_loss, labels = _assert_training_matches_eager(model, ids, mask)
+    if arch != "qwen3":
+        from flash_attention_amd.integrations import hf
+
+        monkeypatch.setattr(hf, "_window", lambda sliding_window, key_length: (-1, -1))
+        loss, _ = _grads_and_loss(model, "fa_amd", ids, mask, labels)
+        assert (loss - ref_loss).abs() > 1e-4
