@@ -65,14 +65,21 @@ def test_llama_padded_training_grads_match_eager(side, padded_route):
     model, _ = _model("fa_amd")
     model.train()
     ids = torch.randint(0, 97, (3, 19))
+    _assert_training_matches_eager(model, ids, _side_mask(ids, side))
+
+
+def _side_mask(ids, side: str):
+    """A 2-D padding mask for ids [3, n]: "none"; "left" / "right" padding of rows 0 and 2 / 0 and 1 (a quarter
+    and a half, up to three quarters); "holes": tokens left out inside rows 0 and 2 (the others keep their order)."""
+    n = ids.shape[1]
     mask = torch.ones_like(ids)
     if side == "left":
-        mask[0, :5], mask[2, :11] = 0, 0
+        mask[0, :n // 4], mask[2, :n // 2] = 0, 0
     elif side == "right":
-        mask[0, 13:], mask[1, 4:] = 0, 0
-    else:  # holes: tokens keep their order, masked ones are left out
-        mask[0, 3:6], mask[2, ::4] = 0, 0
-    _assert_training_matches_eager(model, ids, mask)
+        mask[0, 3 * n // 4:], mask[1, n // 4:] = 0, 0
+    elif side == "holes":
+        mask[0, n // 6:n // 3], mask[2, ::4] = 0, 0
+    return mask
 
 
 def _assert_training_matches_eager(model, ids, mask):
@@ -289,11 +296,7 @@ def test_gemma2_softcap_window_training_matches_eager(side, padded_route):
     parameter gradient equal eager's in fp32, without padding and with left / right padding, dense or packed."""
     model = _gemma2().train()
     ids = torch.randint(0, 97, (3, 17))
-    mask = torch.ones_like(ids)
-    if side == "left":
-        mask[0, :5], mask[2, :9] = 0, 0
-    elif side == "right":
-        mask[0, 12:], mask[1, 4:] = 0, 0
+    mask = _side_mask(ids, side)
     ref_loss, labels = _assert_training_matches_eager(model, ids, mask)
     # softcap and the window matter here: without them the loss moves
     model.config.attn_logit_softcapping = None
@@ -352,11 +355,7 @@ def test_other_architectures_training_match_eager(arch, side, padded_route, monk
     padding, dense or packed; the sliding windows matter (dropping them changes the loss)."""
     model = _tiny(arch).train()
     ids = torch.randint(0, 97, (3, 15))
-    mask = torch.ones_like(ids)
-    if side == "left":
-        mask[0, :4], mask[2, :7] = 0, 0
-    elif side == "right":
-        mask[0, 11:], mask[1, 5:] = 0, 0
+    mask = _side_mask(ids, side)
     ref_loss, labels = _assert_training_matches_eager(model, ids, mask)
     if arch != "qwen3":
         from flash_attention_amd.integrations import hf
