@@ -5,10 +5,12 @@ bf16, causal, h query heads over hk KV heads (default 32 / 8), 16k tokens per ba
 (median of triton.testing.do_bench, host time included as a user pays it) of the forward and of
 forward + backward, each backend forced through ``use_backend``. ``--dropout P`` times calls with
 attention dropout (each backend its own RNG; the same for the same call), ``--causal no`` calls
-without a mask, and ``--heads 16:16`` MHA: the same question for other rules of the table.
+without a mask (``both``: either), and ``--heads 16:16`` MHA: the same question for other rules of the table.
+``--auto``: also the dispatcher's own choice (no backend forced) and ``auto / best``, its time over the
+faster forced backend's: the audit of the rule table (above 1: the rule sends the call to the slower one).
 
     PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...]
-        [--seqlens 1024 4096 8192] [--causal yes|no] [--dropout 0.0] [--sk-extra 0] [--json PATH]
+        [--seqlens 1024 4096 8192] [--causal yes|no|both] [--dropout 0.0] [--sk-extra 0] [--auto] [--json PATH]
 """
 from __future__ import annotations
 
@@ -27,18 +29,22 @@ def main() -> None:
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--heads", nargs="+", default=["32:8"], help="query:KV heads")
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 8192])
-    ap.add_argument("--causal", choices=("yes", "no"), default="yes")
+    ap.add_argument("--causal", choices=("yes", "no", "both"), default="yes")
+    ap.add_argument("--auto", action="store_true", help="also time the dispatcher's choice")
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--sk-extra", type=int, default=0,
                     help="keys per sequence = seqlen + this (causal then bottom-right aligned: chunked prefill)")
     args = ap.parse_args()
-    causal = args.causal == "yes"
+    causals = {"yes": (True,), "no": (False,), "both": (False, True)}[args.causal]
+    backends = ("triton", "sdpa", "auto") if args.auto else ("triton", "sdpa")
     rows = []
-    print(f"# {torch.cuda.get_device_name()}: ms per call, {'causal' if causal else 'not causal'}, dropout "
+    print(f"# {torch.cuda.get_device_name()}: ms per call, causal {args.causal}, dropout "
           f"{args.dropout}, 16k query tokens, keys = seqlen + {args.sk_extra}")
-    print("| d | heads | seqlen | pass | triton | sdpa | triton / sdpa (time) |")
-    print("|---|---|---|---|---|---|---|")
-    for d, heads, s in ((d, heads, s) for d in args.dims for heads in args.heads for s in args.seqlens):
+    print("| d | heads | causal | seqlen | pass | " + " | ".join(backends) + " | triton / sdpa (time) |"
+          + (" auto's pick | auto / best (time) |" if args.auto else ""))
+    print("|---|---|---|---|---|" + "---|" * len(backends) + "---|" + ("---|---|" if args.auto else ""))
+    for d, heads, causal, s in ((d, heads, c, s) for d in args.dims for heads in args.heads for c in causals
+                                for s in args.seqlens):
         h, hk = (int(x) for x in heads.split(":"))
         b = 16384 // s
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -47,18 +53,28 @@ def main() -> None:
         dout = torch.randn_like(q)
         for pass_ in ("fwd", "fwd+bwd"):
             ms = {}
-            for backend in ("triton", "sdpa"):
-                def call(backend=backend, pass_=pass_, t=(q, k, v, dout)):
-                    with fa.use_backend(backend):
+            for backend in backends:
+                def call(backend=backend, pass_=pass_, t=(q, k, v, dout), causal=causal):
+                    if backend == "auto":
                         out = fa.flash_attn_func(*t[:3], dropout_p=args.dropout, causal=causal)
+                    else:
+                        with fa.use_backend(backend):
+                            out = fa.flash_attn_func(*t[:3], dropout_p=args.dropout, causal=causal)
                     if pass_ == "fwd+bwd":
                         torch.autograd.grad(out, t[:3], t[3])
 
                 ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
+            extra = ""
+            if args.auto:
+                line = fa.explain(q, k, v, dropout_p=args.dropout, causal=causal).splitlines()[0]
+                pick = line.split("->")[-1].strip()
+                ms["pick"] = pick
+                extra = f" {pick} | {ms['auto'] / min(ms['triton'], ms['sdpa']):.2f} |"
             rows.append(dict(d=d, heads=heads, seqlen=s, seqlen_k=s + args.sk_extra, batch=b, pass_=pass_,
                              causal=causal, dropout=args.dropout, **ms))
-            print(f"| {d} | {heads} | {s} | {pass_} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
-                  f"{ms['triton'] / ms['sdpa']:.2f} |", flush=True)
+            print(f"| {d} | {heads} | {causal} | {s} | {pass_} | "
+                  + " | ".join(f"{ms[x]:.3f}" for x in backends)
+                  + f" | {ms['triton'] / ms['sdpa']:.2f} |" + extra, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -139,6 +139,12 @@ def platform(problem: Problem) -> str:
 # 0.71-1.23x forward + backward; from 34 GFLOP SDPA is ahead or even. GQA calls use SMALL_CALL_FLOP_GQA.
 # (A try at skipping that context when torch's own choice matched it measured slower:
 # results/run11/h100_gqa_small_calls_without_context_rejected.txt.)
+# Causal GQA at d=64 keeps triton to larger calls (SMALL_CALL_FLOP_GQA64, and _TRAIN when the call needs
+# gradients): the rule audit (benchmarks/bench_gqa_route.py --auto, results/run20/h100_route_gqa64_short.txt and
+# h100_route_audit.txt, H100) timed ours at 0.57-0.69x SDPA's time per forward and 0.47-0.75x per forward +
+# backward at 17 GFLOP (32/8 and 16/4 heads, 512 keys), 0.54x / 0.91x at 34 GFLOP (16/4, 1k), and at 69 GFLOP
+# 1.08-1.13x per forward but 0.88-0.89x per forward + backward for 32/8 heads at 1k (two runs; 1.04x for 16/4 at
+# 2k), 1.04x from 137 GFLOP.
 # The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
 # GQA (dense, no options) at d=64 / 128 / 256: SDPA with enable_gqa is faster than ours on 11 of 12
 # rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
@@ -179,6 +185,8 @@ _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 
                       "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
 SMALL_CALL_FLOP_GQA = 1.0e10
+SMALL_CALL_FLOP_GQA64 = 4.0e10
+SMALL_CALL_FLOP_GQA64_TRAIN = 7.0e10
 
 
 def forward_flop(problem: Problem) -> float:
@@ -200,8 +208,17 @@ def _sdpa_measured_faster(problem: Problem) -> bool:
             return True
         # d=256: SDPA's forward + backward is faster, our forward alone is (training calls only)
         return problem.headdim == 256 and mha and problem.needs_grad
-    return (forward_flop(problem) >= (SMALL_CALL_FLOP if mha else SMALL_CALL_FLOP_GQA)
+    return (forward_flop(problem) >= small_call_limit(problem)
             and (mha or problem.headdim in _SDPA_FIRST_NVIDIA["gqa_headdim"]))
+
+
+def small_call_limit(problem: Problem) -> float:
+    """The forward FLOP (``forward_flop``) below which a plain dense call stays with triton on sm90."""
+    if problem.nheads == problem.nheads_k:
+        return SMALL_CALL_FLOP
+    if problem.causal and problem.headdim == 64:
+        return SMALL_CALL_FLOP_GQA64_TRAIN if problem.needs_grad else SMALL_CALL_FLOP_GQA64
+    return SMALL_CALL_FLOP_GQA
 
 
 def preference(problem: Problem) -> tuple[str, ...]:
@@ -223,7 +240,7 @@ def order_rule(problem: Problem) -> str:
         return f"sm90, {kind}: sdpa first (SDPA measured faster; dispatch.py)"
     small = replace(problem, batch=problem.batch * 10**6)  # the same call, past any size limit
     if _sdpa_measured_faster(small):
-        limit = SMALL_CALL_FLOP if problem.nheads == problem.nheads_k else SMALL_CALL_FLOP_GQA
+        limit = small_call_limit(problem)
         return (f"sm90, plain dense call of {forward_flop(problem) / 1e9:.2g} GFLOP, below {limit / 1e9:.2g}: "
                 "host-bound, triton first (less host time than SDPA's path; dispatch.py)")
     return ""
