@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
-from flash_attention_amd import config, dispatch
+from flash_attention_amd import BackendUnavailable, config, dispatch
 from flash_attention_amd.params import Problem
 from helpers import randn
 
@@ -145,6 +145,54 @@ def test_explain_names_the_tiles_and_why():
     rdna = text("triton", is_rocm=True, arch="gfx1100", nheads_k=32, headdim=128, headdim_v=128)
     assert "(gfx1100, plain tier)" in rdna and "static check only" in rdna and "two launches" in rdna
     assert text("sdpa").count("\n") == 0
+    from flash_attention_amd.launch import runtime
+
+    assert ("triton launch:" in cap) == (runtime.direct_launch_reason() is not None)
+
+
+def test_direct_launch_only_under_the_triton_it_replays(monkeypatch):
+    """The direct launch path replays one Triton version's launch rules: under any other installed Triton,
+    launches go through Triton's own path, and explain() says so."""
+    triton = pytest.importorskip("triton")
+    from flash_attention_amd.launch import runtime
+
+    monkeypatch.setattr(runtime, "_direct_ok", [])
+    monkeypatch.setattr(runtime, "DIRECT_TRITON", (".".join(triton.__version__.split(".")[:2]),))
+    assert runtime.direct_launch_reason() is None
+    monkeypatch.setattr(runtime, "DIRECT_TRITON", ("0.1",))
+    reason = runtime.direct_launch_reason()
+    assert reason and triton.__version__ in reason and "0.1" in reason
+    assert runtime._read_version() is False and runtime._direct_ok == [False]
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
+    assert runtime._device_index(torch.device("cuda", 0)) is None  # every launch through fn[grid]
+    text = dispatch.Decision("triton", True, (), Problem(
+        device_type="cuda", is_rocm=False, arch="sm90", dtype=torch.bfloat16, batch=1, seqlen_q=128, seqlen_k=128,
+        nheads=2, nheads_k=2, headdim=64, headdim_v=64)).describe()
+    assert f"triton launch: Triton {triton.__version__} is installed" in text
+    monkeypatch.setattr(runtime, "_direct_ok", [True])
+    assert runtime._device_index(torch.device("cuda", 0)) == 0
+
+
+def test_triton_backend_declines_a_triton_too_old_for_its_kernels(monkeypatch):
+    """Triton 3.4 lacks triton.constexpr_function, which the kernels use: the backend declines with the installed
+    version and what it needs (a forced call raises that), instead of an AttributeError from its import."""
+    triton = pytest.importorskip("triton")
+    from flash_attention_amd.backends import triton_backend
+
+    assert triton_backend._version("3.5.0+rocm7.0.0.git1234") == (3, 5)
+    assert triton_backend._version("3.10.1") == (3, 10) and triton_backend._version("nightly") == (0, 0)
+    monkeypatch.setattr(triton_backend, "_available", [])
+    assert dispatch.registry()["triton"].available() is None  # the Triton of this environment
+    monkeypatch.setattr(triton_backend, "_available", [])
+    monkeypatch.setattr(triton, "__version__", "3.4.0")
+    reason = dispatch.registry()["triton"].available()
+    assert reason == ("Triton 3.4.0 is installed; our kernels need Triton >= 3.5 (recent torch releases ship it; on "
+                      "ROCm as pytorch-triton-rocm)")
+    q, k, v = _qkv()
+    with pytest.raises(BackendUnavailable, match="Triton 3.4.0 is installed"):
+        with fa.use_backend("triton"):
+            fa.flash_attn_func(q, k, v)
+    assert fa.flash_attn_func(q, k, v).shape == q.shape  # the others serve
 
 
 def test_forced_by_env_and_context(monkeypatch):

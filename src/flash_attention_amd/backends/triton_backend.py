@@ -8,6 +8,8 @@ repeated call only allocates and launches (``launch/runtime.py``).
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
 from .. import config
@@ -15,6 +17,10 @@ from ..params import AttnParams, Problem
 from .base import KernelBackend
 
 _LAUNCHERS: tuple = ()
+# The oldest Triton our kernels import under: they use ``triton.constexpr_function`` (Triton 3.5). Checked on the
+# CPU with Triton 3.4 (AttributeError on import), 3.5, 3.6 and 3.9 (README, "Triton versions").
+MIN_TRITON = (3, 5)
+_available: list = []  # [reason or None], read once per process
 
 
 def _launchers():
@@ -27,15 +33,36 @@ def _launchers():
     return _LAUNCHERS
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """(major, minor) of a version string such as "3.6.0", "3.5.0+rocm7.0" or "3.7.0.dev20260101"."""
+    parts = re.match(r"(\d+)\.(\d+)", text)
+    return (int(parts[1]), int(parts[2])) if parts else (0, 0)
+
+
+def _triton_reason() -> str | None:
+    """None when Triton imports and our kernels import under it, else why not."""
+    try:
+        import triton
+    except Exception as exc:  # ImportError, or a broken install
+        return f"triton is not importable ({exc.__class__.__name__}: {exc})"
+    version = getattr(triton, "__version__", "unknown")
+    if _version(version) < MIN_TRITON:
+        return (f"Triton {version} is installed; our kernels need Triton >= {'.'.join(map(str, MIN_TRITON))} "
+                "(recent torch releases ship it; on ROCm as pytorch-triton-rocm)")
+    try:
+        _launchers()
+    except Exception as exc:  # an API this Triton lacks or changed
+        return f"our kernels do not import under Triton {version} ({exc.__class__.__name__}: {exc})"
+    return None
+
+
 class TritonBackend(KernelBackend):
     name = "triton"
 
     def available(self) -> str | None:
-        try:
-            import triton  # noqa: F401
-        except Exception as exc:  # ImportError, or a broken install
-            return f"triton is not importable ({exc.__class__.__name__}: {exc})"
-        return None
+        if not _available:
+            _available.append(_triton_reason())
+        return _available[0]
 
     def _device_reason(self, problem: Problem) -> str | None:
         if problem.device_type == "cuda":
@@ -112,6 +139,12 @@ class TritonBackend(KernelBackend):
                 if plain and ws is not None:
                     lines.append(f"triton backward: the warp-specialised dK/dV kernel ({ws.label()}) instead, where "
                                  "the tensors' layout allows (launch/bwd_ws.py)")
+        if problem.device_type == "cuda":
+            from ..launch import runtime
+
+            slow = runtime.direct_launch_reason()
+            if slow:
+                lines.append(f"triton launch: {slow}")
         return tuple(lines)
 
     def supports_decode(self, problem: Problem) -> str | None:

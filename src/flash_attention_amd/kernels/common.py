@@ -187,7 +187,7 @@ def seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k):
 @triton.jit
 def tanh_f32(x):
     """tanh for fp32 tensors, written with exp2 so it runs on every target and the interpreter."""
-    e = tl.exp2(-2.0 * LOG2E * tl.abs(x))
+    e = tl.exp2(tl.abs(x) * (-2.0 * LOG2E))  # tensor first: Triton 3.9's interpreter fails on constexpr * tensor
     t = (1.0 - e) / (1.0 + e)
     return tl.where(x < 0, -t, t)
 

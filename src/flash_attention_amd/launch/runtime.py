@@ -27,12 +27,20 @@ Verified on the CPU (tests/test_launch_runtime.py): for random arguments of the 
 equal keys always mean equal specialisations by Triton 3.6's own binder, built for the CUDA
 (sm90) and the HIP (gfx942, buffer ops on and off) backends. The direct path is therefore on
 for CUDA and ROCm; it has run on an H100, never on AMD hardware.
+
+Only with the Triton versions these rules and the C launchers' argument lists were read from
+(``DIRECT_TRITON``): under any other installed Triton (ROCm's ``pytorch-triton-rocm`` and newer
+torch releases ship their own) every launch goes through Triton's public ``fn[grid]`` path, which is
+right whatever Triton specialises on, at its host cost (``direct_launch_reason`` says why; explain()
+prints it).
 """
 from __future__ import annotations
 
 import torch
 
 FAST_LAUNCH = True  # False: every launch through fn[grid] (benchmarks time Triton's own path)
+DIRECT_TRITON = ("3.6",)  # the Triton versions (major.minor) whose launch rules this module replays
+_direct_ok: list = []  # [bool]: whether the installed Triton is one of them, read once
 _KEY_LIMIT = 4096
 _kernels: dict = {}  # launch key -> CompiledKernel
 _fn_info: dict = {}  # id(JITFunction) -> (do_not_specialize flags of its non-constexpr params, their number, fn)
@@ -136,10 +144,26 @@ def _device_index(device: torch.device) -> int | None:
     """The current CUDA device when it is ``device``'s (None: launch through Triton). Reads the
     thread's device without ``torch.cuda.current_device``'s lazy-init check (a device tensor of
     this call exists, so CUDA is initialised): ~5 us less per launch in autograd's device thread."""
-    if not FAST_LAUNCH or device.type != "cuda":
+    if not FAST_LAUNCH or device.type != "cuda" or not (_direct_ok[0] if _direct_ok else _read_version()):
         return None
     index = _get_device()
     return index if device.index is None or device.index == index else None
+
+
+def direct_launch_reason() -> str | None:
+    """None when launches may take the direct path, else why every launch goes through Triton's own."""
+    import triton
+
+    version = triton.__version__
+    if ".".join(version.split(".")[:2]) not in DIRECT_TRITON:
+        return (f"Triton {version} is installed; the direct launch replays Triton {', '.join(DIRECT_TRITON)}'s "
+                "launch rules, so kernels launch through Triton's own path (right, with more host time per call)")
+    return None
+
+
+def _read_version() -> bool:
+    _direct_ok[:] = [direct_launch_reason() is None]
+    return _direct_ok[0]
 
 
 def _get_device() -> int:
