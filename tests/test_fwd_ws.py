@@ -182,3 +182,17 @@ def test_min_seqlen_rule(monkeypatch):
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16)
     assert fwd_ws.ws_reason("sm90", q, k, v, params(), False) is None
     assert bwd_ws.dkdv_ws_reason("sm90", q, k, v, params()) is None
+
+
+def test_other_triton_versions_take_the_main_kernels(monkeypatch):
+    """Both warp-specialised kernels were checked on a GPU under Triton 3.6 only: under another Triton a GPU
+    call takes the main kernels (with the reason); the interpreter (arch None) still runs them, for the tests."""
+    from flash_attention_amd.launch import bwd_ws
+
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16)
+    monkeypatch.setattr(fwd_ws, "_ws_triton", [])
+    monkeypatch.setattr(fwd_ws, "WS_TRITON", ("0.1",))
+    reason = fwd_ws.ws_reason("sm90", q, k, v, params(), False)
+    assert reason is not None and "checked under Triton 0.1 only" in reason
+    assert bwd_ws.dkdv_ws_reason("sm90", q, k, v, params()) == reason
+    assert fwd_ws.ws_reason(None, q, k, v, params(), False) is None

@@ -118,7 +118,8 @@ class TritonBackend(KernelBackend):
         plain = (dense and not problem.causal and not options and not bias and not problem.has_sinks and not dropout
                  and not problem.fp8 and problem.headdim == problem.headdim_v
                  and problem.dtype in (torch.float16, torch.bfloat16))
-        ws = fwd_ws.ws_tile(problem.arch, problem.headdim) if problem.arch is not None else None
+        gpu_ws = problem.arch is not None and fwd_ws.ws_triton_reason() is None
+        ws = fwd_ws.ws_tile(problem.arch, problem.headdim) if gpu_ws else None
         if plain and ws is not None:
             lines.append(f"triton forward: the warp-specialised kernel ({ws.label()}) instead, where the tensors' "
                          "layout and lengths allow (launch/fwd_ws.py)")
@@ -135,7 +136,7 @@ class TritonBackend(KernelBackend):
                        + (" dK and dV in two launches" if b.kv_passes > 1 else ""))
                 lines.append(f"triton backward ({family}, {names[bwd_tier].lower()} tier): dK/dV {b.dkdv.label()}, "
                              f"dQ {b.dq.label()}{how}" + (f"; {b.reason}" if b.reason else ""))
-                ws = bwd_ws.dkdv_ws_tile(problem.arch, problem.headdim) if problem.arch is not None else None
+                ws = bwd_ws.dkdv_ws_tile(problem.arch, problem.headdim) if gpu_ws else None
                 if plain and ws is not None:
                     lines.append(f"triton backward: the warp-specialised dK/dV kernel ({ws.label()}) instead, where "
                                  "the tensors' layout allows (launch/bwd_ws.py)")

@@ -26,6 +26,11 @@ _DTYPES = (torch.float16, torch.bfloat16)
 # 256 at 16k tokens fwd 0.95 / 0.86x, bwd 0.98 / 0.93x; b=1 s=1024 fwd 0.97x, bwd 0.92x; at b=16 s=1024
 # they gained only 1.5-2%). Applied on GPUs; the interpreter (the CPU tests) serves any length.
 WS_MIN_SEQLEN = 2048
+# The Triton versions (major.minor) under which both warp-specialised kernels were checked on a GPU (exact,
+# and faster): Triton's warp specialisation miscompiles some forms of these loops in 3.6 (kernels/fwd_ws.py),
+# and another version's pass may treat these kernels differently. Under any other Triton the main kernels serve.
+WS_TRITON = ("3.6",)
+_ws_triton: list = []  # [reason or None], read once
 
 
 def ws_tile(arch: str | None, headdim: int) -> Tile | None:
@@ -38,11 +43,25 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
     return None
 
 
+def ws_triton_reason() -> str | None:
+    """None under a Triton of ``WS_TRITON``, else why the warp-specialised kernels do not serve on GPUs."""
+    if not _ws_triton:
+        import triton
+
+        version = triton.__version__
+        _ws_triton.append(None if ".".join(version.split(".")[:2]) in WS_TRITON else
+                          f"Triton {version}: the warp-specialised kernels were checked under Triton "
+                          f"{', '.join(WS_TRITON)} only")
+    return _ws_triton[0]
+
+
 def common_reason(arch: str | None, table: str, tile_of, q, k, v, varlen: bool) -> str | None:
     """What both warp-specialised kernels (this forward, launch/bwd_ws.py's dK/dV) ask of a call, else
     why not: not turned off, dense, one head dim with a row of ``table`` (``tile_of(arch, d)``), 16 bits."""
     if config.warp_spec_off():
         return "FLASH_ATTENTION_WARP_SPEC=0"
+    if arch is not None and ws_triton_reason():
+        return ws_triton_reason()
     d = q.shape[-1]
     if varlen or q.dim() != 4:
         return "varlen calls"
