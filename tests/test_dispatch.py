@@ -193,6 +193,16 @@ def test_triton_backend_declines_a_triton_too_old_for_its_kernels(monkeypatch):
         with fa.use_backend("triton"):
             fa.flash_attn_func(q, k, v)
     assert fa.flash_attn_func(q, k, v).shape == q.shape  # the others serve
+    # a Triton whose API our kernels cannot import under (a future change): declined with the error
+    monkeypatch.setattr(triton, "__version__", "3.99.0")
+    monkeypatch.setattr(triton_backend, "_available", [])
+
+    def broken():
+        raise AttributeError("module 'triton' has no attribute 'jit'")
+
+    monkeypatch.setattr(triton_backend, "_launchers", broken)
+    assert dispatch.registry()["triton"].available() == (
+        "our kernels do not import under Triton 3.99.0 (AttributeError: module 'triton' has no attribute 'jit')")
 
 
 def test_forced_by_env_and_context(monkeypatch):

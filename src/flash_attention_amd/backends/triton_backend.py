@@ -51,6 +51,7 @@ def _triton_reason() -> str | None:
                 "(recent torch releases ship it; on ROCm as pytorch-triton-rocm)")
     try:
         _launchers()
+        from ..kernels import bwd, bwd_dq, decode, fwd  # noqa: F401  (the @triton.jit definitions)
     except Exception as exc:  # an API this Triton lacks or changed
         return f"our kernels do not import under Triton {version} ({exc.__class__.__name__}: {exc})"
     return None
