@@ -13,8 +13,12 @@ under ``use_backend("sdpa")``, where that backend serves the call), ``torch-sdpa
 adds ``triton-base``: the triton path of another copy of the library importable as MODULE (an
 older checkout's package renamed, see benchmarks/callpath_device_pass.sh), measured in the same
 loops, so that a before / after comparison does not depend on the host's drift between processes.
+``--own-launch`` adds ``triton-own``: the triton path with every launch through Triton's own ``fn[grid]``
+(``runtime.FAST_LAUNCH`` and ``decode.FAST_LAUNCH`` off for its calls): what a call costs under a Triton
+other than the one the direct launch replays (launch/runtime.py ``DIRECT_TRITON``).
 
     python benchmarks/host_overhead.py [--json results.json] [--calls 50] [--loops 15] [--compare MODULE]
+        [--own-launch]
 """
 from __future__ import annotations
 
@@ -46,6 +50,19 @@ def cases():
     return out
 
 
+def _own_launch(call):
+    """call with every kernel launched through Triton's own fn[grid] (the direct launch off)."""
+    from flash_attention_amd.launch import decode, runtime
+
+    def own():
+        runtime.FAST_LAUNCH = decode.FAST_LAUNCH = False
+        try:
+            call()
+        finally:
+            runtime.FAST_LAUNCH = decode.FAST_LAUNCH = True
+    return own
+
+
 def make_call(path, b, s, h, d, causal, bwd, varlen):
     """A no-argument function issuing one call, or None where the path does not serve it."""
     dev = "cuda"
@@ -59,6 +76,8 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
         if path.startswith("triton"):
             def call():  # automatic choice: triton serves decoding on NVIDIA
                 lib.flash_attn_with_kvcache(q, kc, vc, k=knew, v=vnew, cache_seqlens=lens, causal=True)
+            if path == "triton-own":
+                call = _own_launch(call)
         elif path == "torch-sdpa":  # the floor: SDPA over the whole cache, no append, no lengths
             qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
 
@@ -102,6 +121,9 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
         if bwd:
             torch.autograd.grad(out, (q, k, v), dout)
 
+    if path == "triton-own":
+        call = _own_launch(call)
+
     try:
         call()
         torch.cuda.synchronize()
@@ -139,14 +161,15 @@ def main():
     ap.add_argument("--loops", type=int, default=15, help="timed loops per path (median and min reported)")
     ap.add_argument("--compare", default="", help="also time this importable copy of the library (triton-base)")
     ap.add_argument("--cases", default="", help="only the cases whose name starts with one of these (comma separated)")
+    ap.add_argument("--own-launch", action="store_true", help="also the triton path through Triton's own launch")
     args = ap.parse_args()
     wanted = tuple(c for c in args.cases.split(",") if c)
-    paths = ("triton", "sdpa", "torch-sdpa")
+    paths = ("triton",) + (("triton-own",) if args.own_launch else ()) + (("triton-base",) if args.compare else ()) \
+        + ("sdpa", "torch-sdpa")
     if args.compare:
         import importlib
 
         LIBS["triton-base"] = importlib.import_module(args.compare)
-        paths = ("triton", "triton-base", "sdpa", "torch-sdpa")
     rows = []
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}, {DTYPE}, host us per call "
           f"(median and min of {args.loops} loops of {args.calls} calls per path, paths interleaved, "
@@ -183,6 +206,7 @@ def main():
     print()
     print("median (min) host us per call over the loops; ratios of the medians")
     ratios = [("triton", "torch-sdpa"), ("sdpa", "torch-sdpa")] + ([("triton", "triton-base")] if args.compare else [])
+    ratios += [("triton-own", "triton")] if args.own_launch else []
     print("| case | " + " | ".join(paths) + " | " + " | ".join(f"{a} / {b}" for a, b in ratios) + " |")
     print("|---|" + "---|" * (len(paths) + len(ratios)))
     for row in rows:
