@@ -36,6 +36,28 @@ def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
         torch.testing.assert_close(gc, t.grad)
 
 
+def test_compile_traces_the_backends_first_availability_check(monkeypatch):
+    """The triton backend's availability (the installed Triton's version, its kernels' import) is read on the
+    first call that considers it, which may be a traced one: fullgraph tracing must get through that check."""
+    pytest.importorskip("triton")
+    from flash_attention_amd.backends import triton_backend
+    from flash_attention_amd.launch import fwd_ws
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(triton_backend, "_available", [])
+    monkeypatch.setattr(fwd_ws, "_ws_triton", [])
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    q, k, v = (randn(2, 24, 2, 64, dtype=dtype, requires_grad=True) for _ in range(3))
+
+    def f(q, k, v):
+        with fa.use_backend("triton"):
+            return fa.flash_attn_func(q, k, v, causal=True)
+
+    out = torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v)
+    assert triton_backend._available == [None]
+    torch.testing.assert_close(out, f(q, k, v))
+
+
 @pytest.mark.parametrize("backend", ["sdpa", "auto"])
 def test_compile_bool_mask_fullgraph_matches_eager(backend):
     """A key-masked call (a sequence the mask hides entirely included) through the sdpa backend (its

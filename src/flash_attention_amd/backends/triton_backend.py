@@ -8,8 +8,6 @@ repeated call only allocates and launches (``launch/runtime.py``).
 """
 from __future__ import annotations
 
-import re
-
 import torch
 
 from .. import config
@@ -33,10 +31,17 @@ def _launchers():
     return _LAUNCHERS
 
 
-def _version(text: str) -> tuple[int, ...]:
-    """(major, minor) of a version string such as "3.6.0", "3.5.0+rocm7.0" or "3.7.0.dev20260101"."""
-    parts = re.match(r"(\d+)\.(\d+)", text)
-    return (int(parts[1]), int(parts[2])) if parts else (0, 0)
+def _version(text: str) -> tuple[int, int]:
+    """(major, minor) of a version string such as "3.6.0", "3.5.0+rocm7.0" or "3.7.0.dev20260101"; (0, 0)
+    if it has none. String methods only: the first check may run while torch.compile traces a call, and
+    dynamo cannot trace ``re``."""
+    parts = text.split(".")
+    minor = ""
+    for ch in parts[1] if len(parts) > 1 else "":
+        if not ch.isdigit():
+            break
+        minor += ch
+    return (int(parts[0]), int(minor)) if parts[0].isdigit() and minor else (0, 0)
 
 
 def _triton_reason() -> str | None:
