@@ -93,16 +93,26 @@ def cubin_resources(cubin: bytes) -> dict[str, int]:
     return parse_cuobjdump(out)
 
 
+def _ptxas(arch: int) -> str:
+    """The ptxas Triton itself compiles this arch with: Triton 3.9 takes its newer ptxas ("ptxas-blackwell")
+    from sm90 on, whose PTX (.version 9.4) the other one rejects; Triton 3.6 from sm100 on."""
+    import triton
+
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+    except ImportError:
+        return triton.knobs.nvidia.ptxas.path
+    return get_ptxas(arch).path
+
+
 def ptxas_spill_stores(ptx: str, info: ArchInfo) -> int:
     """Bytes of spill stores ptxas reports (``ptxas -v``) for this PTX; run only when the
     cubin has a stack frame or local memory, to tell register spills from other local use."""
-    import triton
-
     gpu = f"sm_{info.target_arch}" + ("a" if info.target_arch == 90 else "")
     with tempfile.NamedTemporaryFile(suffix=".ptx", mode="w") as f:
         f.write(ptx)
         f.flush()
-        log = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v", f"--gpu-name={gpu}", f.name,
+        log = subprocess.run([_ptxas(info.target_arch), "-lineinfo", "-v", f"--gpu-name={gpu}", f.name,
                               "-o", os.devnull], capture_output=True, text=True, check=True).stderr
     m = re.search(r"(\d+) bytes spill stores", log)
     if not m:
