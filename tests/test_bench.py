@@ -265,3 +265,21 @@ def test_kernels_tiny_fp8(tmp_path, capsys):
     recs = json.loads(js.read_text())["records"]
     assert any(r["backend"] == "ours:fp8" and r["status"] == "ok" and r["table"] == "fwd" for r in recs)
     assert any(r["metric"] == "ratio_fp8_vs_bf16" for r in recs)
+
+
+def test_e2e_routes_describe_what_the_integration_does():
+    """The e2e tables say how the Hugging Face integration serves each row: a padded batch below
+    PACK_MIN_SCORES as one dense call with a key mask, above it as packed varlen calls, and a packed batch of
+    one causal sequence as one dense causal call (integrations/hf.py _one_sequence), each through explain()."""
+    from types import SimpleNamespace
+
+    from flash_attention_amd.bench.e2e import served_by
+    from flash_attention_amd.integrations import hf
+
+    ctx = SimpleNamespace(device="cpu", dtype=torch.float32)
+    big = int((hf.PACK_MIN_SCORES // 2) ** 0.5) + 1  # b=2, h=1: 2 * big**2 >= PACK_MIN_SCORES
+    assert served_by(ctx, 2, 64, 2, 2, 16, True).startswith("dense, key mask: ")
+    assert served_by(ctx, 2, 64, 2, 2, 16, False).startswith("dense: ")
+    assert served_by(ctx, 2, big, 1, 1, 8, True, causal=True).startswith("packed varlen: ")
+    assert served_by(ctx, 1, 2 * big, 1, 1, 8, True, causal=True).startswith("packed, one dense causal call: ")
+    assert served_by(ctx, 1, 2 * big, 1, 1, 8, True).startswith("packed varlen: ")  # not causal

@@ -107,7 +107,11 @@ def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True,
     from ..integrations import hf
 
     varlen = padded and b * h * s * s >= hf.PACK_MIN_SCORES
-    route = ("packed varlen" if varlen else "dense, key mask") if padded else "dense"
+    # a packed batch of one sequence, causal: one dense causal call over the packed rows (hf._one_sequence)
+    one = varlen and b == 1 and causal
+    route = ("packed, one dense causal call" if one else "packed varlen" if varlen else "dense, key mask") \
+        if padded else "dense"
+    varlen = varlen and not one
     shape = (b * s, h, d) if varlen else (b, s, h, d)
     kshape = shape[:-2] + (hk, d)
     q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
@@ -233,7 +237,8 @@ def _llama_train(ctx, s) -> Table:
     t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; mask 'padded': right padding, lengths uniform in "
                    "[seqlen/4, seqlen], causal-LM loss on the real tokens; 'none': no padding, no attention_mask "
                    "passed; 'ones': no padding, a mask of ones passed (as a tokenizer gives it: on a GPU fa_amd's "
-                   "sync-free mask function passes it on unread, so its large calls are packed varlen calls; "
+                   "sync-free mask function passes it on unread, so its large calls are packed (the packing's gathers, and "
+                   "for a batch of one sequence one dense causal call over the packed rows); "
                    "hf.register(sync_free=False) keeps HF's mask function, which reads it and drops it).")
     h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"] // h
