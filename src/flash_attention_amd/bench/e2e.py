@@ -237,8 +237,8 @@ def _llama_train(ctx, s) -> Table:
     t.notes.append(f"LlamaForCausalLM, {models.describe(cfg)}; mask 'padded': right padding, lengths uniform in "
                    "[seqlen/4, seqlen], causal-LM loss on the real tokens; 'none': no padding, no attention_mask "
                    "passed; 'ones': no padding, a mask of ones passed (as a tokenizer gives it: on a GPU fa_amd's "
-                   "sync-free mask function passes it on unread, so its large calls are packed (the packing's gathers, and "
-                   "for a batch of one sequence one dense causal call over the packed rows); "
+                   "sync-free mask function passes it on unread, so its large calls are packed (the packing's "
+                   "gathers, and for a batch of one sequence one dense causal call over the packed rows); "
                    "hf.register(sync_free=False) keeps HF's mask function, which reads it and drops it).")
     h, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"] // h
