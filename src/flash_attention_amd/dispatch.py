@@ -145,6 +145,41 @@ def platform(problem: Problem) -> str:
 # 69 GFLOP for 32/8 heads at 1k (three runs; 1.03-1.04x for 16/4 at 2k) and 1.04-1.06x from 137 GFLOP. The forward
 # alone (no gradients) keeps the GQA limit: at 17-34 GFLOP ours took 0.54-0.69x SDPA's time in one run and
 # 1.13-1.23x in the other (host-bound calls: h100_route_gqa64_short.txt, _after.txt).
+# The H200 run (benchmarks/results/h200x2_run1) agrees at d=128: ours/cuDNN 0.79..0.84.
+# GQA (dense, no options) at d=64 / 128 / 256: SDPA with enable_gqa is faster than ours on 11 of 12
+# rows of benchmarks/results/h100_run3/gqa_route.txt (H100, causal 32/8 heads, 1k-8k, through our
+# API: ours takes 1.11-1.44x SDPA's time; d=64 1k fwd+bwd 0.95x), and at d=256 on 17 of 18 rows of
+# benchmarks/results/run16/h100_gqa_route_d256.txt (16/8, 32/8 and 8/4 heads: ours 1.12-1.73x SDPA's
+# time; the 8/4 1k forward alone 0.91x).
+# Dense calls with dropout at d=64 / 128: SDPA (cuDNN, its own Philox stream, reproducible under
+# torch.manual_seed like ours) was faster on all 32 rows of benchmarks/results/run16/h100_dropout_route_*.txt
+# (dropout 0.1, 16 heads, 512-4096, causal and not: ours 1.08-1.14x SDPA's time forward at d=64, 1.21-1.41x
+# at d=128, 1.21-1.46x forward + backward at d=64, 1.42-1.79x at d=128); GQA 32/8 too (run16/h100_dropout_gqa.txt:
+# 1.09-1.31x forward, 1.36-1.75x forward + backward, 8 of 8 rows). At d=256 (MHA, run16/h100_dropout_d256.txt)
+# ours is faster forward (0.58-0.64x SDPA's time) but slower forward + backward (1.23-1.36x): SDPA first only
+# for calls that need gradients there; GQA at d=256 with dropout was not measured and stays with triton.
+# deterministic=True backward calls stay with triton too (SDPA's CUDA backward is not bitwise deterministic:
+# the sdpa backend declines them). Small dropout calls too: a
+# BERT-base-sized call without a mask (b=32 s=128 h=12 d=64, 1.6 GFLOP) took 186-481 us of wall time per
+# forward + backward with ours against 101-202 with SDPA, host-bound, in two runs
+# (benchmarks/results/run16/h100_bert_call_probe*.txt, "dropout" rows; its kernels 69 against 63 us).
+# Head dims 80, 96, 160 and 192 (Phi's 80 / 96, among others), dense MHA 16/16 and GQA 32/8, 1k and 4k, causal
+# and not: SDPA was faster on all 64 rows of benchmarks/results/run16/h100_dims_route_causal_*.txt (ours
+# 1.17-1.80x its time; our kernels pad these dims to the next power of two). Other head dims (32, 48, 112, ...)
+# were not measured and stay with triton.
+# Causal calls with seqlen_q != seqlen_k (bottom-right aligned: chunked prefill) are not covered: SDPA serves
+# them through torch's CausalBias (its memory-efficient kernel), and ours took 0.62-0.81x its time on all 24
+# rows of benchmarks/results/run16/h100_bottom_right_causal_route.txt (16/16 and 32/8 heads, d=64 / 128,
+# 512-2048 queries over 2048 more keys, forward and forward + backward). Not causal, the same shapes stay
+# with SDPA: it was faster on all 24 rows there (ours 1.01-1.33x its time, run16/h100_cross_attention_route.txt).
+# Everywhere else (window, ALiBi, softcap, varlen, LSE, other head dims) triton goes first:
+# >= 1.0x FA2 on every measured row.
+# Masked calls (a bool attn_bias, which the sdpa backend serves when not causal): triton first. BERT-base's
+# calls (key mask, h=12, d=64, s=128-1024), our API with each backend forced, taking turns on an H100
+# (benchmarks/results/run17/h100_bert_mask_route.txt): ours took 0.81-0.87x the sdpa backend's time per forward
+# + backward (dropout 0.1) and 0.50-0.57x per forward (SDPA's own call is cheaper, but the sdpa backend adds the
+# masked_fill that gives hidden rows 0 and the layout's transposes, each an op and an autograd node); whole
+# BERT-base training steps were even within their spread (0.90-0.99x against 0.84-1.01x the best of eager and sdpa).
 _MASKED_CALLS = "bool-masked call: triton first (measured faster than the sdpa backend's masked route; dispatch.py)"
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 256),
                       "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
