@@ -15,7 +15,7 @@ import torch
 from .. import config
 from ..kernels.features import pack
 from ..params import AttnParams
-from .runtime import KernelSlot, launch_with_scratch
+from .runtime import KernelSlot, launch_with_scratch, triton_version
 from .spec import S3, arg_positions, specialised_specs
 from .tiles import FWD_WS, Tile, cdiv, pick
 
@@ -46,10 +46,8 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
 def ws_triton_reason() -> str | None:
     """None under a Triton of ``WS_TRITON``, else why the warp-specialised kernels do not serve on GPUs."""
     if not _ws_triton:
-        import triton
-
-        version = triton.__version__
-        _ws_triton.append(None if ".".join(version.split(".")[:2]) in WS_TRITON else
+        version, minor = triton_version()
+        _ws_triton.append(None if minor in WS_TRITON else
                           f"Triton {version}: the warp-specialised kernels were checked under Triton "
                           f"{', '.join(WS_TRITON)} only")
     return _ws_triton[0]

@@ -150,12 +150,17 @@ def _device_index(device: torch.device) -> int | None:
     return index if device.index is None or device.index == index else None
 
 
-def direct_launch_reason() -> str | None:
-    """None when launches may take the direct path, else why every launch goes through Triton's own."""
+def triton_version() -> tuple[str, str]:
+    """(the installed Triton's version, its "major.minor"), e.g. ("3.6.0", "3.6")."""
     import triton
 
-    version = triton.__version__
-    if ".".join(version.split(".")[:2]) not in DIRECT_TRITON:
+    return triton.__version__, ".".join(triton.__version__.split(".")[:2])
+
+
+def direct_launch_reason() -> str | None:
+    """None when launches may take the direct path, else why every launch goes through Triton's own."""
+    version, minor = triton_version()
+    if minor not in DIRECT_TRITON:
         return (f"Triton {version} is installed; the direct launch replays Triton {', '.join(DIRECT_TRITON)}'s "
                 "launch rules, so kernels launch through Triton's own path (right, with more host time per call)")
     return None
