@@ -134,8 +134,9 @@ def test_explain_names_the_tiles_and_why():
     cap = text("triton", softcap=30.0)
     assert "triton forward (sm90, softcap tier): BLOCK 64x64 w4 s3 tma; H100" in cap
     assert "triton backward (sm90, softcap tier): dK/dV BLOCK 64x64 w4 s3, dQ BLOCK 64x64 w4 s3; H100" in cap
-    alibi = text("triton", has_alibi=True)
+    alibi = text("triton", has_alibi=True, nheads_k=32)
     assert "forward (sm90, alibi tier): BLOCK 128x64 w8 s3" in alibi and "backward (sm90, options tier)" in alibi
+    assert "forward (sm90, alibi tier): BLOCK 64x64 w4 s3 tma" in text("triton", has_alibi=True)  # causal GQA
     assert "backward" not in text("triton", needs_grad=False)
     drop = text("triton", dropout_p=0.1)
     assert "dQ by atomics" in drop and "dQ by atomics" not in text("triton", dropout_p=0.1, deterministic=True)

@@ -508,9 +508,10 @@ def test_softcap_tier():
 
 def test_alibi_tier():
     """ALiBi alone, dense, takes the ALiBi tier's row on sm90 at d<=64 (the plain row's 128x64 w8 s3 through
-    pointers); varlen, d=128, ALiBi with softcap / a window, dropout and other arches keep their rows; the call's
-    params say ALiBi alone only without a window, softcap and sinks; check-amd's "alibi" builds compile the new
-    row (sm90 only); and the tile computes the reference (the interpreter: block sizes, not warps)."""
+    pointers), except causal GQA calls; varlen, d=128, ALiBi with softcap / a window, dropout and other arches
+    keep their rows; the call's params say ALiBi alone only without a window, softcap and sinks; check-amd's
+    "alibi" builds compile the new row (sm90 only); and the tile computes the reference (the interpreter: block
+    sizes, not warps)."""
     from flash_attention_amd.launch import tiles
 
     sel = launch.select_config
@@ -522,6 +523,9 @@ def test_alibi_tier():
                                                                                                     False)
         assert alibi == sel("sm90", bf16, 64, 64, causal, 4096, False, False)  # the plain row's tile
         assert (options.block_m, options.num_warps) == (64, 4)
+        # GQA: not causal the same row; causal the options row (H200: 0.81-0.86x, run20/h200/alibi_fwd64_g4.txt)
+        gqa = sel("sm90", bf16, 64, 64, causal, 4096, False, True, alibi_only=True, gqa=True)
+        assert gqa == (options if causal else alibi)
         assert sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True, alibi_only=True) == \
             sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True)
         assert sel("sm90", bf16, 128, 128, causal, 4096, False, True, alibi_only=True) == \

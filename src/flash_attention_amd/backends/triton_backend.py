@@ -115,7 +115,7 @@ class TritonBackend(KernelBackend):
                                            problem.softcap_only, problem.alibi_only)].lower() + " tier")
         cfg = fwd.select_config(problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
                                 problem.seqlen_k, dropout, options, bias, varlen, problem.window_only,
-                                problem.softcap_only, problem.alibi_only)
+                                problem.softcap_only, problem.alibi_only, problem.nheads != problem.nheads_k)
         family = tiles.arch_family(problem.arch)
         lines = []
         if cfg is not None:

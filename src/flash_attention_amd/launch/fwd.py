@@ -64,12 +64,13 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
                   bias: bool = False, varlen: bool = False, window_only: bool = False,
-                  softcap_only: bool = False, alibi_only: bool = False) -> Tile | None:
+                  softcap_only: bool = False, alibi_only: bool = False, gqa: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
     ``options``: a window, ALiBi or softcap is on (``window_only`` / ``softcap_only`` / ``alibi_only``: a
     window / softcap / ALiBi alone, without sinks); ``dropout``:
-    dropout is on; ``bias``: an attn_bias is given (feature tiers). FP8: its own tables, FWD_FP8
+    dropout is on; ``bias``: an attn_bias is given (feature tiers); ``gqa``: several query heads per KV head (rows
+    with a ``gqa`` flag serve only its calls). FP8: its own tables, FWD_FP8
     for dense calls without options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
     family = arch_family(arch)
@@ -80,7 +81,7 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
     tier = forward_tier(dtype, dropout, options, bias, varlen, window_only, softcap_only, alibi_only)
-    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, varlen=varlen)
+    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, gqa=gqa, varlen=varlen)
 
 
 def forward_tier(dtype: torch.dtype, dropout: bool, options: bool, bias: bool, varlen: bool, window_only: bool,
@@ -131,7 +132,7 @@ def supports(problem: Problem) -> str | None:
             problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
             problem.seqlen_k, problem.dropout_p > 0, options, bool(problem.bias), problem.is_varlen,
             window_only=problem.window_only, softcap_only=problem.softcap_only,
-            alibi_only=problem.alibi_only) is None:
+            alibi_only=problem.alibi_only, gqa=problem.nheads != problem.nheads_k) is None:
         return (f"no spill-free forward tile on {problem.arch} for headdim {problem.headdim}/{problem.headdim_v}"
                 + (" with dropout" if problem.dropout_p > 0 else ""))
     return None
@@ -212,7 +213,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
                             (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
                             params.attn_bias is not None, varlen, params.window_only, params.softcap_only,
-                            params.alibi_only)
+                            params.alibi_only, q.shape[-2] != k.shape[-2])
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg

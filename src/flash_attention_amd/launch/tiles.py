@@ -151,9 +151,9 @@ class Row(NamedTuple):
     """A table row: serves padded head dims up to ``max_d`` (the larger of q/k and v), calls
     with this causal flag (None: both) from ``min_seqlen_k`` keys up (a length bucket);
     ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None);
-    ``gqa`` (backward): calls with several query heads per KV head only (True), one only (False)
-    or both (None); ``varlen`` (forward): packed varlen calls only (True), dense only (False) or
-    both (None)."""
+    ``gqa`` (backward, and the forward's ALiBi tier): calls with several query heads per KV head only
+    (True), one only (False) or both (None); ``varlen`` (forward): packed varlen calls only (True), dense
+    only (False) or both (None)."""
 
     max_d: int
     config: Tile | BwdConfig
@@ -606,10 +606,14 @@ FWD_SOFTCAP: dict[str, list[Row]] = {
 # column: 0). Varlen calls keep the options row (not measured with this tile; without options the 8-warp tile
 # took 1.19-1.21x the time there).
 _ALIBI64_H100 = ("H100, ALiBi alone, d=64, 32 heads (benchmarks/results/run19/h100d_alibi_fold_ab_rejected.txt, "
-                 "the committed-code runs; run18/h100_opts64_fwd_sweep.txt): 1.01-1.09x the options row")
+                 "the committed-code runs; run18/h100_opts64_fwd_sweep.txt): 1.01-1.09x the options row (MHA); "
+                 "H200 (run20/h200/alibi_fwd64_*.txt): not causal 1.04-1.07x (MHA and GQA 4:1), causal MHA "
+                 "1.00-1.06x, causal GQA 4:1 0.81-0.86x (that call keeps the options row)")
+_ALIBI64 = _T(128, 64, 8, 3, reason=_ALIBI64_H100)
 FWD_ALIBI: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, _T(128, 64, 8, 3, reason=_ALIBI64_H100), varlen=False),
+        Row(64, _ALIBI64, causal=False, varlen=False),
+        Row(64, _ALIBI64, varlen=False, gqa=False),
         *FWD_OPTIONS["sm90"],
     ],
 }
