@@ -2,7 +2,8 @@
 # Session 22 on the other sm90 card (issue 13: rows chosen on one card checked on the other): the softcap-alone
 # backward rows (BWD_SOFTCAP, chosen on an H100) against the options row they replaced, d=64 / 128, MHA and GQA 4:1,
 # causal and not; the d<=64 dense forward's 8-warp row (session 21, H100) against the 4-warp row it replaced;
-# issue 13's options table, causal and not. Each row's old tile timed in the same process, first and last.
+# issue 13's options table, causal and not (OPTIONS=0: not); ALIBI=1 (session 23): the ALiBi-alone forward tier at
+# d<=64 against the options row. Each row's old tile timed in the same process, first and last.
 # Results: $OUT/h200.txt (summary) and $OUT/h200.tgz (every log and json).
 export PYTHONUNBUFFERED=1
 FINAL=${OUT:-/tmp/out}; OUT=/tmp/s22_h200; mkdir -p "$OUT" "$FINAL"
@@ -28,12 +29,21 @@ for g in 4 1; do
   bt fwd64_g$g --pass fwd --d 64 --group $g --heads 32 --causal 0 1 --feat plain --seqlens 1024 4096 16384 \
     --fwd "128x64x4x3,default,128x64x4x3"
 done
-PYTHONPATH=src timeout 120 python3 benchmarks/bench_options.py --rows none,softcap30,softcap50,alibi,window1024,gqa8 \
-  --no-peers > "$OUT/options_causal.txt" 2>&1; echo "== options causal"; grep "^|" "$OUT/options_causal.txt"
-PYTHONPATH=src timeout 120 python3 benchmarks/bench_options.py --rows none,softcap30,alibi,gqa8 --no-peers --no-causal \
-  > "$OUT/options_nc.txt" 2>&1; echo "== options not causal"; grep "^|" "$OUT/options_nc.txt"
+if [ "${ALIBI:-0}" != 0 ]; then  # session 23: the ALiBi-alone forward tier at d<=64 against the options row
+  for g in 4 1; do
+    bt alibi_fwd64_g$g --pass fwd --d 64 --group $g --heads 32 --causal 0 1 --feat alibi --seqlens 4096 16384 \
+      --fwd "64x64x4x3t,default,64x64x4x3t"
+  done
+fi
+if [ "${OPTIONS:-1}" != 0 ]; then
+  PYTHONPATH=src timeout 120 python3 benchmarks/bench_options.py --rows none,softcap30,softcap50,alibi,window1024,gqa8 \
+    --no-peers > "$OUT/options_causal.txt" 2>&1; echo "== options causal"; grep "^|" "$OUT/options_causal.txt"
+  PYTHONPATH=src timeout 120 python3 benchmarks/bench_options.py --rows none,softcap30,alibi,gqa8 --no-peers \
+    --no-causal > "$OUT/options_nc.txt" 2>&1; echo "== options not causal"; grep "^|" "$OUT/options_nc.txt"
+fi
 cat "$OUT"/gpu.txt > "$FINAL/h200.txt"
-for f in "$OUT"/softcap_*.txt "$OUT"/fwd64_*.txt "$OUT"/options_*.txt; do echo "== $f"; grep -v "^W1\|^{" "$f"; done \
+for f in "$OUT"/softcap_*.txt "$OUT"/fwd64_*.txt "$OUT"/alibi_*.txt "$OUT"/options_*.txt; do
+  [ -f "$f" ] || continue echo "== $f"; grep -v "^W1\|^{" "$f"; done \
   >> "$FINAL/h200.txt"
 tar czf "$FINAL/h200.tgz" -C "$OUT" .
 exit 0
