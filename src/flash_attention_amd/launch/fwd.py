@@ -542,7 +542,11 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         rows = family_table(FWD, family, tier) or []
         if tier == ALIBI:  # its own rows only (the options rows it falls back to are compiled as "opts")
             rows = [r for r in rows if r not in (family_table(FWD, family, OPTIONS) or [])]
+        seen = set()
         for row in rows:
+            if (row.max_d, row.config) in seen:  # the same tile again for other calls (the ALiBi tier's GQA row)
+                continue
+            seen.add((row.max_d, row.config))
             max_d, causal, cfg = row.max_d, row.causal, row.config
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             if max_d > CHUNKED_ABOVE:  # head-dim chunks: every multiple of 64 above 256 (320 has a partial chunk)

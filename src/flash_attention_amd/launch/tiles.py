@@ -612,8 +612,8 @@ _ALIBI64_H100 = ("H100, ALiBi alone, d=64, 32 heads (benchmarks/results/run19/h1
 _ALIBI64 = _T(128, 64, 8, 3, reason=_ALIBI64_H100)
 FWD_ALIBI: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, _ALIBI64, causal=False, varlen=False),
         Row(64, _ALIBI64, varlen=False, gqa=False),
+        Row(64, _ALIBI64, causal=False, varlen=False),
         *FWD_OPTIONS["sm90"],
     ],
 }
