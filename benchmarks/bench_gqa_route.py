@@ -8,9 +8,13 @@ attention dropout (each backend its own RNG; the same for the same call), ``--ca
 without a mask (``both``: either), and ``--heads 16:16`` MHA: the same question for other rules of the table.
 ``--auto``: also the dispatcher's own choice (no backend forced) and ``auto / best``, its time over the
 faster forced backend's: the audit of the rule table (above 1: the rule sends the call to the slower one).
+``--backends triton sdpa fa4``: the backends forced (fa4: FA4, when installed); ``--tokens N``: query tokens
+per batch (default 16k; fewer: the host-bound end); ``--fwd-no-grad``: the forward rows without autograd
+(inference calls; by default the forward is timed with grads enabled, as in training).
 
     PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...]
         [--seqlens 1024 4096 8192] [--causal yes|no|both] [--dropout 0.0] [--sk-extra 0] [--auto] [--json PATH]
+        [--backends triton sdpa] [--tokens 16384] [--fwd-no-grad]
 """
 from __future__ import annotations
 
@@ -34,19 +38,24 @@ def main() -> None:
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--sk-extra", type=int, default=0,
                     help="keys per sequence = seqlen + this (causal then bottom-right aligned: chunked prefill)")
+    ap.add_argument("--backends", nargs="+", default=["triton", "sdpa"])
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--fwd-no-grad", action="store_true")
     args = ap.parse_args()
     causals = {"yes": (True,), "no": (False,), "both": (False, True)}[args.causal]
-    backends = ("triton", "sdpa", "auto") if args.auto else ("triton", "sdpa")
+    forced = tuple(args.backends)
+    backends = forced + ("auto",) if args.auto else forced
     rows = []
     print(f"# {torch.cuda.get_device_name()}: ms per call, causal {args.causal}, dropout "
-          f"{args.dropout}, 16k query tokens, keys = seqlen + {args.sk_extra}")
+          f"{args.dropout}, {args.tokens} query tokens, keys = seqlen + {args.sk_extra}, forward "
+          + ("without grads" if args.fwd_no_grad else "with grads enabled"))
     print("| d | heads | causal | seqlen | pass | " + " | ".join(backends) + " | triton / sdpa (time) |"
           + (" auto's pick | auto / best (time) |" if args.auto else ""))
     print("|---|---|---|---|---|" + "---|" * len(backends) + "---|" + ("---|---|" if args.auto else ""))
     for d, heads, causal, s in ((d, heads, c, s) for d in args.dims for heads in args.heads for c in causals
                                 for s in args.seqlens):
         h, hk = (int(x) for x in heads.split(":"))
-        b = 16384 // s
+        b = max(1, args.tokens // s)
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         k, v = (torch.randn(b, s + args.sk_extra, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
                 for _ in range(2))
@@ -55,10 +64,8 @@ def main() -> None:
             ms = {}
             for backend in backends:
                 def call(backend=backend, pass_=pass_, t=(q, k, v, dout), causal=causal):
-                    if backend == "auto":
-                        out = fa.flash_attn_func(*t[:3], dropout_p=args.dropout, causal=causal)
-                    else:
-                        with fa.use_backend(backend):
+                    with torch.set_grad_enabled(not (args.fwd_no_grad and pass_ == "fwd")):
+                        with fa.use_backend(None if backend == "auto" else backend):
                             out = fa.flash_attn_func(*t[:3], dropout_p=args.dropout, causal=causal)
                     if pass_ == "fwd+bwd":
                         torch.autograd.grad(out, t[:3], t[3])
@@ -66,15 +73,17 @@ def main() -> None:
                 ms[backend] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
             extra = ""
             if args.auto:
-                line = fa.explain(q, k, v, dropout_p=args.dropout, causal=causal).splitlines()[0]
+                with torch.set_grad_enabled(not (args.fwd_no_grad and pass_ == "fwd")):
+                    line = fa.explain(q, k, v, dropout_p=args.dropout, causal=causal).splitlines()[0]
                 pick = line.split("->")[-1].strip()
                 ms["pick"] = pick
-                extra = f" {pick} | {ms['auto'] / min(ms['triton'], ms['sdpa']):.2f} |"
+                extra = f" {pick} | {ms['auto'] / min(ms[x] for x in forced):.2f} |"
             rows.append(dict(d=d, heads=heads, seqlen=s, seqlen_k=s + args.sk_extra, batch=b, pass_=pass_,
-                             causal=causal, dropout=args.dropout, **ms))
+                             causal=causal, dropout=args.dropout, fwd_no_grad=args.fwd_no_grad, **ms))
             print(f"| {d} | {heads} | {causal} | {s} | {pass_} | "
                   + " | ".join(f"{ms[x]:.3f}" for x in backends)
-                  + f" | {ms['triton'] / ms['sdpa']:.2f} |" + extra, flush=True)
+                  + (f" | {ms['triton'] / ms['sdpa']:.2f} |" if "triton" in ms and "sdpa" in ms else " | |")
+                  + extra, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -17,7 +17,7 @@ def _qkv(**kw):
 
 
 def test_every_backend_registered_and_torch_last():
-    assert set(dispatch.registry()) == {"triton", "sdpa", "flash_attn", "torch"}
+    assert set(dispatch.registry()) == {"triton", "sdpa", "flash_attn", "fa4", "torch"}
     for plat in ("nvidia", "rocm-cdna", "rocm-rdna", "cpu"):
         for kind in ("attn", "kvcache"):
             order = dispatch._PREFERENCE[(plat, kind)]

@@ -28,6 +28,10 @@ When a real ``flash_attn`` is importable (installed, or already imported), ``ins
 changes nothing and warns (``CompatWarning``), naming where it is; ``install(force=True)``
 replaces it (with a warning too) until ``uninstall()``. The ``flash_attn`` backend of the
 dispatcher declines the stand-in (it would call this library again).
+
+FA4 (the ``flash-attn-4`` package) installs only ``flash_attn/cute``, a namespace portion with no
+flash_attn 2.x in it: that is not a real flash_attn here. ``install()`` then gives the stand-in package
+the namespace's search path and leaves ``flash_attn.cute`` in place, so FA4 stays importable beside it.
 """
 from __future__ import annotations
 
@@ -67,27 +71,46 @@ def _ours(name: str) -> bool:
     return name == "flash_attn" or name.startswith("flash_attn.")
 
 
+def _namespace_paths() -> list[str]:
+    """The search path of a flash_attn that is only a namespace package (FA4's ``flash_attn/cute``
+    portion, no flash_attn 2.x); [] when flash_attn is a regular package or absent."""
+    module = _saved.get("flash_attn") or sys.modules.get("flash_attn")
+    if module is not None and not _is_ours(module):
+        spec = getattr(module, "__spec__", None)
+    else:
+        try:
+            spec = importlib.util.find_spec("flash_attn")
+        except (ImportError, ValueError):
+            return []
+    if spec is None or (spec.origin and spec.origin != "namespace"):
+        return []
+    return list(spec.submodule_search_locations or [])
+
+
 def real_flash_attn() -> str | None:
-    """Where a real (not stand-in) flash_attn is, if one is imported or importable; else None."""
+    """Where a real (not stand-in) flash_attn 2.x is, if one is imported or importable; else None
+    (a namespace package, such as FA4's ``flash_attn.cute`` alone, is none)."""
     module = sys.modules.get("flash_attn")
     if module is not None:
         if _is_ours(module):
             return _saved_location()
+        if getattr(module, "__file__", None) is None and _namespace_paths():
+            return None
         return getattr(module, "__file__", None) or repr(module)
     try:
         spec = importlib.util.find_spec("flash_attn")
     except (ImportError, ValueError):
         return None
-    if spec is None:
+    if spec is None or not (spec.origin and spec.origin != "namespace"):
         return None
-    if spec.origin and spec.origin != "namespace":
-        return spec.origin
-    return ", ".join(spec.submodule_search_locations or []) or "flash_attn"
+    return spec.origin
 
 
 def _saved_location() -> str | None:
     module = _saved.get("flash_attn")
-    return None if module is None else (getattr(module, "__file__", None) or repr(module))
+    if module is None or (getattr(module, "__file__", None) is None and _namespace_paths()):
+        return None
+    return getattr(module, "__file__", None) or repr(module)
 
 
 def _forwarder(name: str, source):
@@ -142,8 +165,11 @@ def install(force: bool = False) -> bool:
                       "flash_attn name anyway, call flash_attention_amd.compat.install(force=True).",
                       CompatWarning, stacklevel=2)
         return False
+    namespace = [] if real is not None else _namespace_paths()
     modules = {name: _standin(name, source, package) for name, (source, package) in _SOURCES.items()}
     top, layers = modules["flash_attn"], modules["flash_attn.layers"]
+    if namespace:  # FA4's flash_attn.cute (and any other namespace portion) stays importable
+        top.__path__ = namespace
     top.__version__ = STANDIN_VERSION
     top.flash_attn_interface = modules["flash_attn.flash_attn_interface"]
     top.bert_padding = modules["flash_attn.bert_padding"]
@@ -153,8 +179,10 @@ def install(force: bool = False) -> bool:
         warnings.warn(f"flash_attention_amd.compat.install(force=True): the real flash_attn ({real}) is replaced by "
                       "flash_attention_amd's stand-in until flash_attention_amd.compat.uninstall(); modules that "
                       "already imported it keep their reference to it.", CompatWarning, stacklevel=2)
-    for name in [n for n in sys.modules if _ours(n)]:
+    for name in [n for n in sys.modules if _ours(n) and (not namespace or n in _SOURCES)]:
         _saved[name] = sys.modules.pop(name)
+    for name in [n for n in sys.modules if n.startswith("flash_attn.") and n.count(".") == 1]:
+        setattr(top, name.partition(".")[2], sys.modules[name])  # e.g. flash_attn.cute, imported before
     sys.modules.update(modules)
     _forget_plans()
     return True

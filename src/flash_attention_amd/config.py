@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-BACKEND_NAMES = ("triton", "sdpa", "flash_attn", "torch")
+BACKEND_NAMES = ("triton", "sdpa", "flash_attn", "fa4", "torch")
 # Old names that still work: "ck" was the flash_attn backend's name while it served ROCm's CK build only.
 BACKEND_ALIASES = {"ck": "flash_attn"}
 

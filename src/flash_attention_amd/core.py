@@ -234,7 +234,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
         offsets=any(offsets), bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
         bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
-        has_sinks=sinks is not None, fp8=fp8,
+        has_sinks=sinks is not None, zero_tensors=bool(zero_tensors) and varlen, fp8=fp8,
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
 

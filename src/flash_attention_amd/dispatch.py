@@ -97,7 +97,8 @@ def forced() -> str | None:
 # vendor paths' coverage and are NOT yet measured on AMD hardware (docs/HARDWARE.md).
 #   key: (platform, kind) -> order. platform: "nvidia", "rocm-cdna", "rocm-rdna", "cpu"
 _PREFERENCE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("nvidia", "attn"): ("triton", "sdpa", "flash_attn", "torch"),
+    # fa4 (flash-attn-4, when installed) before torch: it beats the PyTorch path wherever it serves
+    ("nvidia", "attn"): ("triton", "sdpa", "flash_attn", "fa4", "torch"),
     ("nvidia", "kvcache"): ("triton", "flash_attn", "torch"),
     # CDNA (MI200/MI300): the flash_attn package (ROCm's CK build) is the vendor's tuned path; ours next.
     ("rocm-cdna", "attn"): ("flash_attn", "triton", "sdpa", "torch"),
@@ -220,10 +221,45 @@ def small_call_limit(problem: Problem) -> float:
     return SMALL_CALL_FLOP_GQA
 
 
+# FA4 (the flash-attn-4 package, CuTe DSL), when it is installed, on sm90 (benchmarks/fa4_probe.py,
+# benchmarks/results/run21/, H100, TFLOP/s FA4 / cuDNN / ours in one process): forward at 4k-16k
+# keys d=64 / 128 / 256 1.03-1.17x cuDNN and 1.09-1.50x ours; backward at d=64 / 128 1.09-1.23x cuDNN from 4k
+# (0.96-1.20x at 1k) but 0.86-0.97x at d=256; window 1024 (4k, causal, d=128) 1.28x / 1.23x ours; sinks 1.41x /
+# 1.31x ours; GQA 32/8 1.07x / 1.07x cuDNN; softcap: its forward 0.60x ours (backward even), so softcap stays with
+# triton. Its host path costs more than ours or SDPA's (forward 90 against 36-42 / 41-65 us, forward + backward
+# 445-595 against 350-400 / 320-370), so small calls keep their order: FA4 goes first from FA4_TRAIN_FLOP of
+# forward work with grads (d=64 / 128) and from FA4_FWD_FLOP and 4k keys without (d=64 / 128 / 256).
+FA4_TRAIN_FLOP = 6.8e10
+FA4_FWD_FLOP = 2.7e11
+_FA4_FIRST = {"arch": ("sm90",), "headdim_train": (64, 128), "headdim_fwd": (64, 128, 256), "min_seqlen_fwd": 4096}
+
+
+def _fa4_measured_faster(problem: Problem) -> bool:
+    p = problem
+    if (p.arch not in _FA4_FIRST["arch"] or p.headdim != p.headdim_v or p.softcap > 0 or p.has_alibi
+            or p.dropout_p > 0 or p.bias or p.fp8 or p.offsets or p.is_varlen
+            or (p.causal and p.seqlen_q != p.seqlen_k)):
+        return False
+    if p.needs_grad:
+        return p.headdim in _FA4_FIRST["headdim_train"] and forward_flop(p) >= FA4_TRAIN_FLOP
+    return (p.headdim in _FA4_FIRST["headdim_fwd"] and p.seqlen_k >= _FA4_FIRST["min_seqlen_fwd"]
+            and forward_flop(p) >= FA4_FWD_FLOP)
+
+
+def _fa4_first(problem: Problem) -> bool:
+    """The FA4 rule applies and FA4 is installed (elsewhere the order stays as it was: no fa4 line)."""
+    return _fa4_measured_faster(problem) and registry()["fa4"].available() is None
+
+
 def preference(problem: Problem) -> tuple[str, ...]:
     plat = platform(problem)
-    if plat == "nvidia" and problem.kind == "attn" and _sdpa_measured_faster(problem):
-        return ("sdpa", "triton", "flash_attn", "torch")
+    if plat == "nvidia" and problem.kind == "attn":
+        order = _PREFERENCE[(plat, "attn")]
+        if _sdpa_measured_faster(problem):
+            order = ("sdpa", "triton", "flash_attn", "fa4", "torch")
+        if _fa4_first(problem):
+            order = ("fa4",) + tuple(name for name in order if name != "fa4")
+        return order
     return _PREFERENCE.get((plat, problem.kind), ("torch",))
 
 
@@ -232,6 +268,14 @@ def order_rule(problem: Problem) -> str:
     platform's default order): what ``explain()`` and the debug log print under the decision."""
     if platform(problem) != "nvidia" or problem.kind != "attn":
         return ""
+    rule = _order_rule_sdpa(problem)
+    if _fa4_first(problem):
+        fa4 = "sm90, FA4 installed: fa4 first (measured faster than cuDNN and ours at this size; dispatch.py)"
+        return fa4 + (f"; then {rule}" if rule else "")
+    return rule
+
+
+def _order_rule_sdpa(problem: Problem) -> str:
     if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
         return "sm90, " + _MASKED_CALLS
     if _sdpa_measured_faster(problem):

@@ -116,6 +116,7 @@ class Problem:
     bias_shape: tuple = ()  # the bias's 4-D shape (size-1 dims broadcast)
     bias_grad: bool = False  # the float bias requires a gradient
     has_sinks: bool = False
+    zero_tensors: bool = False  # varlen rows past the last sequence are written as zeros (AttnParams)
     fp8: bool = False  # q, k, v in FP8 (e4m3) with descale factors; output bf16, forward only
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)

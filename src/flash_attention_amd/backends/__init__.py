@@ -9,11 +9,12 @@ _registry: dict[str, Backend] = {}
 def registry() -> dict[str, Backend]:
     """name -> Backend instance, created on first use (nothing runs at import)."""
     if not _registry:
+        from .fa4_backend import FA4Backend
         from .flash_attn_backend import FlashAttnBackend
         from .sdpa_backend import SdpaBackend
         from .torch_backend import TorchBackend
         from .triton_backend import TritonBackend
 
-        for backend in (TritonBackend(), SdpaBackend(), FlashAttnBackend(), TorchBackend()):
+        for backend in (TritonBackend(), SdpaBackend(), FlashAttnBackend(), FA4Backend(), TorchBackend()):
             _registry[backend.name] = backend
     return _registry
