@@ -229,8 +229,13 @@ def small_call_limit(problem: Problem) -> float:
 # triton. Its host path costs more than ours or SDPA's (forward 90 against 36-42 / 41-65 us, forward + backward
 # 445-595 against 350-400 / 320-370), so small calls keep their order: FA4 goes first from FA4_TRAIN_FLOP of
 # forward work with grads (d=64 / 128) and from FA4_FWD_FLOP and 4k keys without (d=64 / 128 / 256).
+# The audit of the rule (benchmarks/bench_gqa_route.py --auto --backends triton sdpa fa4, run21/h100_route_fa4.txt,
+# 16k tokens, d 64/128/256, 16/16 and 32/8 heads, 1k and 4k, causal or not): where fa4 is picked, forward +
+# backward took 0.99-1.02x the fastest forced backend's time at 4k and 0.99-1.04x at 1k but one row (1.34x, the
+# same row 1.02x in the next table: host jitter at 1k); forward without grads: FA4 0.89-0.97x SDPA's time at 4k,
+# even at 1k-2k (0.96-1.05x), hence 4k keys and 130 GFLOP (d=64 causal 4k: 137).
 FA4_TRAIN_FLOP = 6.8e10
-FA4_FWD_FLOP = 2.7e11
+FA4_FWD_FLOP = 1.3e11
 _FA4_FIRST = {"arch": ("sm90",), "headdim_train": (64, 128), "headdim_fwd": (64, 128, 256), "min_seqlen_fwd": 4096}
 
 
