@@ -23,6 +23,7 @@ if [[ $PART == *host* ]]; then
   timeout 120 python3 benchmarks/fa4_probe.py --out "$OUT/host" --parts host 2>&1 | grep "^host"
 fi
 if [[ $PART == *e2e* ]]; then
-  timeout 240 python3 -m flash_attention_amd bench --suite e2e --device cuda --quick --backends triton --no-progress \
-    --json "$OUT/e2e_fa4.json" --markdown "$OUT/e2e_fa4.md" 2>&1 | grep -v "Warning\|exe_args" | tail -5
+  timeout 400 python3 -m flash_attention_amd bench --suite e2e --device cuda --quick --backends triton --no-progress \
+    --models "${MODELS:-bert,llama,gemma,generate,check}" \
+    --json "$OUT/e2e_fa4.json" --markdown "$OUT/e2e_fa4.md" 2>&1 | grep -v "Warning\|exe_args" | tail -12
 fi

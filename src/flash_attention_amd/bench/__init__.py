@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from .runner import SUITES
+from .runner import E2E_PARTS, SUITES
 
 BACKEND_CHOICES = ("triton", "sdpa", "flash_attn", "ck", "torch")
 PEER_CHOICES = ("flash", "cudnn", "efficient", "flex", "flash_attn", "fa4")
@@ -83,6 +83,15 @@ def _features(text: str) -> list[str]:
     return names
 
 
+def _models(text: str) -> list[str]:
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in E2E_PARTS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown e2e table {', '.join(bad) or repr(text)}; choose from "
+                                         f"{', '.join(E2E_PARTS)} (comma separated)")
+    return names
+
+
 def _png(text: str) -> str:
     import os
 
@@ -124,6 +133,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="kernels suite: instead of the grid, time these beyond-flash_attn features, comma separated: "
                         "bias ((b, h, s, s) bias vs FlexAttention score_mod and SDPA attn_mask), mask (bool mask vs "
                         "Flex block_mask and SDPA), sinks (ours with sinks vs without); d=128 (CPU: the small grid)")
+    p.add_argument("--models", type=_models, default=None, metavar="LIST",
+                   help="e2e suite: these tables only, comma separated: " + ", ".join(E2E_PARTS) + " (default: all)")
     p.add_argument("--reps", type=_positive("--reps"), default=None, help="repetitions per figure (default 5; quick 3)")
     p.add_argument("--seqlens", type=_positive("--seqlens"), nargs="+", metavar="N",
                    help="sequence lengths of the seeds forward table and the kernels grid")
@@ -188,7 +199,8 @@ def main(ns, parser) -> int:
     reps = ns.reps or (2 if ns.tiny else 3 if ns.quick else 5)
     ctx = Ctx(device=device, dtype=dtype, quick=ns.quick, tiny=ns.tiny, reps=reps, backends=backends,
               asked_backends=bool(ns.backends), skipped=skipped, peers=ns.peers, seqlens=ns.seqlens,
-              headdims=ns.headdims, causal=ns.causal, fp8=ns.fp8, features=ns.features, progress=not ns.no_progress,
+              headdims=ns.headdims, causal=ns.causal, fp8=ns.fp8, features=ns.features, models=ns.models,
+              progress=not ns.no_progress,
               timer=Timer(device, reps, cpu_sample_s=0.005 if ns.tiny else 0.02))
     busy = ""
     threads_before = torch.get_num_threads()

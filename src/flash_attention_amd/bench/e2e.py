@@ -145,15 +145,11 @@ def run(ctx):
         return
     models.register_hf()
     s = SIZES[ctx.size]
-    yield _bert(ctx, s)
-    ctx.cleanup()
-    yield _llama_train(ctx, s)
-    ctx.cleanup()
-    yield _gemma2_train(ctx, s)
-    ctx.cleanup()
-    yield _generate(ctx, s)
-    ctx.cleanup()
-    yield _check(ctx, s)
+    parts = {"bert": _bert, "llama": _llama_train, "gemma": _gemma2_train, "generate": _generate, "check": _check}
+    for name, table in parts.items():
+        if ctx.models is None or name in ctx.models:
+            yield table(ctx, s)
+            ctx.cleanup()
 
 
 def _train_cells(ctx, model, batch, impls, s, per) -> dict:

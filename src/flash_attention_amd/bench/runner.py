@@ -14,6 +14,7 @@ from . import core
 from .timing import Progress, Timer
 
 SUITES = ("seeds", "kernels", "decode", "e2e")
+E2E_PARTS = ("bert", "llama", "gemma", "generate", "check")  # the e2e suite's tables (--models)
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Ctx:
     causal: bool = False
     fp8: bool = False  # kernels suite: also our FP8 forward
     features: list[str] | None = None  # kernels suite: time these beyond-flash_attn features instead of the grid
+    models: list[str] | None = None  # e2e suite: these tables only (E2E_PARTS), None = all
     progress: bool = True
     timer: Timer = None
 
