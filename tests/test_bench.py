@@ -281,5 +281,8 @@ def test_e2e_routes_describe_what_the_integration_does():
     assert served_by(ctx, 2, 64, 2, 2, 16, True).startswith("dense, key mask: ")
     assert served_by(ctx, 2, 64, 2, 2, 16, False).startswith("dense: ")
     assert served_by(ctx, 2, big, 1, 1, 8, True, causal=True).startswith("packed varlen: ")
-    assert served_by(ctx, 1, 2 * big, 1, 1, 8, True, causal=True).startswith("packed, one dense causal call: ")
+    one = served_by(ctx, 1, 2 * big, 1, 1, 8, True, causal=True)
+    assert one.startswith("packed, one dense causal call: ")
+    # the backend named is the one of that dense causal call, which has no key mask
+    assert one.split(": ")[1] == served_by(ctx, 1, 2 * big, 1, 1, 8, False, causal=True).split(": ")[1]
     assert served_by(ctx, 1, 2 * big, 1, 1, 8, True).startswith("packed varlen: ")  # not causal

@@ -117,7 +117,7 @@ def served_by(ctx, b, s, h, hk, d, padded, dropout=0.0, causal=False, grad=True,
     q = torch.empty(shape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad)
     k, v = (torch.empty(kshape, device=ctx.device, dtype=ctx.dtype, requires_grad=grad) for _ in range(2))
     kw = dict(dropout_p=dropout, causal=causal, **options)
-    if padded and not varlen:
+    if padded and not varlen and not one:  # one: the dense causal call has no key mask
         kw["attn_bias"] = torch.ones(b, 1, 1, s, device=ctx.device, dtype=torch.bool)
     if varlen:
         cu = torch.arange(0, b + 1, device=ctx.device, dtype=torch.int32) * s
