@@ -65,19 +65,31 @@ class FA4Backend(Backend):
         return None
 
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
-        fa4 = _fa4()
-        window = (None if params.window_left < 0 else params.window_left,
-                  None if params.window_right < 0 else params.window_right)
-        kw = dict(softmax_scale=params.softmax_scale, causal=params.causal, window_size=window,
-                  softcap=params.softcap, learnable_sink=params.sinks, return_lse=params.return_lse)
+        prep = None if slot is None else slot.get("fa4")
+        if prep is None:  # once per call signature: the entry point and the plan's options
+            prep = _prepare(params)
+            if slot is not None:
+                slot["fa4"] = prep
+        fn, kw = prep
+        if params.sinks is not None:
+            kw = dict(kw, learnable_sink=params.sinks)
         if params.is_varlen:
-            res = fa4.flash_attn_varlen_func(q, k, v, cu_seqlens_q=params.cu_seqlens_q,
-                                             cu_seqlens_k=params.cu_seqlens_k, max_seqlen_q=params.max_seqlen_q,
-                                             max_seqlen_k=params.max_seqlen_k, **kw)
+            res = fn(q, k, v, cu_seqlens_q=params.cu_seqlens_q, cu_seqlens_k=params.cu_seqlens_k,
+                     max_seqlen_q=params.max_seqlen_q, max_seqlen_k=params.max_seqlen_k, **kw)
         else:
-            res = fa4.flash_attn_func(q, k, v, **kw)
+            res = fn(q, k, v, **kw)
         out, lse = res if isinstance(res, tuple) else (res, None)
         if not params.return_lse:
             return out, None
         # our LSE convention (KernelBackend): +inf on rows that see no key (FA4: -inf)
         return out, torch.where(lse == -math.inf, math.inf, lse)
+
+
+def _prepare(params: AttnParams):
+    """(FA4's entry point, its keyword arguments) for a plan's options (-1 window bounds: None)."""
+    fa4 = _fa4()
+    window = (None if params.window_left < 0 else params.window_left,
+              None if params.window_right < 0 else params.window_right)
+    kw = dict(softmax_scale=params.softmax_scale, causal=params.causal, window_size=window, softcap=params.softcap,
+              return_lse=params.return_lse)
+    return (fa4.flash_attn_varlen_func if params.is_varlen else fa4.flash_attn_func), kw
