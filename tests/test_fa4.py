@@ -142,6 +142,7 @@ def test_rule_table_with_fa4_installed(fake_fa4):
         "forward only below 4k keys": dict(seqlen_q=2048, seqlen_k=2048, batch=64),
         "d=256 with grads (cuDNN faster)": dict(headdim=256, headdim_v=256, needs_grad=True),
         "bottom-right causal": dict(seqlen_q=1024, causal=True, needs_grad=True),
+        "cross-attention (not measured)": dict(seqlen_q=2048, batch=16, needs_grad=True),
         "sm80: not measured": dict(arch="sm80", needs_grad=True),
         "dropout": dict(dropout_p=0.1, needs_grad=True),
     }
@@ -156,6 +157,9 @@ def test_rule_table_with_fa4_installed(fake_fa4):
     # every backend that is not first is still there, torch last
     order = dispatch.preference(train)
     assert sorted(order) == sorted(dispatch.registry()) and order[-1] == "torch"
+    # explain() names the FA4 that serves
+    text = dispatch.decide(train).describe()
+    assert "-> fa4 (auto)" in text and "FA4 version unknown" in text and "flash_attn/cute" in text
 
 
 def _params(**kw):

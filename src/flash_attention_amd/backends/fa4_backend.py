@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 
 import torch
 
@@ -63,6 +64,18 @@ class FA4Backend(Backend):
             if bad:
                 return reason
         return None
+
+    def describe_plan(self, problem: Problem) -> tuple[str, ...]:
+        """explain(): which FA4 serves (its package version and where it was imported from)."""
+        try:
+            module = _fa4()
+            from importlib.metadata import version
+
+            release = version("flash-attn-4")
+        except Exception:  # not installed as a distribution (a source checkout): the module alone
+            release = "version unknown"
+            module = sys.modules.get("flash_attn.cute")
+        return (f"FA4 {release} ({getattr(module, '__file__', None) or 'flash_attn.cute'})",)
 
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         prep = None if slot is None else slot.get("fa4")
