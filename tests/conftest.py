@@ -25,3 +25,23 @@ def _fresh_env(monkeypatch):
     monkeypatch.delenv("FLASH_ATTENTION_BACKEND", raising=False)
     monkeypatch.delenv("FLASH_ATTENTION_DEBUG", raising=False)
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def clean_flash_attn(monkeypatch):
+    """No flash_attn module of any kind before and after the test (what was imported, the real one or
+    FA4's flash_attn.cute, comes back); cached call plans are dropped on both sides."""
+    import sys
+
+    from flash_attention_amd import compat, core
+
+    before = {n: m for n, m in sys.modules.items() if n == "flash_attn" or n.startswith("flash_attn.")}
+    for n in before:
+        monkeypatch.delitem(sys.modules, n)
+    core.clear_plans()
+    yield
+    compat.uninstall()
+    for n in [n for n in sys.modules if n == "flash_attn" or n.startswith("flash_attn.")]:
+        del sys.modules[n]
+    sys.modules.update(before)
+    core.clear_plans()

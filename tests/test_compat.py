@@ -6,7 +6,6 @@ the way flash_attn's users and its own test suite do.
 """
 from __future__ import annotations
 
-import sys
 import textwrap
 import warnings
 
@@ -305,19 +304,6 @@ def test_rotary_embedding_module(scale_base):
 
 
 # ------------------------------------------------------------------------------------ compat.install()
-
-
-@pytest.fixture
-def clean_flash_attn(monkeypatch):
-    """No flash_attn module of any kind before and after the test (the real one, if any, comes back)."""
-    before = {n: m for n, m in sys.modules.items() if n == "flash_attn" or n.startswith("flash_attn.")}
-    for n in before:
-        monkeypatch.delitem(sys.modules, n)
-    yield
-    compat.uninstall()
-    for n in [n for n in sys.modules if n == "flash_attn" or n.startswith("flash_attn.")]:
-        del sys.modules[n]
-    sys.modules.update(before)
 
 
 @pytest.fixture

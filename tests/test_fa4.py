@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
-from flash_attention_amd import compat, core, dispatch
+from flash_attention_amd import compat, dispatch
 from flash_attention_amd.backends.fa4_backend import FA4Backend
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
@@ -54,27 +54,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
 
 
 @pytest.fixture
-def no_flash_attn(monkeypatch):
-    """No flash_attn module of any kind during the test (what was imported comes back after)."""
-    before = {n: m for n, m in sys.modules.items() if n == "flash_attn" or n.startswith("flash_attn.")}
-    for n in before:
-        monkeypatch.delitem(sys.modules, n)
-    yield
-    compat.uninstall()
-    for n in [n for n in sys.modules if n == "flash_attn" or n.startswith("flash_attn.")]:
-        del sys.modules[n]
-    sys.modules.update(before)
-    core.clear_plans()
-
-
-@pytest.fixture
-def fake_fa4(tmp_path, monkeypatch, no_flash_attn):
+def fake_fa4(tmp_path, monkeypatch, clean_flash_attn):
     """A stand-in FA4 installed as the wheel installs it: flash_attn/cute, no flash_attn/__init__.py."""
     pkg = tmp_path / "flash_attn" / "cute"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(textwrap.dedent(FAKE_FA4))
     monkeypatch.syspath_prepend(str(tmp_path))
-    core.clear_plans()
     import flash_attn.cute
 
     return flash_attn.cute
@@ -113,7 +98,7 @@ def test_declines_where_it_cannot_serve():
     assert be.supports(Problem(**BASE, deterministic=True)) is None  # forward only: nothing to be deterministic
 
 
-def test_not_installed_declines_and_forcing_raises(no_flash_attn):
+def test_not_installed_declines_and_forcing_raises(clean_flash_attn):
     reason = FA4Backend().available()
     if reason is None:
         pytest.skip("FA4 is installed here")

@@ -74,22 +74,21 @@ def _peer(text: str) -> str:
     return name
 
 
-def _features(text: str) -> list[str]:
+def _names(text: str, allowed: tuple, what: str) -> list[str]:
     names = [t.strip().lower() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in FEATURE_CHOICES]
+    bad = [n for n in names if n not in allowed]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown feature {', '.join(bad) or repr(text)}; choose from "
-                                         f"{', '.join(FEATURE_CHOICES)} (comma separated)")
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad) or repr(text)}; choose from "
+                                         f"{', '.join(allowed)} (comma separated)")
     return names
+
+
+def _features(text: str) -> list[str]:
+    return _names(text, FEATURE_CHOICES, "feature")
 
 
 def _models(text: str) -> list[str]:
-    names = [t.strip().lower() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in E2E_PARTS]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown e2e table {', '.join(bad) or repr(text)}; choose from "
-                                         f"{', '.join(E2E_PARTS)} (comma separated)")
-    return names
+    return _names(text, E2E_PARTS, "e2e table")
 
 
 def _png(text: str) -> str:
