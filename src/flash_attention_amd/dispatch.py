@@ -223,7 +223,7 @@ def small_call_limit(problem: Problem) -> float:
 
 # FA4 (the flash-attn-4 package, CuTe DSL), when it is installed, on sm90 (benchmarks/fa4_probe.py,
 # benchmarks/results/run21/, H100, TFLOP/s FA4 / cuDNN / ours in one process): forward at 4k-16k
-# keys d=64 / 128 / 256 1.03-1.17x cuDNN and 1.09-1.50x ours; backward at d=64 / 128 1.09-1.23x cuDNN from 4k
+# keys d=64 / 128 / 256 1.03-1.16x cuDNN and 1.08-1.48x ours; backward at d=64 / 128 1.09-1.23x cuDNN from 4k
 # (0.96-1.20x at 1k) but 0.86-0.97x at d=256; window 1024 (4k, causal, d=128) 1.28x / 1.23x ours; sinks 1.41x /
 # 1.31x ours; GQA 32/8 1.07x / 1.07x cuDNN; softcap: its forward 0.60x ours (backward even), so softcap stays with
 # triton. Its host path costs more than ours or SDPA's (forward 90 against 36-42 / 41-65 us, forward + backward
@@ -232,8 +232,9 @@ def small_call_limit(problem: Problem) -> float:
 # The audit of the rule (benchmarks/bench_gqa_route.py --auto --backends triton sdpa fa4, run21/h100_route_fa4.txt,
 # 16k tokens, d 64/128/256, 16/16 and 32/8 heads, 1k and 4k, causal or not): where fa4 is picked, forward +
 # backward took 0.99-1.02x the fastest forced backend's time at 4k and 0.99-1.04x at 1k but one row (1.34x, the
-# same row 1.02x in the next table: host jitter at 1k); forward without grads: FA4 0.89-0.97x SDPA's time at 4k,
-# even at 1k-2k (0.96-1.05x), hence 4k keys and 130 GFLOP (d=64 causal 4k: 137).
+# same row 1.02x in the next table: host jitter at 1k); on a second H100 (run21/h100b_route_fa4.txt) 0.95-1.02x
+# but the same first row (1.45x; 1.00x in its next table); forward without grads: FA4 0.89-0.97x SDPA's time at
+# 4k, even at 1k-2k (0.96-1.05x), hence 4k keys and 130 GFLOP (d=64 causal 4k: 137).
 FA4_TRAIN_FLOP = 6.8e10
 FA4_FWD_FLOP = 1.3e11
 _FA4_FIRST = {"arch": ("sm90",), "headdim_train": (64, 128), "headdim_fwd": (64, 128, 256), "min_seqlen_fwd": 4096}
