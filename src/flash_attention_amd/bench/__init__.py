@@ -17,7 +17,7 @@ import sys
 
 from .runner import E2E_PARTS, SUITES
 
-BACKEND_CHOICES = ("triton", "sdpa", "flash_attn", "ck", "torch")
+BACKEND_CHOICES = ("triton", "sdpa", "flash_attn", "ck", "fa4", "torch")
 PEER_CHOICES = ("flash", "cudnn", "efficient", "flex", "flash_attn", "fa4")
 FEATURE_CHOICES = ("bias", "mask", "sinks")
 

@@ -11,7 +11,7 @@ import torch
 from .. import BackendUnavailable, explain, flash_attn_func, use_backend
 
 # The backends use_backend() accepts, in the order the tables show them.
-BACKENDS = ("triton", "sdpa", "flash_attn", "torch")
+BACKENDS = ("triton", "sdpa", "flash_attn", "fa4", "torch")
 ALIASES = {"ck": "flash_attn"}
 
 STANDARD_NOTE = ("standard = the plain materialised attention softmax(Q·Kᵀ/√d)·V in PyTorch (two matmuls and a "
