@@ -7,6 +7,7 @@ On an sm90 GPU with FA4 installed: the real package through our API against the 
 """
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import sys
 import textwrap
@@ -22,6 +23,7 @@ from flash_attention_amd.reference import attention_ref, attention_ref_varlen
 from helpers import DEVICE, assert_matches
 
 FAKE_FA4 = """
+import importlib.metadata
 import math
 import torch
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
@@ -60,6 +62,16 @@ def fake_fa4(tmp_path, monkeypatch, clean_flash_attn):
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(textwrap.dedent(FAKE_FA4))
     monkeypatch.syspath_prepend(str(tmp_path))
+    # the stand-in has no distribution metadata: hide a real flash-attn-4's (a GPU machine may have one), so
+    # explain() reports what it reports for a module without metadata
+    real_version = importlib.metadata.version
+
+    def version(name):
+        if name == "flash-attn-4":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
     import flash_attn.cute
 
     return flash_attn.cute
