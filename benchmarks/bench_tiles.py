@@ -181,13 +181,12 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=TOKENS, help="b * seqlen")
     ap.add_argument("--heads", type=int, default=0, help="query heads (default: 2048 / d)")
     ap.add_argument("--peer-sdpa", action="store_true", help="also time torch SDPA on the same call")
-    ap.add_argument("--window", type=int, default=WINDOW, help="feature win: keys to the left (default 1024)")
+    ap.add_argument("--window", type=int, default=1024, help="feature win: keys to the left (default 1024)")
     ap.add_argument("--graph", action="store_true",
                     help="time our calls as CUDA graph replays (small calls: each call re-plans on the host, "
                          "which plain timing would count)")
     args = ap.parse_args(argv)
-    global WINDOW
-    WINDOW = args.window
+    globals()["WINDOW"] = args.window  # read by params_for and the pairs count below
     fns = [attn_fwd_kernel] if args.pass_ == "fwd" else [KB.bwd_dkdv, KQ.bwd_dq]
     cfgs = args.fwd.split(",") if args.pass_ == "fwd" else args.bwd.split(",")
     rows = []
