@@ -235,6 +235,28 @@ def test_sm90_key_mask_dropout_dq_path_by_key_length():
     assert bwd.pick_config("sm90", 64, 64, dropout=True, bias=True, seqlen_k=4096) == long
 
 
+def test_sm90_window_rows_at_d64():
+    """sm90, a causal window alone at d <= 64 (launch/tiles_bwd.py _WINDOW64_*): dQ 64x64 under the options row's
+    32x64 w4 s3 dK/dV tile, 3 stages for MHA and 2 for GQA; not causal, ALiBi / softcap with the window, and other
+    arches keep the options row; d=128 keeps its window row."""
+    bwd = _bwd()
+    tiles = lambda c: (c.dkdv.block_m, c.dkdv.block_n, c.dkdv.num_warps, c.dkdv.num_stages,  # noqa: E731
+                       c.dq.block_m, c.dq.block_n, c.dq.num_warps, c.dq.num_stages)
+    options = bwd.pick_config("sm90", 64, 64, causal=True, options=True)
+    for d in (32, 48, 64):
+        mha = bwd.pick_config("sm90", d, d, causal=True, options=True, window_only=True)
+        gqa = bwd.pick_config("sm90", d, d, causal=True, options=True, window_only=True, gqa=True)
+        assert tiles(mha) == (32, 64, 4, 3, 64, 64, 4, 3) and tiles(gqa) == (32, 64, 4, 3, 64, 64, 4, 2)
+        assert mha.split and gqa.split and not (mha.dq_atomic or gqa.dq_atomic)
+    assert tiles(options) == (32, 64, 4, 3, 128, 64, 8, 3)
+    assert bwd.pick_config("sm90", 64, 64, causal=False, options=True, window_only=True) == \
+        bwd.pick_config("sm90", 64, 64, causal=False, options=True)
+    assert bwd.pick_config("sm90", 128, 128, causal=True, options=True, window_only=True).dq.block_m == 128
+    for arch in ("sm80", "gfx942"):
+        assert bwd.pick_config(arch, 64, 64, causal=True, options=True, window_only=True) == \
+            bwd.pick_config(arch, 64, 64, causal=True, options=True)
+
+
 def test_sm90_softcap_alone_rows(monkeypatch):
     """sm90, softcap alone (launch/tiles_bwd.py BWD_SOFTCAP): plan_backward takes the softcap rows for dense calls
     (d=64 64x64 both kernels; d=128 64x128 w8 s3 dK/dV not causal, 32x64 w4 s3 causal GQA), and the options rows

@@ -299,8 +299,25 @@ _WINDOW_BWD_H100 = ("H100, causal + window 1024, d=128, s=4096 / 16384 (benchmar
 _WINDOW_BWD_SPILLS = ("the d=96 / 128 dK/dV builds spill 11-13 registers per ptxas (the options row it replaces: "
                       "15 in MHA), 0 (MHA) and 4 (GQA) per the H100 driver: accepted on the measurement of "
                       + _WINDOW_BWD_H100)
+# d <= 64, causal + window, H100 only (not checked on an H200; benchmarks/results/run22/h100_win64_bwd.txt and
+# h100_win_bwd64.txt, session 25): the options row (32x64 w4 s3 + dQ 128x64 w8 s3) timed first and last in the
+# same process, 16k tokens, 32 query heads, s=4096 / 16384, bf16; TFLOP/s of the visible pairs:
+# - MHA, dQ 64x64 w4 s3 under the same dK/dV tile (spill-free): window 1024 258 / 268 and 279 / 268 (two runs)
+#   against 236-240 (1.08-1.16x), window 128 95 / 83 against 52-73 (1.29-1.60x); within 6% of the best of 7
+#   candidates on each MHA row;
+# - GQA, dQ 64x64 w4 s2 under the same dK/dV tile (spill-free): 4:1 with window 1024 262 / 257 against 226-231
+#   (1.12-1.16x), 8:1 with window 128 (GPT-OSS's layers) 114 / 114 against 84 (1.35-1.36x); within 6% of the best
+#   candidate on each GQA row (dK/dV 64x64 w4 s3 + dQ 64x32 w4 s3: 269-272 and 116, but its GQA dK/dV build
+#   spills 10-11 registers per ptxas, benchmarks/results/run22/check_sm90_window64.txt). On MHA rows this tile
+#   measured 80 / 71 at window 128 (0.81-0.85x the best), hence two rows.
+# The plain causal call's row in the same runs: 339 / 356 (MHA), 326 / 347 (4:1), 301 / 339 (8:1).
+_WINDOW64_H100 = "H100 only, causal + window 1024 / 128, d=64 (benchmarks/results/run22/h100_win64_bwd.txt): "
+_WINDOW64_MHA = _bwd((32, 64, 4, 3), (64, 64, 4, 3), reason=_WINDOW64_H100 + "MHA 1.08-1.60x the options row")
+_WINDOW64_GQA = _bwd((32, 64, 4, 3), (64, 64, 4, 2), reason=_WINDOW64_H100 + "GQA 4:1 / 8:1 1.12-1.36x the options row")
 BWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
+        Row(64, _WINDOW64_MHA, causal=True, gqa=False),
+        Row(64, _WINDOW64_GQA, causal=True, gqa=True),
         BWD_OPTIONS["sm90"][0],
         Row(128, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason=_WINDOW_BWD_H100, spills_ok=_WINDOW_BWD_SPILLS),
             causal=True),
