@@ -311,9 +311,14 @@ _WINDOW_BWD_SPILLS = ("the d=96 / 128 dK/dV builds spill 11-13 registers per ptx
 #   spills 10-11 registers per ptxas, benchmarks/results/run22/check_sm90_window64.txt). On MHA rows this tile
 #   measured 80 / 71 at window 128 (0.81-0.85x the best), hence two rows.
 # The plain causal call's row in the same runs: 339 / 356 (MHA), 326 / 347 (4:1), 301 / 339 (8:1).
+# Through the library's pick, the options row timed twice in between (run22/h100_win64_confirm.txt): window 1024
+# MHA 269-272 against 236-241 (1.12-1.15x), 4:1 258-266 against 228-231 (1.12-1.16x); window 128 8:1 98-117
+# against 84 (1.17-1.39x); window 128 MHA 56-66 against 60-73, where the options row's own readings spread over
+# 52-73 across the runs: no gain shown there (0.80-1.04x in this run, 1.29-1.60x in the sweep).
 _WINDOW64_H100 = "H100 only, causal + window 1024 / 128, d=64 (benchmarks/results/run22/h100_win64_bwd.txt): "
-_WINDOW64_MHA = _bwd((32, 64, 4, 3), (64, 64, 4, 3), reason=_WINDOW64_H100 + "MHA 1.08-1.60x the options row")
-_WINDOW64_GQA = _bwd((32, 64, 4, 3), (64, 64, 4, 2), reason=_WINDOW64_H100 + "GQA 4:1 / 8:1 1.12-1.36x the options row")
+_WINDOW64_MHA = _bwd((32, 64, 4, 3), (64, 64, 4, 3),
+                     reason=_WINDOW64_H100 + "MHA 1.08-1.16x the options row at window 1024 (128: inconclusive)")
+_WINDOW64_GQA = _bwd((32, 64, 4, 3), (64, 64, 4, 2), reason=_WINDOW64_H100 + "GQA 4:1 / 8:1 1.12-1.39x the options row")
 BWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _WINDOW64_MHA, causal=True, gqa=False),
