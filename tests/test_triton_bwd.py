@@ -238,7 +238,7 @@ def test_sm90_key_mask_dropout_dq_path_by_key_length():
 def test_sm90_window_rows_at_d64():
     """sm90, a causal window alone at d <= 64 (launch/tiles_bwd.py _WINDOW64_*): dQ 64x64 under the options row's
     32x64 w4 s3 dK/dV tile, 3 stages for MHA and 2 for GQA; not causal, ALiBi / softcap with the window, and other
-    arches keep the options row; d=128 keeps its window row."""
+    arches keep the options row; d=128's window row takes dQ 64x32 w4 s3."""
     bwd = _bwd()
     tiles = lambda c: (c.dkdv.block_m, c.dkdv.block_n, c.dkdv.num_warps, c.dkdv.num_stages,  # noqa: E731
                        c.dq.block_m, c.dq.block_n, c.dq.num_warps, c.dq.num_stages)
@@ -251,7 +251,8 @@ def test_sm90_window_rows_at_d64():
     assert tiles(options) == (32, 64, 4, 3, 128, 64, 8, 3)
     assert bwd.pick_config("sm90", 64, 64, causal=False, options=True, window_only=True) == \
         bwd.pick_config("sm90", 64, 64, causal=False, options=True)
-    assert bwd.pick_config("sm90", 128, 128, causal=True, options=True, window_only=True).dq.block_m == 128
+    d128 = bwd.pick_config("sm90", 128, 128, causal=True, options=True, window_only=True)
+    assert tiles(d128) == (32, 64, 4, 3, 64, 32, 4, 3)  # the d=128 window row: dQ 64x32 w4 s3
     for arch in ("sm80", "gfx942"):
         assert bwd.pick_config(arch, 64, 64, causal=True, options=True, window_only=True) == \
             bwd.pick_config(arch, 64, 64, causal=True, options=True)

@@ -447,6 +447,11 @@ def test_window_tier():
     options = sel("sm90", bf16, 128, 128, True, 8192, False, True)
     win = sel("sm90", bf16, 128, 128, True, 8192, False, True, window_only=True)
     assert (win.block_m, win.block_n, win.num_warps, win.use_tma) == (64, 64, 4, True)
+    # d <= 64: the same tile through plain pointers (session 25: 1.30-1.63x at window 128)
+    win64 = sel("sm90", bf16, 64, 64, True, 8192, False, True, window_only=True)
+    assert (win64.block_m, win64.block_n, win64.num_warps, win64.num_stages, win64.use_tma) == (64, 64, 4, 3, False)
+    assert sel("sm90", bf16, 64, 64, False, 8192, False, True, window_only=True) == \
+        sel("sm90", bf16, 64, 64, False, 8192, False, True)
     assert (options.block_m, options.use_tma) == (128, False)
     assert sel("sm90", bf16, 128, 128, True, 8192, False, True, varlen=True, window_only=True) == options
     assert sel("sm90", bf16, 128, 128, False, 8192, False, True, window_only=True) == \

@@ -547,8 +547,15 @@ _WINDOW_H100 = ("H100, causal + window 1024, d=128 b=4 s=4096 h=32 and b=1 s=163
 # row's 64x32 w4 s1 without a spill at the options row's occupancy (236-237 VGPRs, 2 waves per SIMD; the
 # options row is 32x32), benchmarks/results/run13/check_win_amd.txt; at d<=128 the plain tiles spill
 # 26-166 SGPRs into VGPR lanes with a window, and gfx950's d=256 build 1: those keep the options rows.
+# d <= 64, causal + window, H100 only (session 25, benchmarks/results/run22/h100_win_fwd.txt; not checked on an
+# H200): the same tile through plain pointers. Window 128 (GPT-OSS's shape, without its sinks) 100 / 101 TFLOP/s
+# MHA and 56 / 57 GQA 8:1 against 62-76 and 43 for the TMA row timed first and last (1.30-1.63x); window 1024
+# 307-318 against 229-319 (the TMA row's own readings spread there: even); 168 registers, 0 spills.
+_WINDOW64_FWD = ("H100, causal + window 128 / 1024, d=64 (benchmarks/results/run22/h100_win_fwd.txt): window 128 "
+                 "1.30-1.63x the TMA row, window 1024 even")
 FWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
+        Row(64, _T(64, 64, 4, 3, reason=_WINDOW64_FWD), causal=True),
         Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_WINDOW_H100), causal=True),
         *FWD_OPTIONS["sm90"],
     ],
