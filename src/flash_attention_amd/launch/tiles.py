@@ -550,9 +550,12 @@ _WINDOW_H100 = ("H100, causal + window 1024, d=128 b=4 s=4096 h=32 and b=1 s=163
 # d <= 64, causal + window, H100 only (session 25, benchmarks/results/run22/h100_win_fwd.txt; not checked on an
 # H200): the same tile through plain pointers. Window 128 (GPT-OSS's shape, without its sinks) 100 / 101 TFLOP/s
 # MHA and 56 / 57 GQA 8:1 against 62-76 and 43 for the TMA row timed first and last (1.30-1.63x); window 1024
-# 307-318 against 229-319 (the TMA row's own readings spread there: even); 168 registers, 0 spills.
-_WINDOW64_FWD = ("H100, causal + window 128 / 1024, d=64 (benchmarks/results/run22/h100_win_fwd.txt): window 128 "
-                 "1.30-1.63x the TMA row, window 1024 even")
+# 307-318 against 229-319 (the TMA row's own readings spread there: even); 168 registers, 0 spills. Through the
+# library's pick on another instance, the TMA row timed twice in between (run22/h100c_win_confirm2.txt): window
+# 1024 MHA 267-304 against 231-260 (1.13-1.18x), GQA 4:1 310-314 against 312-317 (0.99-1.00x); window 128
+# 1.05-2.4x (MHA and 8:1; those calls are host-bound under do_bench and spread widely).
+_WINDOW64_FWD = ("H100, causal + window 128 / 1024, d=64 (benchmarks/results/run22/h100_win_fwd.txt, "
+                 "h100c_win_confirm2.txt): window 128 1.05-1.63x the TMA row, window 1024 0.99-1.18x")
 FWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _T(64, 64, 4, 3, reason=_WINDOW64_FWD), causal=True),
