@@ -305,11 +305,11 @@ _WINDOW_BWD_SPILLS = ("the d=96 / 128 dK/dV builds spill 11-13 registers per ptx
 # 296 / 289 MHA and 277 / 270 GQA against 288-308 and 268-287 (0.94-1.03x, inside the 10% rule). Through the
 # library's pick on another instance (run22/h100c_win_confirm2.txt), the old row timed twice in between: window
 # 1024 0.97-1.01x; window 128 0.62-1.09x, the old row's own readings there spreading 47-90 (calls of ~0.1-0.2 ms,
-# host-bound under do_bench). So: even at window 1024, not shown either way at 128; taken as the spill-free tile
-# within 10% of the fastest (this file's rule).
+# host-bound under do_bench). Timed as CUDA graph replays (run22/h100d_win_graph.txt, a third instance; spreads
+# under 1%): window 128 108 / 109 MHA and 122 / 122 GQA 4:1 against 92 and 100-103 (1.17-1.22x).
 _WINDOW128_DQ = (_WINDOW_BWD_H100 + "; dQ 64x32 w4 s3, spill-free (session 25, H100: benchmarks/results/run22/"
-                 "h100_win_bwd128*.txt, h100c_win_confirm2.txt): window 1024 0.94-1.03x the 128x64 w8 s3 dQ, which "
-                 "spills 8; window 128 not shown either way")
+                 "h100_win_bwd128*.txt, h100c_win_confirm2.txt, h100d_win_graph.txt): window 1024 0.94-1.03x the "
+                 "128x64 w8 s3 dQ (which spills 8), window 128 1.17-1.22x (graph-timed)")
 # d <= 64, causal + window, H100 only (not checked on an H200; benchmarks/results/run22/h100_win64_bwd.txt and
 # h100_win_bwd64.txt, session 25): the options row (32x64 w4 s3 + dQ 128x64 w8 s3) timed first and last in the
 # same process, 16k tokens, 32 query heads, s=4096 / 16384, bf16; TFLOP/s of the visible pairs:
@@ -325,10 +325,11 @@ _WINDOW128_DQ = (_WINDOW_BWD_H100 + "; dQ 64x32 w4 s3, spill-free (session 25, H
 # Through the library's pick, the options row timed twice in between (run22/h100_win64_confirm.txt): window 1024
 # MHA 269-272 against 236-241 (1.12-1.15x), 4:1 258-266 against 228-231 (1.12-1.16x); window 128 8:1 98-117
 # against 84 (1.17-1.39x); window 128 MHA 56-66 against 60-73, where the options row's own readings spread over
-# 52-73 across the runs: no gain shown there (0.80-1.04x in this run, 1.29-1.60x in the sweep).
+# 52-73 across the runs (host-bound calls). Timed as CUDA graph replays (run22/h100d_win_graph.txt, spreads under
+# 1%), window 128: MHA 94-96 against 75 (1.26-1.28x), 8:1 115-118 against 86 (1.34-1.37x).
 _WINDOW64_H100 = "H100 only, causal + window 1024 / 128, d=64 (benchmarks/results/run22/h100_win64_bwd.txt): "
 _WINDOW64_MHA = _bwd((32, 64, 4, 3), (64, 64, 4, 3),
-                     reason=_WINDOW64_H100 + "MHA 1.08-1.16x the options row at window 1024 (128: inconclusive)")
+                     reason=_WINDOW64_H100 + "MHA 1.08-1.16x the options row at window 1024, 1.26-1.28x at 128")
 _WINDOW64_GQA = _bwd((32, 64, 4, 3), (64, 64, 4, 2), reason=_WINDOW64_H100 + "GQA 4:1 / 8:1 1.12-1.39x the options row")
 BWD_WINDOW: dict[str, list[Row]] = {
     "sm90": [
