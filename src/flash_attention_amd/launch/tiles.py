@@ -72,7 +72,8 @@ class Tile:
     shared out among that many programs per query block (each recomputes the scores);
     ``reload``: the tiles a program keeps across its loop are read again for every block (from L1 /
     L2) instead of held in registers: the forward's Q chunks (head-dim chunks only), the backward's
-    K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled).
+    K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled); the backward with
+    head-dim chunks: split-D (every product reads its chunks right before it; RDNA3 at d=129..256).
     """
 
     block_m: int
