@@ -34,6 +34,16 @@ CANDIDATES = {
     "c64-w8-wpe1": Tile(16, 16, 8, 1, waves_per_eu=1, block_dk=64, block_dvk=64),
     "c64-w8-wpe1-reload": Tile(16, 16, 8, 1, waves_per_eu=1, block_dk=64, block_dvk=64, reload=True),
     "c128-w8": Tile(16, 16, 8, 1, waves_per_eu=1, block_dk=128, block_dvk=128),
+    "c128-w8-reload": Tile(16, 16, 8, 1, waves_per_eu=1, block_dk=128, block_dvk=128, reload=True),
+    "c128-w8-wpe2": Tile(16, 16, 8, 1, waves_per_eu=2, block_dk=128, block_dvk=128),
+    "c128-w8-wpe2-reload": Tile(16, 16, 8, 1, waves_per_eu=2, block_dk=128, block_dvk=128, reload=True),
+    "c128-w4": Tile(16, 16, 4, 1, waves_per_eu=1, block_dk=128, block_dvk=128),
+    "c128-w4-reload": Tile(16, 16, 4, 1, waves_per_eu=1, block_dk=128, block_dvk=128, reload=True),
+    "c128-w16": Tile(16, 16, 16, 1, waves_per_eu=1, block_dk=128, block_dvk=128),
+    "c128-w16-reload": Tile(16, 16, 16, 1, waves_per_eu=1, block_dk=128, block_dvk=128, reload=True),
+    "c64-w16": Tile(16, 16, 16, 1, waves_per_eu=1, block_dk=64, block_dvk=64),
+    "c64-w16-reload": Tile(16, 16, 16, 1, waves_per_eu=1, block_dk=64, block_dvk=64, reload=True),
+    "c64-dv128-w8": Tile(16, 16, 8, 1, waves_per_eu=1, block_dk=64, block_dvk=128),
 }
 HEAVY = ("all", "drop", "bias", "bias-sinks", "mask", "mask-sinks", "bias-opts", "bias-all", "mask-drop", "bias-drop")
 
