@@ -7,6 +7,14 @@ dims 256 and 192 (the two builds compile_specs makes for a d=256 row), for every
 (``bwd._VARIANTS``: plain, opts, all, bias, bias-bcast, mask, bias-all, mask-drop, drop, bias-drop,
 win), fp16 and bf16, causal as compile_specs builds it (plain: both; the others: causal).
 
+Candidates (session 22): the RDNA4 file's (named as there: "d128", "w8-wpe1", ...), split-D ones
+("sd<chunk>-w<warps>-wpe<n>": reload with head-dim chunks, kernels/bwd.py SPLIT_D), split-D with dK/dV and
+dQ tiles of their own ("m<chunk>w<warps>e<wpe>-<dq chunk>w<warps>e<wpe>"; the committed rows:
+m32w8e1-32w16e1 = tiles_bwd._RDNA3_D256, m32w8e1-128w4e3 = _RDNA3_D256_OPTS) and dQ probes
+("q<chunk>w<warps>e<wpe>", with --kernel bwd_dq). RDNA3_CAND=table: the committed d=256 row of each variant's
+tier (e.g. at RDNA3_DIMS=160,136, head dims check-amd does not build). Results:
+benchmarks/results/run22/README_rdna3.md.
+
 Environment (all optional):
   RDNA3_CAND      comma-separated candidate names (CANDIDATES below); default: all
   RDNA3_VARIANTS  comma-separated variant names; default: all
@@ -80,9 +88,25 @@ def _env(name, default):
     return [x.strip() for x in v.split(",") if x.strip()] if v else default
 
 
+def _table_row(arch, tier):
+    """The d=256 row of ``arch``'s table for ``tier`` (RDNA3_CAND=table: the committed rows at RDNA3_DIMS)."""
+    return next(r.config for r in bwd._rows(arch, tier) if r.max_d == 256)
+
+
 def compile_specs(arch):
     if not arch.startswith("gfx1"):
         return []
+    if os.environ.get("RDNA3_CAND") == "table":
+        specs = []
+        for variant, _, tier in bwd._VARIANTS:
+            if variant not in _env("RDNA3_VARIANTS", [v for v, _, _ in bwd._VARIANTS]):
+                continue
+            for dtype in _env("RDNA3_DTYPES", ["fp16", "bf16"]):
+                for d in (int(x) for x in _env("RDNA3_DIMS", ["256", "192"])):
+                    for causal in ((False, True) if tier == PLAIN else (True,)):
+                        for s in bwd.config_specs(arch, _table_row(arch, tier), dtype, d, causal, variant):
+                            specs.append(s.__class__(**{**s.__dict__, "label": f"[table] {s.label}"}))
+        return specs
     cands = _env("RDNA3_CAND", list(CANDIDATES))
     variants = _env("RDNA3_VARIANTS", [v for v, _, _ in bwd._VARIANTS])
     tiers = {v: t for v, _, t in bwd._VARIANTS}

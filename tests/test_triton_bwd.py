@@ -341,27 +341,28 @@ def test_rdna3_rows_two_passes():
 
 def test_rdna3_rows_above_128():
     """RDNA3 serves the backward at head dims 129..256 in every feature tier through split-D (tiles_bwd._RDNA3_D256:
-    two dK/dV launches, reload with head-dim chunks of 32; static check only): 8-warp dK/dV, 16-warp dQ, and a
-    4-warp dQ in chunks of 128 for a window alone; explain() names the row and says it never ran on RDNA3; above
-    256 RDNA3 declines with the reason."""
+    two dK/dV launches, reload with head-dim chunks of 32; static check only): 8-warp dK/dV; a 16-warp dQ in the
+    plain and bias + dropout tiers, a 4-warp dQ in chunks of 128 in the options tier and those falling back to it
+    (_RDNA3_D256_OPTS); explain() names the row and says it never ran on RDNA3; above 256 RDNA3 declines with the
+    reason."""
     from flash_attention_amd import dispatch
-    from flash_attention_amd.launch.tiles_bwd import _RDNA3_D256, _RDNA3_D256_WIN
+    from flash_attention_amd.launch.tiles_bwd import _RDNA3_D256, _RDNA3_D256_OPTS
 
     bwd = _bwd()
-    tiers = (dict(), dict(options=True), dict(options=True, softcap_only=True), dict(dropout=True),
-             dict(bias=True), dict(bias=True, dropout=True))
-    for d in (160, 192, 256):
-        for flags in tiers:
+    tiers = {(): _RDNA3_D256, ("options",): _RDNA3_D256_OPTS, ("options", "softcap_only"): _RDNA3_D256_OPTS,
+             ("options", "window_only"): _RDNA3_D256_OPTS, ("dropout",): _RDNA3_D256_OPTS,
+             ("bias",): _RDNA3_D256_OPTS, ("bias", "dropout"): _RDNA3_D256}
+    for d in (136, 160, 192, 256):
+        for flags, want in tiers.items():
             for causal in (False, True):
-                cfg = bwd.pick_config("gfx1100", d, d, causal=causal, gqa=True, **flags)
-                assert cfg == _RDNA3_D256, (flags, d)
-        assert bwd.pick_config("gfx1100", d, d, causal=True, options=True, window_only=True) == _RDNA3_D256_WIN
+                cfg = bwd.pick_config("gfx1100", d, d, causal=causal, gqa=True, **dict.fromkeys(flags, True))
+                assert cfg == want, (flags, d)
     cfg = _RDNA3_D256
-    assert cfg.kv_passes == 2 and not cfg.split
+    assert cfg.kv_passes == 2 and not cfg.split and _RDNA3_D256_OPTS.dkdv == cfg.dkdv
     assert (cfg.dkdv.block_m, cfg.dkdv.block_n, cfg.dkdv.num_warps, cfg.dkdv.waves_per_eu) == (16, 16, 8, 1)
-    assert (cfg.dq.num_warps, cfg.dq.block_dk, _RDNA3_D256_WIN.dq.num_warps, _RDNA3_D256_WIN.dq.block_dk) == (
+    assert (cfg.dq.num_warps, cfg.dq.block_dk, _RDNA3_D256_OPTS.dq.num_warps, _RDNA3_D256_OPTS.dq.block_dk) == (
         16, 32, 4, 128)
-    for t in (cfg.dkdv, cfg.dq, _RDNA3_D256_WIN.dq):
+    for t in (cfg.dkdv, cfg.dq, _RDNA3_D256_OPTS.dq):
         assert t.reload and t.block_dk == t.block_dvk and t.matrix_instr_nonkdim == 16
     base = _problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256)
     for kw in (dict(), dict(causal=True, softcap=30.0, window_left=128, window_right=0), dict(dropout_p=0.1),
@@ -377,11 +378,15 @@ def test_rdna3_rows_above_128():
     assert [(has(c["FEATURES"], "DV_ONLY"), has(c["FEATURES"], "RELOAD_TILES"), c["BLOCK_DK"])
             for c in plan.constexprs[1]] == [(True, True, 32), (False, True, 32)]
     assert has(plan.constexprs[2]["FEATURES"], "RELOAD_TILES") and plan.constexprs[2]["BLOCK_DK"] == 32
-    text = dispatch.Decision("triton", True, (), replace(base, causal=True, softcap=30.0)).describe()
-    assert "triton backward (gfx1100, softcap tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
+    text = dispatch.Decision("triton", True, (), replace(base, causal=True)).describe()
+    assert "triton backward (gfx1100, plain tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
     assert "dQ BLOCK 16x16 w16 s1 wpe1 k1 dk32/dv32 reload" in text and "two launches" in text
     assert "never run on RDNA3" in text
-    # check-amd compiles the d=256 row (d=256 and 192) in every variant, dK/dV with 8 warps; dQ 16 ('win': 4)
+    text = dispatch.Decision("triton", True, (), replace(base, causal=True, softcap=30.0)).describe()
+    assert "triton backward (gfx1100, softcap tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
+    assert "dQ BLOCK 16x16 w4 s1 wpe3 k1 dk128/dv128 reload" in text and "never run on RDNA3" in text
+    # check-amd compiles the d=256 rows (d=256 and 192) in every variant, dK/dV with 8 warps; dQ 16 (plain, bias +
+    # dropout) or 4
     warps = {}
     for spec in bwd.compile_specs("gfx1100"):
         if spec.kernel in ("bwd_dkdv", "bwd_dq") and spec.constexprs["HEAD_DIM"] in (192, 256):
@@ -393,7 +398,8 @@ def test_rdna3_rows_above_128():
     for variant in variants:
         if variant != "bias-bcast":  # a dQ-only build
             assert warps["bwd_dkdv", variant] == {8}, variant
-        assert warps["bwd_dq", variant] == ({4} if variant == "win" else {16}), variant
+        heavy = variant in ("full", "causal", "bias-all", "mask-drop", "bias-drop")
+        assert warps["bwd_dq", variant] == ({16} if heavy else {4}), variant
 
 
 def test_rdna4_rows_above_128():
