@@ -342,16 +342,15 @@ def test_rdna3_rows_two_passes():
 def test_rdna3_rows_above_128():
     """RDNA3 serves the backward at head dims 129..256 in every feature tier through split-D (tiles_bwd._RDNA3_D256:
     two dK/dV launches, reload with head-dim chunks of 32; static check only): 8-warp dK/dV; a 16-warp dQ in the
-    plain and bias + dropout tiers, a 4-warp dQ in chunks of 128 in the options tier and those falling back to it
-    (_RDNA3_D256_OPTS); explain() names the row and says it never ran on RDNA3; above 256 RDNA3 declines with the
-    reason."""
+    plain tier, a 4-warp dQ in chunks of 128 in the others (_RDNA3_D256_OPTS); explain() names the row and says it
+    never ran on RDNA3; above 256 RDNA3 declines with the reason."""
     from flash_attention_amd import dispatch
     from flash_attention_amd.launch.tiles_bwd import _RDNA3_D256, _RDNA3_D256_OPTS
 
     bwd = _bwd()
     tiers = {(): _RDNA3_D256, ("options",): _RDNA3_D256_OPTS, ("options", "softcap_only"): _RDNA3_D256_OPTS,
              ("options", "window_only"): _RDNA3_D256_OPTS, ("dropout",): _RDNA3_D256_OPTS,
-             ("bias",): _RDNA3_D256_OPTS, ("bias", "dropout"): _RDNA3_D256}
+             ("bias",): _RDNA3_D256_OPTS, ("bias", "dropout"): _RDNA3_D256_OPTS}
     for d in (136, 160, 192, 256):
         for flags, want in tiers.items():
             for causal in (False, True):
@@ -385,8 +384,7 @@ def test_rdna3_rows_above_128():
     text = dispatch.Decision("triton", True, (), replace(base, causal=True, softcap=30.0)).describe()
     assert "triton backward (gfx1100, softcap tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
     assert "dQ BLOCK 16x16 w4 s1 wpe3 k1 dk128/dv128 reload" in text and "never run on RDNA3" in text
-    # check-amd compiles the d=256 rows (d=256 and 192) in every variant, dK/dV with 8 warps; dQ 16 (plain, bias +
-    # dropout) or 4
+    # check-amd compiles the d=256 rows (d=256 and 192) in every variant, dK/dV with 8 warps; dQ 16 (plain) or 4
     warps = {}
     for spec in bwd.compile_specs("gfx1100"):
         if spec.kernel in ("bwd_dkdv", "bwd_dq") and spec.constexprs["HEAD_DIM"] in (192, 256):
@@ -398,8 +396,7 @@ def test_rdna3_rows_above_128():
     for variant in variants:
         if variant != "bias-bcast":  # a dQ-only build
             assert warps["bwd_dkdv", variant] == {8}, variant
-        heavy = variant in ("full", "causal", "bias-all", "mask-drop", "bias-drop")
-        assert warps["bwd_dq", variant] == ({16} if heavy else {4}), variant
+        assert warps["bwd_dq", variant] == ({16} if variant in ("full", "causal") else {4}), variant
 
 
 def test_rdna4_rows_above_128():

@@ -63,28 +63,29 @@ _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_pas
 # launches, one loop, 16x16) with head-dim chunks of 32 read right before each product (Tile.reload with
 # block_dk: kernels/bwd.py), so no [16, d] operand is held whole (its WMMA copies alone were 128 VGPRs at d=256:
 # the _RDNA3_D128 row spilled 148-149 in the dK pass and 344 in dQ there). dK/dV 8 warps, waves_per_eu 1 (2: the
-# dV pass sat at 256 and spilled 5-17 in the options builds); dQ 16 warps in the plain and bias + dropout tables (8
-# warps spilled 3-58 VGPRs in plain, bias or window builds, with chunks of 32 or 64), _RDNA3_D256_OPTS below in the
-# others. Never run on an RDNA3 GPU: speed unknown (the dK pass reads each chunk of Q and the dQ kernel each chunk
-# of K twice per block, from L1 / L2).
+# dV pass sat at 256 and spilled 5-17 in the options builds); dQ 16 warps in the plain table (8 warps spilled 3-58
+# VGPRs in plain, bias or window builds, with chunks of 32 or 64), _RDNA3_D256_OPTS below in the others. Never run
+# on an RDNA3 GPU: speed unknown (the dK pass reads each chunk of Q and the dQ kernel each chunk of K twice per
+# block, from L1 / L2).
 _RDNA3_D256 = BwdConfig(
     Tile(16, 16, 8, 1, waves_per_eu=1, matrix_instr_nonkdim=16, block_dk=32, block_dvk=32, reload=True,
          reason=_STATIC + "; static check only, never run on RDNA3"),
     Tile(16, 16, 16, 1, waves_per_eu=1, matrix_instr_nonkdim=16, block_dk=32, block_dvk=32, reload=True,
          reason=_STATIC + "; static check only, never run on RDNA3"),
     split=False, kv_passes=2,
-    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136 / 160 / 192 / 256): split-D, chunks "
-                     "of 32; dV pass 135-199 VGPRs, dK pass 151-246, dQ 165-249 (benchmarks/results/run22/)")
+    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136..256): split-D, chunks of 32; dV "
+                     "pass 135-199 VGPRs, dK pass 151-246, dQ 165-213 (benchmarks/results/run22/)")
 
-# The options table (and the dropout, bias, window and softcap tiers, which fall back to it): the 16-warp dQ spilled
-# 15 VGPRs in the fp16 d=192 window build and 60 in the fp16 options builds at d=160 / 136 (8-19 with a window
-# there); dQ 16x16 w4 with chunks of 128 and waves_per_eu 3 fits every variant of these tiers at d=256 / 192 / 160
-# / 136 (201-242 VGPRs; it spilled 1 in the plain causal d=192 builds, so the plain and bias + dropout tables keep
-# 16 warps).
+# The options and bias + dropout tables (and the dropout, bias, window and softcap tiers, which fall back to the
+# options one): the 16-warp dQ spilled 15 VGPRs in the fp16 d=192 window build, 60 in the fp16 options builds at
+# d=160 / 136 (8-19 with a window there) and 1 in the bf16 every-option bias + dropout build at d=224; dQ 16x16 w4
+# with chunks of 128 and waves_per_eu 3 fits every variant of these tiers at d=136..256 (201-247 VGPRs; the bias +
+# dropout builds spill 2-25 SGPRs into VGPR lanes, a warning). It spilled 1 in the plain causal d=192 builds, so
+# the plain table keeps 16 warps.
 _RDNA3_D256_OPTS = _RDNA3_D256.replace(
     dq=_RDNA3_D256.dq.replace(num_warps=4, waves_per_eu=3, block_dk=128, block_dvk=128),
-    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136 / 160 / 192 / 256): split-D; dK/dV "
-                     "as _RDNA3_D256, dQ 16x16 w4 wpe3 chunks of 128: 201-242 VGPRs (benchmarks/results/run22/)")
+    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136..256): split-D; dK/dV as _RDNA3_D256, "
+                     "dQ 16x16 w4 wpe3 chunks of 128: 201-247 VGPRs (benchmarks/results/run22/)")
 
 # RDNA4 (gfx12) at head dims 129..256, static check only (check-amd --arch gfx1201,
 # benchmarks/check_rdna4_bwd256_specs.py, benchmarks/results/run18/): the _RDNA3_D128 scheme (two launches,
@@ -324,7 +325,7 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
         Row(128, _RDNA3_D128),
-        Row(256, _RDNA3_D256),
+        Row(256, _RDNA3_D256_OPTS),
     ],
 }
 BWD_BIAS_DROPOUT["gfx12"] = [*_upto128(BWD_BIAS_DROPOUT["gfx1100"]), Row(256, _RDNA4_D256)]
