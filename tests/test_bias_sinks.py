@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
+from flash_attention_amd.kernels.features import has
 from flash_attention_amd.philox import new_seed
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
 from helpers import DEVICE, HAS_TRITON, alibi_slopes, rel_err
@@ -312,6 +313,35 @@ def test_key_mask_dropout_atomic_dq(monkeypatch, kind):
         _check("triton", 2, 27, 31, 3, 1, 16, bias_shape=(2, 3, 27, 31), dropout_p=0.25)  # dbias: no atomics
         with_dbias = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot and p.problem.bias_grad]
         assert with_dbias and not any(p.use_atomic for p in with_dbias)
+    finally:
+        core.clear_plans()
+    assert picked
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not importable")
+def test_bias_split_d(monkeypatch):
+    """Split-D (the RDNA3 d=129..256 rows' scheme: reload with head-dim chunks, dK and dV in two launches) reads
+    a float bias (with dbias, GQA, causal) and a bool key mask with dropout like the other paths: the oracle's
+    gradients, d=40 in chunks of 16 (a partial last chunk)."""
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import bwd
+    from flash_attention_amd.launch.tiles import Tile
+
+    picked = []
+
+    def split_d(*args, **kwargs):
+        picked.append(args)
+        return bwd.BwdConfig(dkdv=Tile(16, 32, 4, 1, reload=True, block_dk=16, block_dvk=16),
+                             dq=Tile(32, 16, 4, 1, reload=True, block_dk=16, block_dvk=16), split=False, kv_passes=2)
+
+    monkeypatch.setattr(bwd, "pick_config", split_d)
+    core.clear_plans()
+    try:
+        _check("triton", 2, 27, 31, 4, 2, 40, bias_shape=(2, 4, 27, 31), causal=True)
+        _check("triton", 2, 27, 31, 3, 1, 40, bias_shape=(2, 1, 1, 31), kind="bool", dropout_p=0.25)
+        plans = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot]
+        assert plans and all(c["BLOCK_DK"] == 16 and has(c["FEATURES"], "RELOAD_TILES")
+                             for p in plans for c in (*p.constexprs[1], p.constexprs[2]))
     finally:
         core.clear_plans()
     assert picked

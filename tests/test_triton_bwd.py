@@ -208,6 +208,62 @@ def test_two_passes_dropout_varlen(split, atomic):
         assert_matches(g, r, name=name)
 
 
+def _split_d_cfg(split=False, kv_passes=2, chunk=16):
+    """RDNA3's d=129..256 shape of the backward (tiles_bwd._RDNA3_D256) at interpreter sizes: split-D (reload with
+    head-dim chunks: every product reads its chunks of K / V / Q / dO right before it), dK and dV in two
+    launches; chunks of 16 leave a partial last chunk at d = 24 / 40 / 72 and dv = 40."""
+    from flash_attention_amd.launch.tiles import Tile
+
+    return _bwd().BwdConfig(dkdv=Tile(16, 32, 4, 1, reload=True, block_dk=chunk, block_dvk=chunk),
+                            dq=Tile(32, 16, 4, 1, reload=True, block_dk=chunk, block_dvk=chunk),
+                            split=split, kv_passes=kv_passes)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[5], CASES[10], CASES[13]],
+                         ids=lambda c: c[0])
+def test_options_split_d(case):
+    """Split-D (kernels/bwd.py SPLIT_D, kernels/bwd_dq.py): the oracle's gradients with every option, GQA and
+    MQA, two dK/dV launches; poisoned outputs (the autouse fixture) show a gradient neither launch writes."""
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, config=_split_d_cfg(), **_resolve(b, h, opts))
+
+
+@pytest.mark.parametrize("case", [CASES[2], CASES[6], CASES[8]], ids=lambda c: c[0])
+def test_split_d_one_launch_three_loops(case):
+    """Split-D with dK and dV in one launch and three loops (the unmasked middle reads its chunks without
+    bound checks but the row mask), chunks of 32 (one chunk at d <= 32)."""
+    _, (b, sq, sk, h, hk, d), opts = case
+    _check(b, sq, sk, h, hk, d, config=_split_d_cfg(split=True, kv_passes=1, chunk=32), **_resolve(b, h, opts))
+
+
+def test_split_d_dropout_varlen():
+    """Split-D draws the forward's dropout mask (varlen, GQA, causal) like the other paths (a bias:
+    test_bias_sinks.py test_bias_split_d)."""
+    lens_q, lens_k = [5, 30, 1, 13], [17, 26, 20, 13]
+    h, hk, d = 4, 2, 40
+    cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
+                  for x in (lens_q, lens_k))
+    q, dout = (torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP) for _ in range(2))
+    k, v = (torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP) for _ in range(2))
+    params = _params(d, causal=True, dropout_p=0.2, seed=77, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+                     max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=_split_d_cfg())
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert_matches(g, r, name=name)
+
+
+def test_split_d_plan():
+    """A reload tile with head-dim chunks plans split-D: RELOAD_TILES and BLOCK_DK in both dK/dV launches and
+    in the dQ kernel, delta from the preprocess kernel (the dQ kernel holds no dO tile to compute it from)."""
+    bwd = _bwd()
+    q, k, v = (torch.randn(1, 20, 2, 40, device=DEVICE, dtype=FP) for _ in range(3))
+    plan = bwd.plan_backward(q, k, v, _params(40), _split_d_cfg())
+    for c in (*plan.constexprs[1], plan.constexprs[2]):
+        assert has(c["FEATURES"], "RELOAD_TILES") and c["BLOCK_DK"] == 16 and c["BLOCK_DVK"] == 16
+    assert len(plan.dkdv_kernels) == 2 and not bwd.delta_in_dq(plan.cfg)
+
+
 def test_two_pass_plan_launches_dkdv_twice(monkeypatch):
     """kv_passes=2 plans two dK/dV launches, DV_ONLY then DK_ONLY, both with RELOAD_TILES, and the dQ
     kernel with RELOAD_TILES; one pass: one launch with neither role flag."""
@@ -292,8 +348,7 @@ def test_sm90_softcap_alone_rows(monkeypatch):
 
 def test_rdna3_rows_two_passes():
     """RDNA3 (and RDNA4, whose tables repeat its rows there) serves the backward up to head dim 128 in every
-    feature tier through the two-launch config; above 128 RDNA3 still declines, with the reason (RDNA4:
-    test_rdna4_rows_above_128)."""
+    feature tier through the two-launch config (above 128: test_rdna3_rows_above_128)."""
     bwd = _bwd()
     for arch in ("gfx1100", "gfx1201"):
         for flags in (dict(), dict(options=True), dict(dropout=True), dict(bias=True),
@@ -303,15 +358,75 @@ def test_rdna3_rows_two_passes():
             assert bwd.pick_config(arch, 64, 64, **flags).kv_passes == 1
     problem = Problem(device_type="cuda", is_rocm=True, arch="gfx1100", dtype=torch.bfloat16, batch=1, seqlen_q=64,
                       seqlen_k=64, nheads=2, nheads_k=2, headdim=192, headdim_v=192, needs_grad=True)
-    assert "above head dim 128" in bwd.supports(problem)
+    assert bwd.supports(problem) is None
     assert bwd.supports(replace(problem, headdim=128, headdim_v=128)) is None
+
+
+def test_rdna3_rows_above_128():
+    """RDNA3 serves the backward at head dims 129..256 in every feature tier through split-D (tiles_bwd._RDNA3_D256:
+    two dK/dV launches, reload with head-dim chunks of 32; static check only): 8-warp dK/dV; a 16-warp dQ in the
+    plain tier, a 4-warp dQ in chunks of 128 in the others (_RDNA3_D256_OPTS); explain() names the row and says it
+    never ran on RDNA3; above 256 RDNA3 declines with the reason."""
+    from flash_attention_amd import dispatch
+    from flash_attention_amd.launch.tiles_bwd import _RDNA3_D256, _RDNA3_D256_OPTS
+
+    bwd = _bwd()
+    tiers = {(): _RDNA3_D256, ("options",): _RDNA3_D256_OPTS, ("options", "softcap_only"): _RDNA3_D256_OPTS,
+             ("options", "window_only"): _RDNA3_D256_OPTS, ("dropout",): _RDNA3_D256_OPTS,
+             ("bias",): _RDNA3_D256_OPTS, ("bias", "dropout"): _RDNA3_D256_OPTS}
+    for d in (136, 160, 192, 256):
+        for flags, want in tiers.items():
+            for causal in (False, True):
+                cfg = bwd.pick_config("gfx1100", d, d, causal=causal, gqa=True, **dict.fromkeys(flags, True))
+                assert cfg == want, (flags, d)
+    cfg = _RDNA3_D256
+    assert cfg.kv_passes == 2 and not cfg.split and _RDNA3_D256_OPTS.dkdv == cfg.dkdv
+    assert (cfg.dkdv.block_m, cfg.dkdv.block_n, cfg.dkdv.num_warps, cfg.dkdv.waves_per_eu) == (16, 16, 8, 1)
+    assert (cfg.dq.num_warps, cfg.dq.block_dk, _RDNA3_D256_OPTS.dq.num_warps, _RDNA3_D256_OPTS.dq.block_dk) == (
+        16, 32, 4, 128)
+    for t in (cfg.dkdv, cfg.dq, _RDNA3_D256_OPTS.dq):
+        assert t.reload and t.block_dk == t.block_dvk and t.matrix_instr_nonkdim == 16
+    base = _problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256)
+    for kw in (dict(), dict(causal=True, softcap=30.0, window_left=128, window_right=0), dict(dropout_p=0.1),
+               dict(bias="bool", bias_shape=(1, 1, 128, 128)), dict(bias="float", bias_shape=(1, 4, 128, 128),
+                                                                     bias_grad=True, dropout_p=0.1)):
+        assert bwd.supports(replace(base, **kw)) is None, kw
+    assert bwd.supports(replace(base, headdim=192, headdim_v=160)) is None
+    assert "gfx1100 above head dim 256" in bwd.supports(replace(base, headdim=320, headdim_v=320))
+    # the plan launches split-D: RELOAD_TILES with BLOCK_DK in both dK/dV launches and in dQ
+    plan_cfg = bwd.pick_config("gfx1100", 256, 256, causal=True)
+    q, k, v = (torch.zeros(1, 32, 2, 256) for _ in range(3))
+    plan = bwd.plan_backward(q, k, v, _params(256, causal=True), plan_cfg)
+    assert [(has(c["FEATURES"], "DV_ONLY"), has(c["FEATURES"], "RELOAD_TILES"), c["BLOCK_DK"])
+            for c in plan.constexprs[1]] == [(True, True, 32), (False, True, 32)]
+    assert has(plan.constexprs[2]["FEATURES"], "RELOAD_TILES") and plan.constexprs[2]["BLOCK_DK"] == 32
+    text = dispatch.Decision("triton", True, (), replace(base, causal=True)).describe()
+    assert "triton backward (gfx1100, plain tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
+    assert "dQ BLOCK 16x16 w16 s1 wpe1 k1 dk32/dv32 reload" in text and "two launches" in text
+    assert "never run on RDNA3" in text
+    text = dispatch.Decision("triton", True, (), replace(base, causal=True, softcap=30.0)).describe()
+    assert "triton backward (gfx1100, softcap tier): dK/dV BLOCK 16x16 w8 s1 wpe1 k1 dk32/dv32 reload" in text
+    assert "dQ BLOCK 16x16 w4 s1 wpe3 k1 dk128/dv128 reload" in text and "never run on RDNA3" in text
+    # check-amd compiles the d=256 rows (d=256 and 192) in every variant, dK/dV with 8 warps; dQ 16 (plain) or 4
+    warps = {}
+    for spec in bwd.compile_specs("gfx1100"):
+        if spec.kernel in ("bwd_dkdv", "bwd_dq") and spec.constexprs["HEAD_DIM"] in (192, 256):
+            variant = spec.label.split(f" {spec.kernel[4:]} ")[0].split()[-1]
+            warps.setdefault((spec.kernel, variant), set()).add(spec.options["num_warps"])
+    variants = ("full", "causal", "opts", "win", "bias", "bias-bcast", "mask", "all", "drop", "bias-all", "mask-drop",
+                "bias-drop")
+    assert {v for _, v in warps} == set(variants)
+    for variant in variants:
+        if variant != "bias-bcast":  # a dQ-only build
+            assert warps["bwd_dkdv", variant] == {8}, variant
+        assert warps["bwd_dq", variant] == ({16} if variant in ("full", "causal") else {4}), variant
 
 
 def test_rdna4_rows_above_128():
     """RDNA4 (gfx12) has backward rows of its own at head dims 129..256 in every feature tier (two dK/dV
     launches, reload; 16 warps in the options tier and the tiers falling back to it, 8 otherwise: static
-    check only, launch/tiles_bwd.py), where RDNA3 still declines; up to 128 the gfx12 tables pick exactly
-    the gfx1100 rows, and above 256 (head-dim chunks) gfx12 declines like gfx1100."""
+    check only, launch/tiles_bwd.py), not RDNA3's split-D rows; up to 128 the gfx12 tables pick exactly the
+    gfx1100 rows, and above 256 (head-dim chunks) gfx12 declines like gfx1100."""
     bwd = _bwd()
     tiers = (dict(), dict(options=True), dict(options=True, window_only=True), dict(dropout=True), dict(bias=True),
              dict(bias=True, dropout=True))
@@ -321,8 +436,7 @@ def test_rdna4_rows_above_128():
             assert cfg.kv_passes == 2 and cfg.dkdv.reload and cfg.dq.reload, flags
             heavy = flags.get("dropout") or not (flags.get("options") or flags.get("bias"))
             assert cfg.dkdv.num_warps == (8 if heavy else 16), flags
-            with pytest.raises(ValueError, match="no backward config on gfx1100"):
-                bwd.pick_config("gfx1100", d, d, causal=True, **flags)
+            assert bwd.pick_config("gfx1100", d, d, causal=True, gqa=True, **flags) != cfg  # RDNA3's own rows
         for d in (32, 64, 96, 128):
             for causal in (False, True):
                 assert (bwd.pick_config("gfx1201", d, d, causal=causal, **flags)
@@ -332,7 +446,6 @@ def test_rdna4_rows_above_128():
                dict(bias="bool", bias_shape=(1, 1, 128, 128)), dict(bias="float", bias_shape=(1, 4, 128, 128),
                                                                      bias_grad=True, dropout_p=0.1)):
         assert bwd.supports(replace(base, **kw)) is None, kw
-        assert "gfx1100 above head dim 128" in bwd.supports(replace(base, arch="gfx1100", **kw)), kw
     assert bwd.supports(replace(base, headdim=192, headdim_v=160)) is None
     assert "gfx1201 above head dim 256" in bwd.supports(replace(base, headdim=320, headdim_v=320))
     # check-amd compiles the d=256 rows (d=256 and 192) in every variant, with the warps of its tier's row
@@ -559,7 +672,8 @@ def test_rdna3_declines_head_dims_without_a_spill_free_tile():
     bwd = _bwd()
     assert bwd.supports(_problem(arch="gfx1100", headdim=64, headdim_v=64)) is None
     assert bwd.supports(_problem(arch="gfx1100", headdim=128, headdim_v=128)) is None  # two dK/dV launches
-    assert "gfx1100 above head dim 128" in bwd.supports(_problem(arch="gfx1100", headdim=160, headdim_v=160))
+    assert bwd.supports(_problem(arch="gfx1100", headdim=160, headdim_v=160)) is None  # split-D
+    assert "gfx1100 above head dim 256" in bwd.supports(_problem(arch="gfx1100", headdim=320, headdim_v=320))
     assert bwd.supports(_problem(arch="gfx942", headdim=256, headdim_v=256)) is None
 
 

@@ -379,10 +379,14 @@ def test_supports():
     assert supports(_problem(headdim=192, headdim_v=128)) is None
     assert supports(_problem(arch="gfx942", is_rocm=True)) is None
     assert supports(_problem(arch="gfx942", is_rocm=True, headdim=256, headdim_v=256, dropout_p=0.1)) is None
-    # RDNA3 at d=256: the plain and options tiers (head-dim chunks); a bias or dropout: declined
-    assert supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, softcap=30.0)) is None
-    assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, dropout_p=0.1))
-    assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, bias="bool"))
+    # RDNA3 at d=160-256: the plain and options tiers (head-dim chunks), dropout or a bias / mask (rows of their own,
+    # static check only); a bias / mask with dropout: declined
+    for kw in (dict(softcap=30.0), dict(dropout_p=0.1), dict(bias="bool"), dict(bias="float", causal=True)):
+        for d in (160, 256):
+            assert supports(_problem(arch="gfx1100", is_rocm=True, headdim=d, headdim_v=d, **kw)) is None, (kw, d)
+    for kw in (dict(bias="bool", dropout_p=0.1), dict(bias="float", dropout_p=0.1)):
+        assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=256, headdim_v=256, **kw)), kw
+        assert supports(_problem(arch="gfx1100", is_rocm=True, headdim=128, headdim_v=128, **kw)) is None, kw
     assert "gfx1100" in supports(_problem(arch="gfx1100", is_rocm=True, headdim=320, headdim_v=320))
     # RDNA4 (gfx12): its own d=256 rows with dropout and a bias / mask (static check only); above 256 declined
     for kw in (dict(dropout_p=0.1), dict(bias="bool"), dict(bias="float", dropout_p=0.1), dict(softcap=30.0)):
@@ -404,9 +408,6 @@ def test_configs_and_compile_specs(arch):
         for causal in (False, True):
             for dropout, options in ((False, False), (False, True), (True, False), (True, True)):
                 cfg = launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout, options)
-                if arch == "gfx1100" and dropout and d > 128:  # RDNA3: no spill-free dropout tile past 128
-                    assert cfg is None
-                    continue
                 assert cfg is not None and cfg.block_m >= 16 and cfg.block_n >= 16
                 if dropout:  # the dropout row wins over the options row
                     assert cfg == launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, True, False)
@@ -415,6 +416,18 @@ def test_configs_and_compile_specs(arch):
                         assert launch.select_config(arch, torch.bfloat16, d, d, causal, 8192, dropout, options,
                                                     bias) == launch.select_config("gfx1100", torch.bfloat16, d, d,
                                                                                   causal, 8192, dropout, options, bias)
+    if arch == "gfx1100":  # RDNA3 d=160-256: dropout / a bias or mask take rows of their own, with dropout: none
+        for d in (160, 256):
+            drop = launch.select_config(arch, torch.bfloat16, d, d, True, 8192, True, False)
+            bias = launch.select_config(arch, torch.bfloat16, d, d, True, 8192, False, False, True)
+            assert (drop.num_warps, drop.block_dk, drop.block_dvk, drop.waves_per_eu, drop.reload) == (8, 64, 128, 1,
+                                                                                                      False)
+            assert (bias.num_warps, bias.block_dk, bias.block_dvk, bias.waves_per_eu, bias.reload) == (8, 128, 128, 2,
+                                                                                                      True)
+            assert launch.select_config(arch, torch.bfloat16, d, d, True, 8192, True, False, True) is None
+            for dropout, b in ((True, False), (False, True)):  # RDNA4 keeps its own d=256 rows
+                rdna4 = launch.select_config("gfx1201", torch.bfloat16, d, d, True, 8192, dropout, False, b)
+                assert (rdna4.num_warps, rdna4.block_dk) == (4, 64)
     # options pick the options table where the arch has one (sm90 d<=64: a smaller tile)
     if arch == "sm90":
         assert launch.select_config(arch, torch.bfloat16, 64, 64, True, 8192, False, True).block_m == 64

@@ -21,6 +21,11 @@ replicated copy of each WMMA operand, so a [16, 128] bf16 tile costs 64 VGPRs an
 that holds K, V, Q, dO and both accumulators passes the 256-VGPR limit. There the dK/dV kernel runs
 twice, DV_ONLY (scores and dV) then DK_ONLY (scores, dP and dK), and RELOAD_TILES reads the tiles a
 program would hold across its loop (K / V here, Q / dO in ``bwd_dq``) again for every block.
+Split-D (RELOAD_TILES with head-dim chunks, RDNA3 at head dims 129..256): no tile is held whole; every
+product reads the chunks it needs right before it (S = sum_c K_c Q_c^T, dP = sum_c V_c dO_c^T, then
+dV_c += P^T dO_c and dK_c += dS^T Q_c, reading dO_c / Q_c a second time; ``bwd_dq`` likewise with Q / dO /
+K / V), so one chunk of each operand is live at a time (the WMMA copies of a whole [16, 256] operand
+alone are 128 VGPRs on RDNA3). Not with DQ_ATOMIC.
 
 Masks are applied only on boundary blocks: each loop is split into a masked head, an
 unmasked middle (no mask arithmetic, no bound checks but head-dim padding) and a masked
@@ -86,6 +91,20 @@ def _mma(a, b, acc, IEEE_DOT: tl.constexpr):
     else:
         c = tl.dot(a, b, acc)
     return c
+
+
+@triton.jit
+def _load_chunk(ptrs, rows_ok, i, live, CHUNK: tl.constexpr, DIM: tl.constexpr):
+    """Chunk i ([R, CHUNK]: columns i * CHUNK ..) of the tile whose first chunk ``ptrs`` [R, CHUNK] points
+    at (split-D: RELOAD_TILES with head-dim chunks); rows where rows_ok [R] is False and columns at or
+    past DIM read 0. ``live``: a scalar condition that is always true where it is called, but differs
+    between a tile's first and second read in one block (the two reads stay apart: neither is merged
+    into the other, which would keep the chunk live between its two products)."""
+    if (i + 1) * CHUNK > DIM:
+        ok = rows_ok[:, None] & ((i * CHUNK + tl.arange(0, CHUNK))[None, :] < DIM) & live
+    else:
+        ok = rows_ok[:, None] & live
+    return tl.load(ptrs + i * CHUNK, mask=ok, other=0.0)
 
 
 @triton.jit
@@ -241,10 +260,23 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
     DV_ONLY: tl.constexpr = has(FEATURES, "DV_ONLY")
     DK_ONLY: tl.constexpr = has(FEATURES, "DK_ONLY")
-    if RELOAD_TILES:  # k / v: (pointers, mask) of the KV block, read for each query block; the mask's
+    # split-D (RELOAD_TILES with head-dim chunks): k / v are (pointers to the first chunk, row mask); every
+    # product reads its chunks of K / V / Q / dO right before it, so one chunk of each is live at a time
+    SPLIT_D: tl.constexpr = RELOAD_TILES and BLOCK_DK > 0
+    tl.static_assert(not (SPLIT_D and DQ_ATOMIC))
+    if SPLIT_D:
+        NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+        NUM_DVK: tl.constexpr = num_chunks(HEAD_DIM_V, BLOCK_DVK)
+        q_first = Q + offs_m[:, None] * stride_qm + tl.arange(0, BLOCK_DK)[None, :]  # [BLOCK_M, BLOCK_DK]
+        do_first = DO + offs_m[:, None] * stride_dom + tl.arange(0, BLOCK_DVK)[None, :]  # [BLOCK_M, BLOCK_DVK]
+        live = start_m >= 0  # the first read of a chunk in this block (the start_m term keeps it in the loop)
+        live2 = start_m < seqlen_q  # the second (dK / dV products)
+    elif RELOAD_TILES:  # k / v: (pointers, mask) of the KV block, read for each query block; the mask's
         # start_m term keeps the read in the caller's loop (a loop-invariant load would be hoisted out)
         k = tl.load(k[0], mask=k[1] & (start_m >= 0), other=0.0)  # [BLOCK_N, BLOCK_D]
-    if BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] / [BLOCK_M, BLOCK_DVK]
+    if SPLIT_D:
+        pass
+    elif BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] / [BLOCK_M, BLOCK_DVK]
         q_c = load_chunks(Q + offs_m[:, None] * stride_qm + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0,
                           num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
         do_c = load_chunks(DO + offs_m[:, None] * stride_dom + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0,
@@ -260,7 +292,13 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     else:
         lse = tl.load(LSE + offs_m)  # [BLOCK_M]
         delta = tl.load(Delta + offs_m)  # [BLOCK_M]
-    if BLOCK_DK > 0:
+    if SPLIT_D:
+        qkT = None
+        for i in tl.static_range(NUM_DK):
+            k_i = _load_chunk(k[0], k[1], i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
+            q_i = _load_chunk(q_first, row_ok, i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
+            qkT = _mma(k_i, tl.trans(q_i), qkT, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+    elif BLOCK_DK > 0:
         qkT = dot_chunks(k, q_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     else:
         qkT = _mma(k, qT, None, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
@@ -285,6 +323,12 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     pT = tl.exp2(sT - (lse * LOG2E)[None, :])  # [BLOCK_N, BLOCK_M]
     if DV_ONLY:  # dP is not needed for dV
         dpT = pT
+    elif SPLIT_D:
+        dpT = None
+        for i in tl.static_range(NUM_DVK):
+            v_i = _load_chunk(v[0], v[1], i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_N, BLOCK_DVK]
+            do_i = _load_chunk(do_first, row_ok, i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
+            dpT = _mma(v_i, tl.trans(do_i), dpT, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     elif BLOCK_DK > 0:
         dpT = dot_chunks(v, do_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     else:
@@ -316,6 +360,13 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
         pdT = pT
     if DK_ONLY:  # dV is the other launch's
         pass
+    elif SPLIT_D:
+        pdT = pdT.to(DO.dtype.element_ty)
+        dv_new = ()
+        for i in tl.static_range(NUM_DVK):
+            do_i = _load_chunk(do_first, row_ok, i, live2, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
+            dv_new = dv_new + (_mma(pdT, do_i, dv[i], IEEE_DOT),)
+        dv = dv_new
     elif BLOCK_DK > 0:
         pdT = pdT.to(DO.dtype.element_ty)
         dv_new = ()
@@ -329,7 +380,14 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     dsT = pT * (dpT - delta[None, :])
     if HAS_SOFTCAP:
         dsT = dsT * (1.0 - tT * tT)
-    if BLOCK_DK > 0:
+    if SPLIT_D:
+        dsT = dsT.to(Q.dtype.element_ty)
+        dk_new = ()
+        for i in tl.static_range(NUM_DK):
+            q_i = _load_chunk(q_first, row_ok, i, live2, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
+            dk_new = dk_new + (_mma(dsT, q_i, dk[i], IEEE_DOT),)
+        dk = dk_new
+    elif BLOCK_DK > 0:
         dsT = dsT.to(Q.dtype.element_ty)
         dk_new = ()
         for i in tl.static_range(len(dk)):
@@ -433,8 +491,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     every seed). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
     IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (a bool mask with query-row
     stride 0: key blocks it keeps none of skip the query loop), DROP_QUADS, RELOAD_TILES (K / V read per
-    query block; no head-dim chunks), DV_ONLY / DK_ONLY (this launch writes dV / dK only; see the module
-    docstring).
+    query block; with head-dim chunks: split-D, module docstring), DV_ONLY / DK_ONLY (this launch writes
+    dV / dK only; see the module docstring).
     """
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dk, dv, dq; the slopes' batch stride
@@ -452,7 +510,6 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
-    tl.static_assert(BLOCK_DK == 0 or not has(FEATURES, "RELOAD_TILES"))
     tl.static_assert(not (has(FEATURES, "DV_ONLY") and has(FEATURES, "DK_ONLY")))
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -474,10 +531,13 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     if BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] (k, dk) and [BLOCK_N, BLOCK_DVK] (v, dv)
         NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
         NUM_DVK: tl.constexpr = num_chunks(HEAD_DIM_V, BLOCK_DVK)
-        k = load_chunks(K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
-                        + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
-        v = load_chunks(V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
-                        + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, True, False)
+        k = (K + off_b64 * stride_k[0] + off_hk * stride_k[2] + kv_row[:, None] * stride_k[1]
+             + tl.arange(0, BLOCK_DK)[None, :], col_ok)
+        v = (V + off_b64 * stride_v[0] + off_hk * stride_v[2] + kv_row[:, None] * stride_v[1]
+             + tl.arange(0, BLOCK_DVK)[None, :], col_ok)
+        if not has(FEATURES, "RELOAD_TILES"):  # held in registers; else split-D: (first chunk, row mask)
+            k = load_chunks(k[0], col_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
+            v = load_chunks(v[0], col_ok, 0, NUM_DVK, BLOCK_DVK, HEAD_DIM_V, True, False)
         dk = ()
         for _c in tl.static_range(NUM_DK):
             dk = dk + (tl.zeros([BLOCK_N, BLOCK_DK], dtype=tl.float32),)

@@ -8,7 +8,7 @@ visible key block, dQ = dS K (scaled), and with a float bias that requires grad 
 import triton
 import triton.language as tl
 
-from .bwd import _head_base, _key_blocks, _load2, _mma
+from .bwd import _head_base, _key_blocks, _load2, _load_chunk, _mma
 from .common import (
     KEY_SCAN,
     LOG2E,
@@ -40,7 +40,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     MASK: bound checks and the visibility mask) and HAS_ALIBI, decoded below.
     scores = (sm_scale, softcap, window_left, window_right); drop = (seed_lo, seed_hi,
     drop_threshold, drop_scale, drop_row0, drop_offset_k), drop_row0 the Philox row counter of the block's first row.
-    BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring).
+    BLOCK_DK > 0: dq, q, do are chunk tuples (module docstring); with RELOAD_TILES (split-D) q / do are
+    (pointers to the first chunk, row mask) and every chunk is read right before its product.
     Bias / DBias (or None): the bias / its gradient at this block's first row, key 0; bias_offs =
     (bias row offsets [BLOCK_M] (rows clamped), dbias row offsets [BLOCK_M], row_ok [BLOCK_M]); key
     strides BIAS_N (bias) and 1 (dbias). dbias_row [BLOCK_M]: the row sums of dS (DBIAS_SUM_N),
@@ -70,15 +71,32 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
     PAD_D: tl.constexpr = BLOCK_D != HEAD_DIM
     PAD_DV: tl.constexpr = BLOCK_DV != HEAD_DIM_V
     RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")
+    # split-D (RELOAD_TILES with head-dim chunks): q / do are (pointers to the first chunk, row mask); every
+    # product reads its chunks of Q / dO / K / V right before it, so one chunk of each is live at a time
+    SPLIT_D: tl.constexpr = RELOAD_TILES and BLOCK_DK > 0
     for start_n in range(n_lo, n_hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
-        if RELOAD_TILES:  # q / do: (pointers, mask), read for each key block; the mask's start_n term keeps
+        if SPLIT_D:
+            q_now = q
+        elif RELOAD_TILES:  # q / do: (pointers, mask), read for each key block; the mask's start_n term keeps
             # the read in the loop (a loop-invariant load would be hoisted out)
             q_now = tl.load(q[0], mask=q[1] & (start_n >= 0), other=0.0)  # [BLOCK_M, BLOCK_D]
         else:
             q_now = q
-        if BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] / [BLOCK_N, BLOCK_DVK]
+        if SPLIT_D:
+            NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
+            NUM_DVK: tl.constexpr = num_chunks(HEAD_DIM_V, BLOCK_DVK)
+            k_first = K + offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :]  # [BLOCK_N, BLOCK_DK]
+            v_first = V + offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :]  # [BLOCK_N, BLOCK_DVK]
+            live = start_n >= 0  # the first read of a chunk in this block (the start_n term keeps it in the loop)
+            live2 = start_n < seqlen_k  # the second (K in the dQ product)
+            qk = None
+            for i in tl.static_range(NUM_DK):
+                q_i = _load_chunk(q[0], q[1], i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
+                k_i = _load_chunk(k_first, col_ok, i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
+                qk = _mma(q_i, tl.trans(k_i), qk, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        elif BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] / [BLOCK_N, BLOCK_DVK]
             k = load_chunks(K + offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0,
                             num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
             v = load_chunks(V + offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :], col_ok, 0,
@@ -113,11 +131,19 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
                          IS_CAUSAL, HAS_WINDOW, True)  # [BLOCK_M, BLOCK_N]
             s = tl.where(ok, s, float("-inf"))
         p = tl.exp2(s - lse2[:, None])  # [BLOCK_M, BLOCK_N]
-        if RELOAD_TILES:
+        if SPLIT_D:
+            do_now = do
+        elif RELOAD_TILES:
             do_now = tl.load(do[0], mask=do[1] & (start_n >= 0), other=0.0)  # [BLOCK_M, BLOCK_DV]
         else:
             do_now = do
-        if BLOCK_DK > 0:
+        if SPLIT_D:
+            dp = None
+            for i in tl.static_range(NUM_DVK):
+                do_i = _load_chunk(do[0], do[1], i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
+                v_i = _load_chunk(v_first, col_ok, i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_N, BLOCK_DVK]
+                dp = _mma(do_i, tl.trans(v_i), dp, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+        elif BLOCK_DK > 0:
             dp = dot_chunks(do_now, v, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         else:
             dp = _mma(do_now, tl.trans(v), None, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
@@ -150,7 +176,14 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
                     tl.store(db_ptrs, ds.to(DBias.dtype.element_ty), mask=db_mask)
         if HAS_SOFTCAP:
             ds = ds * (1.0 - t * t)
-        if BLOCK_DK > 0:
+        if SPLIT_D:
+            ds = ds.to(K.dtype.element_ty)
+            dq_new = ()
+            for i in tl.static_range(NUM_DK):
+                k_i = _load_chunk(k_first, col_ok, i, live2, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
+                dq_new = dq_new + (_mma(ds, k_i, dq[i], IEEE_DOT),)
+            dq = dq_new
+        elif BLOCK_DK > 0:
             ds = ds.to(K.dtype.element_ty)
             dq_new = ()
             for i in tl.static_range(len(dq)):
@@ -179,9 +212,10 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
     FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
     BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (as in the forward: the key loop keeps to the mask's kept keys),
-    RELOAD_TILES (Q / dO read again for every key block: ``bwd.py``'s module docstring; no head-dim
-    chunks) and dbias's DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key:
-    dS summed over rows / keys) and DBIAS_ATOMIC (fp32 atomic adds)."""
+    RELOAD_TILES (Q / dO read again for every key block: ``bwd.py``'s module docstring; with head-dim
+    chunks: split-D, every product reading its chunks of Q / dO / K / V right before it) and dbias's
+    DBIAS_SUM_M / DBIAS_SUM_N (the bias has one row / one key: dS summed over rows / keys) and DBIAS_ATOMIC
+    (fp32 atomic adds)."""
     # (batch, row, head) strides of q, k, v, do; (batch, head) of lse / delta; (batch, row, head) of
     # dq; the slopes' batch stride; (batch, row, head) of out (read with Out only)
     stride_q, stride_k, stride_v, stride_do, stride_lse, stride_dq, stride_alibi, stride_o = strides
@@ -200,7 +234,6 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     DBIAS_ATOMIC: tl.constexpr = has(FEATURES, "DBIAS_ATOMIC")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
-    tl.static_assert(BLOCK_DK == 0 or not has(FEATURES, "RELOAD_TILES"))
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     off_b = pid_bh // nheads
@@ -221,11 +254,13 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     q_row = (q_start + offs_m).to(tl.int64)
     if BLOCK_DK > 0:  # chunk tuples [BLOCK_M, BLOCK_DK] (q, dq) and [BLOCK_M, BLOCK_DVK] (do)
         NUM_DK: tl.constexpr = num_chunks(HEAD_DIM, BLOCK_DK)
-        q = load_chunks(Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1]
-                        + tl.arange(0, BLOCK_DK)[None, :], row_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
-        do = load_chunks(DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
-                         + tl.arange(0, BLOCK_DVK)[None, :], row_ok, 0, num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK,
-                         HEAD_DIM_V, True, False)
+        q = (Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1]
+             + tl.arange(0, BLOCK_DK)[None, :], row_ok)
+        do = (DO + off_b64 * stride_do[0] + off_h * stride_do[2] + q_row[:, None] * stride_do[1]
+              + tl.arange(0, BLOCK_DVK)[None, :], row_ok)
+        if not has(FEATURES, "RELOAD_TILES"):  # held in registers; else split-D: (first chunk, row mask)
+            q = load_chunks(q[0], row_ok, 0, NUM_DK, BLOCK_DK, HEAD_DIM, True, False)
+            do = load_chunks(do[0], row_ok, 0, num_chunks(HEAD_DIM_V, BLOCK_DVK), BLOCK_DVK, HEAD_DIM_V, True, False)
     else:
         q = (Q + off_b64 * stride_q[0] + off_h * stride_q[2] + q_row[:, None] * stride_q[1] + offs_d[None, :],
              row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))

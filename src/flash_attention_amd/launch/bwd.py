@@ -126,9 +126,9 @@ def delta_in_dq(cfg: BwdConfig) -> bool:
 
 
 def _reload(tile: Tile) -> bool:
-    """RELOAD_TILES of a backward kernel: the tile's ``reload`` (the backward reads its fixed tiles again
-    only without head-dim chunks)."""
-    return tile.reload and not tile.block_dk
+    """RELOAD_TILES of a backward kernel: the tile's ``reload`` (with head-dim chunks: split-D, every
+    product reading its chunks right before it; kernels/bwd.py)."""
+    return tile.reload
 
 
 def _passes(cfg: BwdConfig) -> tuple[dict, ...]:

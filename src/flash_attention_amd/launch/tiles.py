@@ -72,7 +72,8 @@ class Tile:
     shared out among that many programs per query block (each recomputes the scores);
     ``reload``: the tiles a program keeps across its loop are read again for every block (from L1 /
     L2) instead of held in registers: the forward's Q chunks (head-dim chunks only), the backward's
-    K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled).
+    K / V (dK/dV) and Q / dO (dQ) at head dims up to 256 (RDNA3, where they spilled); the backward with
+    head-dim chunks: split-D (every product reads its chunks right before it; RDNA3 at d=129..256).
     """
 
     block_m: int
@@ -432,6 +433,20 @@ FWD_OPTIONS: dict[str, list[Row]] = {
 _RDNA3_DROP_D128 = _T(32, 16, 8, 1, waves_per_eu=2, reason=_STATIC + "; 32x16 w4 spilled 8-15 VGPRs with mask + "
                                                                       "dropout")
 
+# RDNA3 at d=160-256 with dropout or a bias / bool mask (session 22, issue 13; static check only, never run on an
+# RDNA3 GPU; check-amd --arch gfx1100, benchmarks/check_rdna3_fwd256_specs.py, benchmarks/results/run22/): the
+# plain d=256 row (16x16 w4, head-dim chunks of 64) spilled 3-16 VGPRs with dropout or a float bias and 227-250
+# with a bool mask. 8 warps with waves_per_eu 1 fit dropout with Q chunks of 64 and V chunks of 128 (233-255
+# VGPRs; chunks of 128: 7-12 spilled with the four-row mask); a bias / mask with 8 warps, waves_per_eu 2, chunks
+# of 128 and Q read per key block (reload: 224-253; without reload a mask spilled 214). A bias / mask with dropout
+# stays declined: every candidate spilled in one of "bias-all" / "bias-drop" / "mask-drop" (2-250).
+_RDNA3_FWD_DROP_D256 = _T(16, 16, 8, 1, waves_per_eu=1, block_dk=64, block_dvk=128,
+                          reason=_STATIC + "; static check only, never run on RDNA3: 233-255 VGPRs with dropout "
+                                           "(benchmarks/results/run22/)")
+_RDNA3_FWD_BIAS_D256 = _T(16, 16, 8, 1, waves_per_eu=2, block_dk=128, block_dvk=128, reload=True,
+                          reason=_STATIC + "; static check only, never run on RDNA3: 224-253 VGPRs with a bias / "
+                                           "mask (benchmarks/results/run22/)")
+
 # With dropout (check-amd variant "all": every option on, dropout included).
 FWD_DROPOUT: dict[str, list[Row]] = {
     # Hopper d=512: the options row (128x32 w8 s2, V in two column splits) took 234 KB of shared memory
@@ -464,6 +479,7 @@ FWD_DROPOUT: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _T(64, 32, 4, 1, reason=_STATIC + "; 228 VGPRs")),
         Row(128, _RDNA3_DROP_D128),
+        Row(256, _RDNA3_FWD_DROP_D256),
     ],
 }
 # An attn_bias (check-amd variants "bias", "mask", with and without sinks, and "bias-opts": every
@@ -480,6 +496,7 @@ FWD_BIAS: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
         FWD_PLAIN["gfx1100"][1],  # up to d=128: the plain chunked d=256 row spilled with a bias or a mask
+        Row(256, _RDNA3_FWD_BIAS_D256),
     ],
     "sm80": [
         Row(64, _T(128, 64, 8, 2, reason=_STATIC)),
@@ -521,15 +538,20 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         *FWD_DROPOUT["gfx90a"][1:],
     ],
 }
+def _upto(rows: list[Row], max_d: int) -> list[Row]:
+    """The rows up to head dim max_d (gfx12 repeats gfx1100's there and has its own d=256 rows)."""
+    return [r for r in rows if r.max_d <= max_d]
+
+
 # RDNA4 (gfx12) at d=160-256 with dropout or an attn_bias / bool mask: the gfx1100 d=256 row (16x16 w4, head-dim
 # chunks of 64), which spilled there on gfx1100, compiles spill-free for gfx1201 in every dropout / bias variant
 # (check-amd, benchmarks/check_rdna4_fwd256_specs.py, benchmarks/results/run18/; static check only, never run on
 # an RDNA4 GPU). A family with a table of its own no longer falls back (family_table), so each gfx12 table repeats
-# the gfx1100 rows of its tier.
+# the gfx1100 rows of its tier up to d=128 (gfx1100's own d=256 rows there are not gfx12's).
 _RDNA4_FWD_D256 = FWD_PLAIN["gfx1100"][2].config
-FWD_DROPOUT["gfx12"] = [*FWD_DROPOUT["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
+FWD_DROPOUT["gfx12"] = [*_upto(FWD_DROPOUT["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 166-216 VGPRs with dropout"))]
-FWD_BIAS["gfx12"] = [*FWD_BIAS["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
+FWD_BIAS["gfx12"] = [*_upto(FWD_BIAS["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 125-215 VGPRs with a bias / mask"))]
 FWD_BIAS_DROPOUT["gfx12"] = [*FWD_BIAS_DROPOUT["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 143-240 VGPRs with a bias / mask and "

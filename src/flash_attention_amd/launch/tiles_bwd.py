@@ -58,6 +58,35 @@ _D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64)
 _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=2,
                    reason=_STATIC + "; static check only, never run on RDNA3 (docs/HARDWARE.md)")
 
+# RDNA3 at head dims 129..256 (session 22, issue 13; static check only, check-amd --arch gfx1100,
+# benchmarks/check_rdna3_bwd256_specs.py, benchmarks/results/run22/): split-D, the _RDNA3_D128 scheme (two
+# launches, one loop, 16x16) with head-dim chunks of 32 read right before each product (Tile.reload with
+# block_dk: kernels/bwd.py), so no [16, d] operand is held whole (its WMMA copies alone were 128 VGPRs at d=256:
+# the _RDNA3_D128 row spilled 148-149 in the dK pass and 344 in dQ there). dK/dV 8 warps, waves_per_eu 1 (2: the
+# dV pass sat at 256 and spilled 5-17 in the options builds); dQ 16 warps in the plain table (8 warps spilled 3-58
+# VGPRs in plain, bias or window builds, with chunks of 32 or 64), _RDNA3_D256_OPTS below in the others. Never run
+# on an RDNA3 GPU: speed unknown (the dK pass reads each chunk of Q and the dQ kernel each chunk of K twice per
+# block, from L1 / L2).
+_RDNA3_D256 = BwdConfig(
+    Tile(16, 16, 8, 1, waves_per_eu=1, matrix_instr_nonkdim=16, block_dk=32, block_dvk=32, reload=True,
+         reason=_STATIC + "; static check only, never run on RDNA3"),
+    Tile(16, 16, 16, 1, waves_per_eu=1, matrix_instr_nonkdim=16, block_dk=32, block_dvk=32, reload=True,
+         reason=_STATIC + "; static check only, never run on RDNA3"),
+    split=False, kv_passes=2,
+    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136..256): split-D, chunks of 32; dV "
+                     "pass 135-199 VGPRs, dK pass 151-246, dQ 165-213 (benchmarks/results/run22/)")
+
+# The options and bias + dropout tables (and the dropout, bias, window and softcap tiers, which fall back to the
+# options one): the 16-warp dQ spilled 15 VGPRs in the fp16 d=192 window build, 60 in the fp16 options builds at
+# d=160 / 136 (8-19 with a window there) and 1 in the bf16 every-option bias + dropout build at d=224; dQ 16x16 w4
+# with chunks of 128 and waves_per_eu 3 fits every variant of these tiers at d=136..256 (201-247 VGPRs; the bias +
+# dropout builds spill 2-25 SGPRs into VGPR lanes, a warning). It spilled 1 in the plain causal d=192 builds, so
+# the plain table keeps 16 warps.
+_RDNA3_D256_OPTS = _RDNA3_D256.replace(
+    dq=_RDNA3_D256.dq.replace(num_warps=4, waves_per_eu=3, block_dk=128, block_dvk=128),
+    reason=_STATIC + "; static check only, never run on RDNA3 (gfx1100, d=136..256): split-D; dK/dV as _RDNA3_D256, "
+                     "dQ 16x16 w4 wpe3 chunks of 128: 201-247 VGPRs (benchmarks/results/run22/)")
+
 # RDNA4 (gfx12) at head dims 129..256, static check only (check-amd --arch gfx1201,
 # benchmarks/check_rdna4_bwd256_specs.py, benchmarks/results/run18/): the _RDNA3_D128 scheme (two launches,
 # reload, one loop, 16x16) fits gfx1201 at d=192 / 256 where gfx1100 spilled (dK pass 131-132 VGPRs, dQ 222).
@@ -153,6 +182,7 @@ BWD_PLAIN: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _bwd((16, 16, 4, 1), (32, 32, 4, 1), amd=True)),
         Row(128, _RDNA3_D128),
+        Row(256, _RDNA3_D256),
     ],
     INTERPRETER: [
         Row(256, _bwd((16, 32, 4, 1), (32, 16, 4, 1),
@@ -161,9 +191,16 @@ BWD_PLAIN: dict[str, list[Row]] = {
                       reason="interpreter: head-dim chunks, a partial last V chunk at 320 / 448")),
     ],
 }
+
+
+def _upto128(rows: list[Row]) -> list[Row]:
+    """The rows up to head dim 128 (gfx12 repeats gfx1100's there and has its own d=256 rows)."""
+    return [r for r in rows if r.max_d <= 128]
+
+
 # RDNA4 (gfx12): a family with a table of its own no longer falls back to gfx1100 (tiles.family_table), so each
-# gfx12 table repeats the gfx1100 rows of its tier (up to d=128) and adds the d=256 row.
-BWD_PLAIN["gfx12"] = [*BWD_PLAIN["gfx1100"], Row(256, _RDNA4_D256)]
+# gfx12 table repeats the gfx1100 rows of its tier up to d=128 and adds its own d=256 row (not gfx1100's).
+BWD_PLAIN["gfx12"] = [*_upto128(BWD_PLAIN["gfx1100"]), Row(256, _RDNA4_D256)]
 # Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
 BWD_OPTIONS: dict[str, list[Row]] = {
     "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
@@ -177,6 +214,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _bwd((16, 16, 4, 1), (32, 16, 4, 1), split=False, amd=True)),
         Row(128, _RDNA3_D128),
+        Row(256, _RDNA3_D256_OPTS),
     ],
     "sm80": [  # spill-free per ptxas in MHA and GQA builds (not timed)
         Row(64, _bwd((16, 64, 4, 2), (128, 64, 8, 2), split=False)),
@@ -189,7 +227,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
 }
 # gfx12: the options tier (and the window and float-bias / bool-mask tiers, which fall back to it) at d=256 with
 # 16 warps; dropout (gfx1100: the options rows) with the 8-warp row
-BWD_OPTIONS["gfx12"] = [*BWD_OPTIONS["gfx1100"], Row(256, _RDNA4_D256_OPTS)]
+BWD_OPTIONS["gfx12"] = [*_upto128(BWD_OPTIONS["gfx1100"]), Row(256, _RDNA4_D256_OPTS)]
 # sm90 d<=64 with dropout: dQ by fp32 atomics inside the dK/dV kernel (one Philox evaluation per score in
 # the backward, not two; not bitwise reproducible, so ``deterministic=True`` calls keep the two-kernel
 # path with the same dK/dV tile and the options row's dQ tile). H100, d=64 h=12 8192 tokens, graph-timed
@@ -217,7 +255,7 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(512, _D512_BWD_CDNA2),
     ],
 }
-BWD_DROPOUT["gfx12"] = [*BWD_OPTIONS["gfx1100"], Row(256, _RDNA4_D256)]
+BWD_DROPOUT["gfx12"] = [*_upto128(BWD_OPTIONS["gfx1100"]), Row(256, _RDNA4_D256)]
 # An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
 # the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
 # ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
@@ -287,9 +325,10 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "gfx1100": [
         Row(64, _bwd((16, 16, 8, 1), (32, 16, 4, 1), split=False, amd=True, reason=_BIAS_STATIC)),
         Row(128, _RDNA3_D128),
+        Row(256, _RDNA3_D256_OPTS),
     ],
 }
-BWD_BIAS_DROPOUT["gfx12"] = [*BWD_BIAS_DROPOUT["gfx1100"], Row(256, _RDNA4_D256)]
+BWD_BIAS_DROPOUT["gfx12"] = [*_upto128(BWD_BIAS_DROPOUT["gfx1100"]), Row(256, _RDNA4_D256)]
 # A sliding window alone (tiles.py WINDOW). H100, causal + window 1024, d=128 (benchmarks/results/run9/
 # h100_sweep_win_bwd_g*.txt): dK/dV 32x64 w4 s3 was the fastest of 6 for MHA and GQA 32/8 alike.
 _WINDOW_BWD_H100 = ("H100, causal + window 1024, d=128, s=4096 / 16384 (benchmarks/results/run9/"
