@@ -189,6 +189,8 @@ def test_e2e_tiny(tmp_path, capsys):
         assert {(table, "eager"), (table, "sdpa"), (table, "fa_amd")} <= ok, recs
     assert {("llama_train", "sdpa"), ("llama_train", "fa_amd")} <= ok
     assert {("gemma2_train", "eager"), ("gemma2_train", "fa_amd")} <= ok
+    if hasattr(__import__("transformers"), "GptOssConfig"):
+        assert {("gptoss_train", "eager"), ("gptoss_train", "fa_amd")} <= ok
     check = [r for r in recs if r["table"] == "generate_check" and r["backend"] == "fa_amd"]
     assert check and check[0]["value"] == 100.0
     assert any(r["metric"] == "speedup_vs_best_of_eager_sdpa" for r in recs)
@@ -246,6 +248,7 @@ def test_gpu_e2e_tiny(tmp_path, capsys):
         assert {(table, "eager", "throughput"), (table, "sdpa", "throughput"), (table, "fa_amd", "throughput")} <= ok
     assert {("llama_train", "sdpa", "step_time"), ("llama_train", "fa_amd", "step_time")} <= ok
     assert {("gemma2_train", "eager", "step_time"), ("gemma2_train", "fa_amd", "step_time")} <= ok
+    assert {("gptoss_train", "eager", "step_time"), ("gptoss_train", "fa_amd", "step_time")} <= ok
     check = [r for r in recs if r["table"] == "generate_check" and r["backend"] == "fa_amd"]
     assert check and check[0]["status"] == "ok", check
 

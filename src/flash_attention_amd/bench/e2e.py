@@ -10,6 +10,9 @@ Models are built from configs with random weights (nothing is downloaded), bf16 
 - ``gemma2_train``: Gemma 2's attention (head dim 256, softcap 50, a sliding window on every other layer, GQA
   2:1), 8 layers: training step at b=4 s=2048 padded and b=2 s=4096 without padding, ms per step, against
   eager (transformers has no sdpa path for Gemma 2).
+- ``gptoss_train``: GPT-OSS's attention (head dim 64, GQA 8:1, sinks on every layer, a window of 128 on every
+  other), 8 layers, a small MoE: training step at b=4 s=2048 padded and b=2 s=4096 without padding, ms per step,
+  against eager (transformers has no sdpa path for GPT-OSS).
 - ``generate``: greedy generation, b=8, left-padded prompts of up to 512 tokens, 128 new
   tokens, tokens/s (new tokens only).
 - ``generate_check``: fp32, a small Llama: the tokens fa_amd generates against eager's.
@@ -32,20 +35,24 @@ SIZES = {
     "full": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                  llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                  gemma=models.GEMMA2_8L, gemma_rows=[(4, 2048, "padded"), (2, 4096, "none")],
+                 gptoss=models.GPTOSS_8L, gptoss_rows=[(4, 2048, "padded"), (2, 4096, "none")],
                  gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=25,
                  gen_reps=3, group=5),
     "quick": dict(bert=models.BERT_BASE, bert_shapes=[(128, 32), (256, 32), (512, 16), (1024, 8)],
                   llama=models.LLAMA_8L, llama_rows=[(4, 2048, "padded"), (1, 8192, "none"), (1, 8192, "ones")],
                   gemma=models.GEMMA2_8L, gemma_rows=[(4, 2048, "padded"), (2, 4096, "none")],
+                  gptoss=models.GPTOSS_8L, gptoss_rows=[(4, 2048, "padded"), (2, 4096, "none")],
                   gen=(8, 512, 128), check_model=models.LLAMA_SMALL, check=(4, 64, 32), warmup=3, steps=15,
                   gen_reps=2, group=5),
     "cpu": dict(bert=models.BERT_SMALL, bert_shapes=[(128, 4), (512, 1)],
                 llama=models.LLAMA_SMALL, llama_rows=[(2, 256, "padded"), (1, 512, "none"), (1, 512, "ones")],
                 gemma=models.GEMMA2_SMALL, gemma_rows=[(2, 256, "padded"), (1, 512, "none")],
+                gptoss=models.GPTOSS_SMALL, gptoss_rows=[(2, 256, "padded"), (1, 512, "none")],
                 gen=(2, 32, 8), check_model=models.LLAMA_TINY, check=(2, 16, 8), warmup=1, steps=3, gen_reps=2,
                 group=1),
     "tiny": dict(bert=models.BERT_TINY, bert_shapes=[(32, 2)], llama=models.LLAMA_TINY,
                  llama_rows=[(2, 32, "padded")], gemma=models.GEMMA2_TINY, gemma_rows=[(2, 32, "padded")],
+                 gptoss=models.GPTOSS_TINY, gptoss_rows=[(2, 32, "padded")],
                  gen=(2, 8, 4), check_model=models.LLAMA_TINY, check=(2, 8, 4), warmup=1, steps=2, gen_reps=1,
                  group=1),
 }
@@ -145,7 +152,8 @@ def run(ctx):
         return
     models.register_hf()
     s = SIZES[ctx.size]
-    parts = {"bert": _bert, "llama": _llama_train, "gemma": _gemma2_train, "generate": _generate, "check": _check}
+    parts = {"bert": _bert, "llama": _llama_train, "gemma": _gemma2_train, "gptoss": _gptoss_train,
+             "generate": _generate, "check": _check}
     for name, table in parts.items():
         if ctx.models is None or name in ctx.models:
             yield table(ctx, s)
@@ -292,6 +300,31 @@ def _gemma2_train(ctx, s) -> Table:
     _causal_lm_rows(ctx, s, t, models.hf_gemma2, cfg, s["gemma_rows"], impls)
     return t
 
+
+def _gptoss_train(ctx, s) -> Table:
+    cfg = s["gptoss"]
+    t = Table("e2e", "gptoss_train", "GPT-OSS-style training step (attention sinks, sliding window)", "step_time",
+              "ms", ["batch", "seqlen", "mask"])
+    t.notes.append(f"GptOssForCausalLM, {models.describe(cfg)}, {cfg['num_local_experts']} experts "
+                   f"({cfg['num_experts_per_tok']} per token); one learnable sink logit per head (s_aux) on every "
+                   f"layer, a sliding window of {cfg['sliding_window']} on every other layer; mask 'padded': right "
+                   "padding, lengths uniform in [seqlen/4, seqlen]; 'none': no mask passed. Against eager: "
+                   "transformers has no sdpa path for GPT-OSS (SDPA takes no sinks).")
+    h, hk, d, win = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window"))
+    sinks = torch.zeros(h, device=ctx.device)
+
+    def route(b, sq, mask, window):
+        return served_by(ctx, b, sq, h, hk, d, mask != "none", causal=True, sinks=sinks,
+                         window_size=(win - 1, win - 1) if window and sq > win else (-1, -1))
+
+    routes = "; ".join(f"b={b} s={sq} mask {mask}: {route(b, sq, mask, False)} (full layers), "
+                       f"{route(b, sq, mask, True)} (window layers)" for b, sq, mask in s["gptoss_rows"])
+    t.notes.append(f"fa_amd's calls (causal, sinks) go to: {routes} (explain()).")
+    impls = _impls(ctx, base=("eager",))
+    for impl in impls[1:]:
+        t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
+    _causal_lm_rows(ctx, s, t, models.hf_gpt_oss, cfg, s["gptoss_rows"], impls)
+    return t
 
 def _gen_setup(model, cfg, b, prompt, device, seed=0):
     batch = models.padded_batch(b, prompt, cfg["vocab_size"], device, padded=True, side="left", min_frac=0.5,

@@ -57,6 +57,17 @@ GEMMA2_TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hi
                    num_attention_heads=2, num_key_value_heads=1, head_dim=32, sliding_window=16,
                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0, query_pre_attn_scalar=32)
 
+# GPT-OSS's attention (random weights): head dim 64, 64/8 heads in the real models (32/4 here, the same 8:1 group), a
+# sliding window of 128 on every other layer, one learnable sink logit per head (s_aux); its MoE cut to 4 experts
+# of which 2 per token, 8 layers, hidden 2048, vocab cut to 32000.
+_GPTOSS = dict(head_dim=64, sliding_window=128, num_local_experts=4, num_experts_per_tok=2)
+GPTOSS_8L = dict(_GPTOSS, vocab_size=32000, hidden_size=2048, intermediate_size=2048, num_hidden_layers=8,
+                 num_attention_heads=32, num_key_value_heads=4)
+GPTOSS_SMALL = dict(_GPTOSS, vocab_size=2048, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                    num_attention_heads=8, num_key_value_heads=1, head_dim=32, sliding_window=64)
+GPTOSS_TINY = dict(_GPTOSS, vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=8)
+
 
 def describe(cfg: dict) -> str:
     h, layers, heads = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
@@ -97,6 +108,14 @@ def hf_gemma2(cfg: dict, max_len: int, device, dtype):
 
     config = transformers.Gemma2Config(**cfg, max_position_embeddings=max(2048, max_len))
     return _build(transformers.Gemma2ForCausalLM, config, device, dtype)
+
+
+def hf_gpt_oss(cfg: dict, max_len: int, device, dtype):
+    import transformers
+
+    layer_types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(cfg["num_hidden_layers"])]
+    config = transformers.GptOssConfig(**cfg, layer_types=layer_types, max_position_embeddings=max(4096, max_len))
+    return _build(transformers.GptOssForCausalLM, config, device, dtype)
 
 
 def set_impl(model, impl: str) -> None:

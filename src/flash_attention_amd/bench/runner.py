@@ -14,7 +14,7 @@ from . import core
 from .timing import Progress, Timer
 
 SUITES = ("seeds", "kernels", "decode", "e2e")
-E2E_PARTS = ("bert", "llama", "gemma", "generate", "check")  # the e2e suite's tables (--models)
+E2E_PARTS = ("bert", "llama", "gemma", "gptoss", "generate", "check")  # the e2e suite's tables (--models)
 
 
 @dataclass
