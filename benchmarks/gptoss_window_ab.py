@@ -1,0 +1,83 @@
+"""Session 25: the GPT-OSS-style model (bench/models.py GPTOSS_8L: sinks on every layer, a window of 128 on every
+other, GQA 8:1, d=64) trained with session 25's sm90 window rows against the rows they replaced, in one process,
+taking turns: what the window tier's re-tuning gives a whole model. The old rows are put back into the tables in
+place (launch/tiles.py FWD_WINDOW, launch/tiles_bwd.py BWD_WINDOW) and the plans cleared; explain() shows the
+window layers' tiles under each.
+
+    PYTHONPATH=src python benchmarks/gptoss_window_ab.py [--rounds 4]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+from flash_attention_amd.bench import models
+from flash_attention_amd.launch import tiles, tiles_bwd
+from flash_attention_amd.launch.tiles import Row
+from flash_attention_amd.launch.tiles_bwd import bwd_config
+
+NEW = (list(tiles.FWD_WINDOW["sm90"]), list(tiles_bwd.BWD_WINDOW["sm90"]))
+_OLD_D128 = bwd_config((32, 64, 4, 3), (128, 64, 8, 3), reason="session 24's d=128 window row")
+OLD = (NEW[0][1:],  # without the d <= 64 pointer row: the TMA row served d <= 128
+       [tiles_bwd.BWD_OPTIONS["sm90"][0], Row(128, _OLD_D128, causal=True), *tiles_bwd.BWD_OPTIONS["sm90"][1:]])
+
+
+def use(rows) -> None:
+    tiles.FWD_WINDOW["sm90"][:] = rows[0]
+    tiles_bwd.BWD_WINDOW["sm90"][:] = rows[1]
+    core.clear_plans()
+
+
+def tiles_of_window_call(cfg) -> str:
+    h, hk, d, w = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window"))
+    q = torch.empty(2, 4096, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.empty(2, 4096, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    text = fa.explain(q, k, v, causal=True, window_size=(w - 1, w - 1), sinks=torch.zeros(h, device="cuda"))
+    return " | ".join(line.strip() for line in text.splitlines() if "tile" in line.lower())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=5)
+    args = ap.parse_args()
+    models.register_hf()
+    cfg = models.GPTOSS_8L
+    print(f"# {torch.cuda.get_device_name()}: GPT-OSS-style training step, ms (median of {args.steps} steps per round)")
+    for name, rows in (("new", NEW), ("old", OLD)):
+        use(rows)
+        print(f"{name}: {tiles_of_window_call(cfg)}")
+    model = models.hf_gpt_oss(cfg, 4096, "cuda", torch.bfloat16).train()
+    models.set_impl(model, "fa_amd")
+    for b, s, mask in ((2, 4096, "none"), (4, 2048, "padded")):
+        batch = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=mask == "padded")
+        if mask == "none":
+            del batch["attention_mask"]
+        opt = models.adamw(model)
+        step = models.train_step(model, batch, opt)
+        times = {"new": [], "old": []}
+        for r in range(args.rounds):
+            for name in (("new", "old") if r % 2 == 0 else ("old", "new")):
+                use(NEW if name == "new" else OLD)
+                for _ in range(2):  # warm-up: plans, compiles
+                    step()
+                torch.cuda.synchronize()
+                for _ in range(args.steps):
+                    t0 = time.perf_counter()
+                    step()
+                    torch.cuda.synchronize()
+                    times[name].append((time.perf_counter() - t0) * 1e3)
+        new, old = statistics.median(times["new"]), statistics.median(times["old"])
+        print(f"b={b} s={s} mask {mask}: new {new:.1f} ms (min {min(times['new']):.1f}), old {old:.1f} ms "
+              f"(min {min(times['old']):.1f}): old / new {old / new:.3f}")
+        opt.zero_grad(set_to_none=True)
+    use(NEW)
+
+
+if __name__ == "__main__":
+    main()
