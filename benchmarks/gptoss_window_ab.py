@@ -38,7 +38,7 @@ def tiles_of_window_call(cfg) -> str:
     q = torch.empty(2, 4096, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     k, v = (torch.empty(2, 4096, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
     text = fa.explain(q, k, v, causal=True, window_size=(w - 1, w - 1), sinks=torch.zeros(h, device="cuda"))
-    return " | ".join(line.strip() for line in text.splitlines() if "tile" in line.lower())
+    return " | ".join(line.strip() for line in text.splitlines() if "BLOCK" in line)
 
 
 def main() -> None:
