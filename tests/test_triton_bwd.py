@@ -193,8 +193,14 @@ def test_options_two_passes_reload(case):
 def test_two_passes_dropout_varlen(split, atomic):
     """The two launches draw the forward's dropout mask alike (varlen, GQA, causal); three loops per launch,
     or dQ by atomics in the dK launch."""
+    _check_dropout_varlen(24, _two_pass_cfg(split, atomic))
+
+
+def _check_dropout_varlen(d, config):
+    """dq / dk / dv of a causal GQA varlen call with dropout under ``config`` against the oracle's (the same
+    mask as the forward's)."""
     lens_q, lens_k = [5, 30, 1, 13], [17, 26, 20, 13]
-    h, hk, d = 4, 2, 24
+    h, hk = 4, 2
     cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
                   for x in (lens_q, lens_k))
     q, dout = (torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP) for _ in range(2))
@@ -202,8 +208,7 @@ def test_two_passes_dropout_varlen(split, atomic):
     params = _params(d, causal=True, dropout_p=0.2, seed=77, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
                      max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
     out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **_ref_kwargs(params))
-    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params,
-                                      config=_two_pass_cfg(split, atomic))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=config)
     for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
         assert_matches(g, r, name=name)
 
@@ -239,18 +244,7 @@ def test_split_d_one_launch_three_loops(case):
 def test_split_d_dropout_varlen():
     """Split-D draws the forward's dropout mask (varlen, GQA, causal) like the other paths (a bias:
     test_bias_sinks.py test_bias_split_d)."""
-    lens_q, lens_k = [5, 30, 1, 13], [17, 26, 20, 13]
-    h, hk, d = 4, 2, 40
-    cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32, device=DEVICE)
-                  for x in (lens_q, lens_k))
-    q, dout = (torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP) for _ in range(2))
-    k, v = (torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP) for _ in range(2))
-    params = _params(d, causal=True, dropout_p=0.2, seed=77, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-                     max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
-    out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **_ref_kwargs(params))
-    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=_split_d_cfg())
-    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
-        assert_matches(g, r, name=name)
+    _check_dropout_varlen(40, _split_d_cfg())
 
 
 def test_split_d_plan():

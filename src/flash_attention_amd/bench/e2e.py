@@ -275,6 +275,26 @@ def _causal_lm_rows(ctx, s, t: Table, build, cfg: dict, rows, impls) -> None:
             bar.advance(len(impls))
 
 
+def _windowed_lm_vs_eager(ctx, s, t: Table, build, cfg: dict, rows, what: str, **options) -> Table:
+    """A causal LM with a sliding window on every other layer, trained with fa_amd against eager (transformers has
+    no sdpa path for these models): the route notes (full and window layers, ``options`` passed to every call),
+    the speedup ratio and the rows."""
+    h, hk, d, win = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window"))
+
+    def route(b, sq, mask, window):
+        return served_by(ctx, b, sq, h, hk, d, mask != "none", causal=True, **options,
+                         window_size=(win - 1, win - 1) if window and sq > win else (-1, -1))
+
+    routes = "; ".join(f"b={b} s={sq} mask {mask}: {route(b, sq, mask, False)} (full layers), "
+                       f"{route(b, sq, mask, True)} (window layers)" for b, sq, mask in rows)
+    t.notes.append(f"fa_amd's calls (causal, {what}) go to: {routes} (explain()).")
+    impls = _impls(ctx, base=("eager",))
+    for impl in impls[1:]:
+        t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
+    _causal_lm_rows(ctx, s, t, build, cfg, rows, impls)
+    return t
+
+
 def _gemma2_train(ctx, s) -> Table:
     cfg = s["gemma"]
     t = Table("e2e", "gemma2_train", "Gemma 2-style training step (softcap, sliding window)", "step_time", "ms",
@@ -284,21 +304,8 @@ def _gemma2_train(ctx, s) -> Table:
                    "layer; mask 'padded': right padding, lengths uniform in [seqlen/4, seqlen]; 'none': no mask "
                    "passed. Against eager: transformers has no sdpa path for Gemma 2 (it raises: SDPA takes no "
                    "softcap), and flash_attn's needs a CUDA build.")
-    h, hk, d, cap, win = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim",
-                                            "attn_logit_softcapping", "sliding_window"))
-
-    def route(b, sq, mask, window):
-        return served_by(ctx, b, sq, h, hk, d, mask != "none", causal=True, softcap=cap,
-                         window_size=(win - 1, win - 1) if window and sq > win else (-1, -1))
-
-    routes = "; ".join(f"b={b} s={sq} mask {mask}: {route(b, sq, mask, False)} (full layers), "
-                       f"{route(b, sq, mask, True)} (window layers)" for b, sq, mask in s["gemma_rows"])
-    t.notes.append(f"fa_amd's calls (causal, softcap) go to: {routes} (explain()).")
-    impls = _impls(ctx, base=("eager",))
-    for impl in impls[1:]:
-        t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
-    _causal_lm_rows(ctx, s, t, models.hf_gemma2, cfg, s["gemma_rows"], impls)
-    return t
+    return _windowed_lm_vs_eager(ctx, s, t, models.hf_gemma2, cfg, s["gemma_rows"], "softcap",
+                                 softcap=cfg["attn_logit_softcapping"])
 
 
 def _gptoss_train(ctx, s) -> Table:
@@ -310,21 +317,9 @@ def _gptoss_train(ctx, s) -> Table:
                    f"layer, a sliding window of {cfg['sliding_window']} on every other layer; mask 'padded': right "
                    "padding, lengths uniform in [seqlen/4, seqlen]; 'none': no mask passed. Against eager: "
                    "transformers has no sdpa path for GPT-OSS (SDPA takes no sinks).")
-    h, hk, d, win = (cfg[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window"))
-    sinks = torch.zeros(h, device=ctx.device)
+    return _windowed_lm_vs_eager(ctx, s, t, models.hf_gpt_oss, cfg, s["gptoss_rows"], "sinks",
+                                 sinks=torch.zeros(cfg["num_attention_heads"], device=ctx.device))
 
-    def route(b, sq, mask, window):
-        return served_by(ctx, b, sq, h, hk, d, mask != "none", causal=True, sinks=sinks,
-                         window_size=(win - 1, win - 1) if window and sq > win else (-1, -1))
-
-    routes = "; ".join(f"b={b} s={sq} mask {mask}: {route(b, sq, mask, False)} (full layers), "
-                       f"{route(b, sq, mask, True)} (window layers)" for b, sq, mask in s["gptoss_rows"])
-    t.notes.append(f"fa_amd's calls (causal, sinks) go to: {routes} (explain()).")
-    impls = _impls(ctx, base=("eager",))
-    for impl in impls[1:]:
-        t.ratio(f"speedup {impl}", "speedup_vs_eager", "eager", impl, subject="den")
-    _causal_lm_rows(ctx, s, t, models.hf_gpt_oss, cfg, s["gptoss_rows"], impls)
-    return t
 
 def _gen_setup(model, cfg, b, prompt, device, seed=0):
     batch = models.padded_batch(b, prompt, cfg["vocab_size"], device, padded=True, side="left", min_frac=0.5,
