@@ -108,6 +108,31 @@ def _load_chunk(ptrs, rows_ok, i, live, CHUNK: tl.constexpr, DIM: tl.constexpr):
 
 
 @triton.jit
+def _dot_split(a_first, a_ok, b_first, b_ok, live, NUM: tl.constexpr, CHUNK: tl.constexpr, DIM: tl.constexpr,
+               IEEE_DOT: tl.constexpr):
+    """Split-D: sum over the NUM head-dim chunks of A_c B_c^T ([Ra, Rb] fp32), each chunk of A [Ra, CHUNK] and
+    B [Rb, CHUNK] read right before its product (``_load_chunk``: first-chunk pointers, row masks)."""
+    acc = None
+    for i in tl.static_range(NUM):
+        a_i = _load_chunk(a_first, a_ok, i, live, CHUNK, DIM)  # [Ra, CHUNK]
+        b_i = _load_chunk(b_first, b_ok, i, live, CHUNK, DIM)  # [Rb, CHUNK]
+        acc = _mma(a_i, tl.trans(b_i), acc, IEEE_DOT)  # [Ra, Rb]
+    return acc
+
+
+@triton.jit
+def _acc_split(p, b_first, b_ok, live, acc, NUM: tl.constexpr, CHUNK: tl.constexpr, DIM: tl.constexpr,
+               IEEE_DOT: tl.constexpr):
+    """Split-D: the chunk tuple acc (NUM x [Rp, CHUNK] fp32) plus P B_c for each head-dim chunk of B [Rk, CHUNK],
+    read right before its product; p [Rp, Rk] in B's dtype."""
+    out = ()
+    for i in tl.static_range(NUM):
+        b_i = _load_chunk(b_first, b_ok, i, live, CHUNK, DIM)  # [Rk, CHUNK]
+        out = out + (_mma(p, b_i, acc[i], IEEE_DOT),)
+    return out
+
+
+@triton.jit
 def _full_blocks(first, lo_need, hi_limit, BLOCK: tl.constexpr):
     """[full_lo, full_hi): blocks first + k*BLOCK whose start is in [lo_need, hi_limit] (inclusive)."""
     skip = tl.maximum(lo_need - first, 0)
@@ -293,11 +318,7 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
         lse = tl.load(LSE + offs_m)  # [BLOCK_M]
         delta = tl.load(Delta + offs_m)  # [BLOCK_M]
     if SPLIT_D:
-        qkT = None
-        for i in tl.static_range(NUM_DK):
-            k_i = _load_chunk(k[0], k[1], i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
-            q_i = _load_chunk(q_first, row_ok, i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
-            qkT = _mma(k_i, tl.trans(q_i), qkT, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+        qkT = _dot_split(k[0], k[1], q_first, row_ok, live, NUM_DK, BLOCK_DK, HEAD_DIM, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     elif BLOCK_DK > 0:
         qkT = dot_chunks(k, q_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     else:
@@ -324,11 +345,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     if DV_ONLY:  # dP is not needed for dV
         dpT = pT
     elif SPLIT_D:
-        dpT = None
-        for i in tl.static_range(NUM_DVK):
-            v_i = _load_chunk(v[0], v[1], i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_N, BLOCK_DVK]
-            do_i = _load_chunk(do_first, row_ok, i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
-            dpT = _mma(v_i, tl.trans(do_i), dpT, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
+        dpT = _dot_split(v[0], v[1], do_first, row_ok, live, NUM_DVK, BLOCK_DVK, HEAD_DIM_V,
+                         IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     elif BLOCK_DK > 0:
         dpT = dot_chunks(v, do_c, None, True, IEEE_DOT)  # [BLOCK_N, BLOCK_M]
     else:
@@ -361,12 +379,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     if DK_ONLY:  # dV is the other launch's
         pass
     elif SPLIT_D:
-        pdT = pdT.to(DO.dtype.element_ty)
-        dv_new = ()
-        for i in tl.static_range(NUM_DVK):
-            do_i = _load_chunk(do_first, row_ok, i, live2, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
-            dv_new = dv_new + (_mma(pdT, do_i, dv[i], IEEE_DOT),)
-        dv = dv_new
+        dv = _acc_split(pdT.to(DO.dtype.element_ty), do_first, row_ok, live2, dv, NUM_DVK, BLOCK_DVK, HEAD_DIM_V,
+                        IEEE_DOT)  # NUM_DVK x [BLOCK_N, BLOCK_DVK]
     elif BLOCK_DK > 0:
         pdT = pdT.to(DO.dtype.element_ty)
         dv_new = ()
@@ -381,12 +395,8 @@ def _dkdv_block(dk, dv, k, v, Q, DO, LSE, Delta, DQ, slope, bh, offs_n, start_m,
     if HAS_SOFTCAP:
         dsT = dsT * (1.0 - tT * tT)
     if SPLIT_D:
-        dsT = dsT.to(Q.dtype.element_ty)
-        dk_new = ()
-        for i in tl.static_range(NUM_DK):
-            q_i = _load_chunk(q_first, row_ok, i, live2, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
-            dk_new = dk_new + (_mma(dsT, q_i, dk[i], IEEE_DOT),)
-        dk = dk_new
+        dk = _acc_split(dsT.to(Q.dtype.element_ty), q_first, row_ok, live2, dk, NUM_DK, BLOCK_DK, HEAD_DIM,
+                        IEEE_DOT)  # NUM_DK x [BLOCK_N, BLOCK_DK]
     elif BLOCK_DK > 0:
         dsT = dsT.to(Q.dtype.element_ty)
         dk_new = ()

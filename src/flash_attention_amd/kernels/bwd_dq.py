@@ -8,7 +8,7 @@ visible key block, dQ = dS K (scaled), and with a float bias that requires grad 
 import triton
 import triton.language as tl
 
-from .bwd import _head_base, _key_blocks, _load2, _load_chunk, _mma
+from .bwd import _acc_split, _dot_split, _head_base, _key_blocks, _load2, _mma
 from .common import (
     KEY_SCAN,
     LOG2E,
@@ -91,11 +91,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
             v_first = V + offs_n[:, None] * stride_vn + tl.arange(0, BLOCK_DVK)[None, :]  # [BLOCK_N, BLOCK_DVK]
             live = start_n >= 0  # the first read of a chunk in this block (the start_n term keeps it in the loop)
             live2 = start_n < seqlen_k  # the second (K in the dQ product)
-            qk = None
-            for i in tl.static_range(NUM_DK):
-                q_i = _load_chunk(q[0], q[1], i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_M, BLOCK_DK]
-                k_i = _load_chunk(k_first, col_ok, i, live, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
-                qk = _mma(q_i, tl.trans(k_i), qk, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+            qk = _dot_split(q[0], q[1], k_first, col_ok, live, NUM_DK, BLOCK_DK, HEAD_DIM,
+                            IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         elif BLOCK_DK > 0:  # chunk tuples [BLOCK_N, BLOCK_DK] / [BLOCK_N, BLOCK_DVK]
             k = load_chunks(K + offs_n[:, None] * stride_kn + tl.arange(0, BLOCK_DK)[None, :], col_ok, 0,
                             num_chunks(HEAD_DIM, BLOCK_DK), BLOCK_DK, HEAD_DIM, MASK, False)
@@ -138,11 +135,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
         else:
             do_now = do
         if SPLIT_D:
-            dp = None
-            for i in tl.static_range(NUM_DVK):
-                do_i = _load_chunk(do[0], do[1], i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_M, BLOCK_DVK]
-                v_i = _load_chunk(v_first, col_ok, i, live, BLOCK_DVK, HEAD_DIM_V)  # [BLOCK_N, BLOCK_DVK]
-                dp = _mma(do_i, tl.trans(v_i), dp, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
+            dp = _dot_split(do[0], do[1], v_first, col_ok, live, NUM_DVK, BLOCK_DVK, HEAD_DIM_V,
+                            IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         elif BLOCK_DK > 0:
             dp = dot_chunks(do_now, v, None, True, IEEE_DOT)  # [BLOCK_M, BLOCK_N]
         else:
@@ -177,12 +171,8 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
         if HAS_SOFTCAP:
             ds = ds * (1.0 - t * t)
         if SPLIT_D:
-            ds = ds.to(K.dtype.element_ty)
-            dq_new = ()
-            for i in tl.static_range(NUM_DK):
-                k_i = _load_chunk(k_first, col_ok, i, live2, BLOCK_DK, HEAD_DIM)  # [BLOCK_N, BLOCK_DK]
-                dq_new = dq_new + (_mma(ds, k_i, dq[i], IEEE_DOT),)
-            dq = dq_new
+            dq = _acc_split(ds.to(K.dtype.element_ty), k_first, col_ok, live2, dq, NUM_DK, BLOCK_DK, HEAD_DIM,
+                            IEEE_DOT)  # NUM_DK x [BLOCK_M, BLOCK_DK]
         elif BLOCK_DK > 0:
             ds = ds.to(K.dtype.element_ty)
             dq_new = ()
