@@ -433,7 +433,7 @@ FWD_OPTIONS: dict[str, list[Row]] = {
 _RDNA3_DROP_D128 = _T(32, 16, 8, 1, waves_per_eu=2, reason=_STATIC + "; 32x16 w4 spilled 8-15 VGPRs with mask + "
                                                                       "dropout")
 
-# RDNA3 at d=160-256 with dropout or a bias / bool mask (session 22, issue 13; static check only, never run on an
+# RDNA3 at d=160-256 with dropout or a bias / bool mask (session 25, issue 13; static check only, never run on an
 # RDNA3 GPU; check-amd --arch gfx1100, benchmarks/check_rdna3_fwd256_specs.py, benchmarks/results/run22/): the
 # plain d=256 row (16x16 w4, head-dim chunks of 64) spilled 3-16 VGPRs with dropout or a float bias and 227-250
 # with a bool mask. 8 warps with waves_per_eu 1 fit dropout with Q chunks of 64 and V chunks of 128 (233-255

@@ -58,7 +58,7 @@ _D512_BWD_NV = _bwd((32, 16, 8, 1), (32, 32, 8, 2), split=False, chunks=(64, 64)
 _RDNA3_D128 = _bwd((16, 16, 8, 1), (16, 16, 8, 1), split=False, amd=True, kv_passes=2, reload=True, waves_per_eu=2,
                    reason=_STATIC + "; static check only, never run on RDNA3 (docs/HARDWARE.md)")
 
-# RDNA3 at head dims 129..256 (session 22, issue 13; static check only, check-amd --arch gfx1100,
+# RDNA3 at head dims 129..256 (session 25, issue 13; static check only, check-amd --arch gfx1100,
 # benchmarks/check_rdna3_bwd256_specs.py, benchmarks/results/run22/): split-D, the _RDNA3_D128 scheme (two
 # launches, one loop, 16x16) with head-dim chunks of 32 read right before each product (Tile.reload with
 # block_dk: kernels/bwd.py), so no [16, d] operand is held whole (its WMMA copies alone were 128 VGPRs at d=256:
@@ -358,7 +358,7 @@ _WINDOW128_DQ = (_WINDOW_BWD_H100 + "; dQ 64x32 w4 s3, spill-free (session 25, H
 # - GQA, dQ 64x64 w4 s2 under the same dK/dV tile (spill-free): 4:1 with window 1024 262 / 257 against 226-231
 #   (1.12-1.16x), 8:1 with window 128 (GPT-OSS's layers) 114 / 114 against 84 (1.35-1.36x); within 6% of the best
 #   candidate on each GQA row (dK/dV 64x64 w4 s3 + dQ 64x32 w4 s3: 269-272 and 116, but its GQA dK/dV build
-#   spills 10-11 registers per ptxas, benchmarks/results/run22/check_sm90_window64.txt). On MHA rows this tile
+#   spills 10-11 registers per ptxas: check-amd on that candidate row, whose output was not kept). On MHA rows this tile
 #   measured 80 / 71 at window 128 (0.81-0.85x the best), hence two rows.
 # The plain causal call's row in the same runs: 339 / 356 (MHA), 326 / 347 (4:1), 301 / 339 (8:1).
 # Through the library's pick, the options row timed twice in between (run22/h100_win64_confirm.txt): window 1024
