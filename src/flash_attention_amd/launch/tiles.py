@@ -538,8 +538,10 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         *FWD_DROPOUT["gfx90a"][1:],
     ],
 }
-def _upto(rows: list[Row], max_d: int) -> list[Row]:
-    """The rows up to head dim max_d (gfx12 repeats gfx1100's there and has its own d=256 rows)."""
+
+
+def upto(rows: list[Row], max_d: int) -> list[Row]:
+    """The rows up to head dim max_d (gfx12 repeats gfx1100's there and has its own d=256 rows; tiles_bwd.py too)."""
     return [r for r in rows if r.max_d <= max_d]
 
 
@@ -549,9 +551,9 @@ def _upto(rows: list[Row], max_d: int) -> list[Row]:
 # an RDNA4 GPU). A family with a table of its own no longer falls back (family_table), so each gfx12 table repeats
 # the gfx1100 rows of its tier up to d=128 (gfx1100's own d=256 rows there are not gfx12's).
 _RDNA4_FWD_D256 = FWD_PLAIN["gfx1100"][2].config
-FWD_DROPOUT["gfx12"] = [*_upto(FWD_DROPOUT["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
+FWD_DROPOUT["gfx12"] = [*upto(FWD_DROPOUT["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 166-216 VGPRs with dropout"))]
-FWD_BIAS["gfx12"] = [*_upto(FWD_BIAS["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
+FWD_BIAS["gfx12"] = [*upto(FWD_BIAS["gfx1100"], 128), Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 125-215 VGPRs with a bias / mask"))]
 FWD_BIAS_DROPOUT["gfx12"] = [*FWD_BIAS_DROPOUT["gfx1100"], Row(256, _RDNA4_FWD_D256.replace(
     reason=_STATIC + "; static check only (gfx1201, never run on RDNA4): 143-240 VGPRs with a bias / mask and "

@@ -8,7 +8,7 @@ delta kernel's tile.
 """
 from __future__ import annotations
 
-from .tiles import _STATIC, INTERPRETER, BwdConfig, Row, Tile, family_table
+from .tiles import _STATIC, INTERPRETER, BwdConfig, Row, Tile, family_table, upto
 
 # Backward (kernels/bwd.py). sm90 rows: measured on an H100 / H200 (bwd_h100.md, tiles_h200.md):
 # the fastest tile measured, unless a tile that ptxas compiles spill-free (every variant
@@ -193,14 +193,9 @@ BWD_PLAIN: dict[str, list[Row]] = {
 }
 
 
-def _upto128(rows: list[Row]) -> list[Row]:
-    """The rows up to head dim 128 (gfx12 repeats gfx1100's there and has its own d=256 rows)."""
-    return [r for r in rows if r.max_d <= 128]
-
-
 # RDNA4 (gfx12): a family with a table of its own no longer falls back to gfx1100 (tiles.family_table), so each
 # gfx12 table repeats the gfx1100 rows of its tier up to d=128 and adds its own d=256 row (not gfx1100's).
-BWD_PLAIN["gfx12"] = [*_upto128(BWD_PLAIN["gfx1100"]), Row(256, _RDNA4_D256)]
+BWD_PLAIN["gfx12"] = [*upto(BWD_PLAIN["gfx1100"], 128), Row(256, _RDNA4_D256)]
 # Window, ALiBi or softcap on (check-amd "opts"); an arch without a row uses its main table.
 BWD_OPTIONS: dict[str, list[Row]] = {
     "sm90": [  # ALiBi + softcap (and dropout), benchmarks/results/tiles_h200.md
@@ -227,7 +222,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
 }
 # gfx12: the options tier (and the window and float-bias / bool-mask tiers, which fall back to it) at d=256 with
 # 16 warps; dropout (gfx1100: the options rows) with the 8-warp row
-BWD_OPTIONS["gfx12"] = [*_upto128(BWD_OPTIONS["gfx1100"]), Row(256, _RDNA4_D256_OPTS)]
+BWD_OPTIONS["gfx12"] = [*upto(BWD_OPTIONS["gfx1100"], 128), Row(256, _RDNA4_D256_OPTS)]
 # sm90 d<=64 with dropout: dQ by fp32 atomics inside the dK/dV kernel (one Philox evaluation per score in
 # the backward, not two; not bitwise reproducible, so ``deterministic=True`` calls keep the two-kernel
 # path with the same dK/dV tile and the options row's dQ tile). H100, d=64 h=12 8192 tokens, graph-timed
@@ -255,7 +250,7 @@ BWD_DROPOUT: dict[str, list[Row]] = {
         Row(512, _D512_BWD_CDNA2),
     ],
 }
-BWD_DROPOUT["gfx12"] = [*_upto128(BWD_OPTIONS["gfx1100"]), Row(256, _RDNA4_D256)]
+BWD_DROPOUT["gfx12"] = [*upto(BWD_OPTIONS["gfx1100"], 128), Row(256, _RDNA4_D256)]
 # An attn_bias (check-amd "bias", "bias-bcast", "mask"): rows where the options rows spilled with
 # the bias tile (ptxas; not timed). sm90 d=128/256: the options rows keep spills measured for
 # ALiBi + softcap, which do not cover a bias (13-17 / 75 registers with it): spill-free tiles here.
@@ -328,7 +323,7 @@ BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         Row(256, _RDNA3_D256_OPTS),
     ],
 }
-BWD_BIAS_DROPOUT["gfx12"] = [*_upto128(BWD_BIAS_DROPOUT["gfx1100"]), Row(256, _RDNA4_D256)]
+BWD_BIAS_DROPOUT["gfx12"] = [*upto(BWD_BIAS_DROPOUT["gfx1100"], 128), Row(256, _RDNA4_D256)]
 # A sliding window alone (tiles.py WINDOW). H100, causal + window 1024, d=128 (benchmarks/results/run9/
 # h100_sweep_win_bwd_g*.txt): dK/dV 32x64 w4 s3 was the fastest of 6 for MHA and GQA 32/8 alike.
 _WINDOW_BWD_H100 = ("H100, causal + window 1024, d=128, s=4096 / 16384 (benchmarks/results/run9/"
