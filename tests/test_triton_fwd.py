@@ -232,6 +232,28 @@ def test_softcap_fixed_max_only_where_exact():
     assert not on(make_params(16))
 
 
+def test_softcap_fixed_max_on_rdna_above_d64():
+    """RDNA (gfx1100, gfx12) takes SOFTCAP_MAX above head dim 64 only (there it lost a wave per SIMD at d <= 64,
+    launch/fwd.py SOFTCAP_MAX_ABOVE_64); CDNA and sm90 at every head dim, sm80 never; check-amd compiles the
+    "softcap" builds where they serve."""
+    fwd = launch
+    for family in ("gfx1100", "gfx12"):
+        assert not fwd.softcap_max_serves(family, 64) and fwd.softcap_max_serves(family, 65)
+        assert fwd.softcap_max_serves(family, 128) and fwd.softcap_max_serves(family, 256)
+    for family in ("sm90", "gfx942", "gfx90a", "gfx950"):
+        assert fwd.softcap_max_serves(family, 32)
+    assert not fwd.softcap_max_serves("sm80", 128)
+    params = make_params(128, softcap=30.0)
+    assert fwd.softcap_max(params, torch.bfloat16, "gfx1100", 128)
+    assert not fwd.softcap_max(params, torch.bfloat16, "gfx1100", 64)
+    assert fwd.softcap_max(params, torch.bfloat16, "gfx1201", 96) and not fwd.softcap_max(params, torch.float16,
+                                                                                          "gfx1201", 96)
+    for arch in ("gfx1100", "gfx1201"):
+        dims = {s.constexprs["HEAD_DIM"] for s in fwd.compile_specs(arch)
+                if unpack(s.constexprs["FEATURES"])["SOFTCAP_MAX"]}
+        assert dims and min(dims) > 64, (arch, dims)
+
+
 def _varlen(lens_q, lens_k, h, hk, d, dtype=torch.float32):
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)

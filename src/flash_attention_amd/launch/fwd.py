@@ -253,7 +253,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
-        SOFTCAP_MAX=softcap_max(params, q.dtype, arch) and not chunked)
+        SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -416,17 +416,30 @@ _LOG2E = math.log2(math.e)
 # with the running max). sm90: timed (H100 / H200, benchmarks/results/run7). CDNA (gfx90a / gfx942 /
 # gfx950): 0 spills, the same occupancy, VGPRs -12 .. +8 (static only, never run on AMD hardware).
 # Off on sm80 (the bf16 d=64 options row, 128x64 w4 s3, then spills 7 registers, none with the running
-# max and FAST_TANH) and RDNA (gfx1100 d=64: 7 waves instead of 8; gfx12 not checked).
+# max and FAST_TANH).
 SOFTCAP_MAX_FAMILIES = (INTERPRETER, "sm90", "gfx90a", "gfx942", "gfx950")
+# RDNA (gfx1100, gfx12): above head dim 64 only (session 25; static only, never run on RDNA hardware:
+# benchmarks/check_softcap_max_rdna_specs.py, benchmarks/results/run22/check_rdna_softcap_max.txt). Every bf16 build
+# a softcap call takes there (softcap alone, with a window dense or varlen, with dropout, with a bool mask; causal
+# or not; d=80 / 128, the rows without head-dim chunks), with the fixed max against the running max: 0 spills, the
+# same or more waves per SIMD (gfx1100 softcap alone not causal 9 against 5, 165 VGPRs against 246; dropout 7
+# against 6; a window 8 against 7; gfx1201 10 against 8 and 9 against 8); at d <= 64 it lost a wave on gfx1100
+# (7 against 8, softcap alone causal, dropout, a window) and on gfx1201 (d=40 causal, 10 against 12).
+SOFTCAP_MAX_ABOVE_64 = ("gfx1100", "gfx12")
 
 
-def softcap_max(params: AttnParams, dtype: torch.dtype, arch: str | None) -> bool:
+def softcap_max_serves(family: str, headdim: int) -> bool:
+    """Whether SOFTCAP_MAX is on for this arch family and head dim (the larger of q's and v's)."""
+    return family in SOFTCAP_MAX_FAMILIES or (family in SOFTCAP_MAX_ABOVE_64 and headdim > 64)
+
+
+def softcap_max(params: AttnParams, dtype: torch.dtype, arch: str | None, headdim: int) -> bool:
     """Whether the forward runs the softmax against a fixed max (SOFTCAP_MAX): softcap bounds every score
     (no ALiBi, float bias or sinks move it), and P is bf16 or fp32 (fp16's range is too short for
-    P in [2^-90, 2^64]), on the arch families of ``SOFTCAP_MAX_FAMILIES``."""
+    P in [2^-90, 2^64]), where ``softcap_max_serves``."""
     bias = params.attn_bias
     return (0 < params.softcap * _LOG2E <= SOFTCAP_MAX_LOG2 and dtype in (torch.bfloat16, torch.float32)
-            and arch_family(arch) in SOFTCAP_MAX_FAMILIES
+            and softcap_max_serves(arch_family(arch), headdim)
             and params.alibi_slopes is None and params.sinks is None
             and (bias is None or bias.dtype == torch.bool))
 
@@ -554,7 +567,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             prev_d = max_d
             if (flags.get("HAS_BIAS") or flags.get("HAS_SINKS")) and max_d > CHUNKED_ABOVE:
                 continue  # bias and sinks: head dims up to 256 (supports() declines the rest)
-            if flags.get("SOFTCAP_MAX") and (cfg.block_dk > 0 or family not in SOFTCAP_MAX_FAMILIES):
+            if flags.get("SOFTCAP_MAX") and (cfg.block_dk > 0 or not softcap_max_serves(family, max_d)):
                 continue  # not with head-dim chunks, nor where it is off (plan_forward)
             if tier == PLAIN:
                 if causal is not None and causal != flags.get("IS_CAUSAL", False):
