@@ -26,7 +26,8 @@ Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`
 ``/dkK/dvV`` for both, ``/a`` (dQ by fp32 atomics in the dK/dV kernel, the config's ``dq_atomic``),
 ``/p2`` (dV and dK in two launches, ``kv_passes=2``), ``/rq`` (reload the tiles per block), a final
 ``/pre`` (delta from the preprocess kernel, not computed in the dQ kernel: ``launch.bwd.DELTA_IN_DQ`` off);
-``default`` = the table's row for the call.
+the dq part alone may end in ``r`` (reload Q / dO per key block) or ``rN`` (split-D: reload in head-dim chunks
+of N), e.g. ``32x128x8x3u:64x32x4x2r64/p2``; ``default`` = the table's row for the call.
 
     PYTHONPATH=src python benchmarks/bench_tiles.py --pass fwd --d 128 --causal 0 1 --feat fp8 \
         --seqlens 16384 --fwd default,128x128x8x2,128x64x8x4
@@ -36,6 +37,7 @@ Config strings: fwd ``MxNxWARPSxSTAGES`` (+``t`` for TMA), then optional ``/dkK`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -88,9 +90,14 @@ def parse_bwd(s: str):
     atomic = "a" in parts  # dQ by fp32 atomics inside the dK/dV kernel (the dq tile is unused)
     passes = 2 if "p2" in parts else 1  # dV, then dK, in two launches (BwdConfig.kv_passes)
     opts = _chunk_opts([p for p in parts if p not in ("a", "p2")])
-    return bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
-                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic,
-                      kv_passes=passes, reload=opts.get("reload", False))
+    b, _, dq_reload = b.partition("r")  # the dq tile's own reload / split-D chunks
+    cfg = bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
+                     chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic,
+                     kv_passes=passes, reload=opts.get("reload", False))
+    if _ == "r":
+        chunk = int(dq_reload or 0)
+        cfg = cfg.replace(dq=dataclasses.replace(cfg.dq, reload=True, block_dk=chunk, block_dvk=chunk))
+    return cfg
 
 
 def params_for(d, causal, feat, h, descales=None, bias=None):
