@@ -308,6 +308,25 @@ def test_sm90_window_rows_at_d64():
             bwd.pick_config(arch, 64, 64, causal=True, options=True)
 
 
+def test_sm90_d256_dq_tile():
+    """sm90 at head dims 129..256 (launch/tiles_bwd.py _D256_DQ64): the plain, options, window and softcap tiers take
+    dQ 64x32 w4 s2 under the two-pass dK/dV row; dropout keeps the 32x64 w4 s2 dQ, a bias its own row; sm80 and the
+    AMD tables are unchanged by it."""
+    bwd = _bwd()
+    dq = lambda c: (c.dq.block_m, c.dq.block_n, c.dq.num_warps, c.dq.num_stages)  # noqa: E731
+    for d in (160, 192, 256):
+        for causal in (False, True):
+            for flags in (dict(), dict(options=True), dict(options=True, window_only=True),
+                          dict(options=True, softcap_only=True), dict(gqa=True)):
+                cfg = bwd.pick_config("sm90", d, d, causal=causal, **flags)
+                assert dq(cfg) == (64, 32, 4, 2) and cfg.kv_passes == 2, (d, causal, flags)
+                assert not cfg.dq.block_dk and not cfg.dq.reload and bwd.delta_in_dq(cfg)
+            assert dq(bwd.pick_config("sm90", d, d, causal=causal, dropout=True)) == (32, 64, 4, 2)
+            assert dq(bwd.pick_config("sm90", d, d, causal=causal, bias=True)) == (32, 64, 8, 2)
+    assert dq(bwd.pick_config("sm80", 256, 256)) == (64, 32, 8, 1)
+    assert dq(bwd.pick_config("gfx942", 256, 256)) == (32, 32, 4, 1)
+
+
 def test_sm90_softcap_alone_rows(monkeypatch):
     """sm90, softcap alone (launch/tiles_bwd.py BWD_SOFTCAP): plan_backward takes the softcap rows for dense calls
     (d=64 64x64 both kernels; d=128 64x128 w8 s3 dK/dV not causal, 32x64 w4 s3 causal GQA), and the options rows

@@ -498,9 +498,11 @@ _VARIANTS = (("plain", dict(), PLAIN), ("opts", _OPTS, OPTIONS), ("all", dict(_O
 
 
 def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bool, variant: str = "plain",
-                 accepted_spills: str = "", headdim_v: int | None = None, gqa: bool | None = None) -> list[CompileSpec]:
+                 accepted_spills: str | None = "", headdim_v: int | None = None,
+                 gqa: bool | None = None) -> list[CompileSpec]:
     """The dkdv (plus its dq-atomic twin when the config uses it) and dq kernels of one config; gqa (the
-    row's ``Row.gqa``): dK/dV's MHA and GQA builds (None), or only the GQA (True) / MHA (False) one."""
+    row's ``Row.gqa``): dK/dV's MHA and GQA builds (None), or only the GQA (True) / MHA (False) one.
+    accepted_spills: why spills are accepted, for every kernel; None: each tile's own ``spills_ok``."""
     from ..kernels import bwd as K
     from ..kernels import bwd_dq as KQ
 
@@ -534,7 +536,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{what} dkdv {_tile_label(cfg.dkdv)}{'' if cfg.split else ' one-loop'}"
             f"{' dv-pass' if role.get('DV_ONLY') else ' dk-pass' if role.get('DK_ONLY') else ''}"
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
-            accepted_spills=accepted_spills))
+            accepted_spills=cfg.dkdv.spills_ok if accepted_spills is None else accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
                  FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic",
                                RELOAD_TILES=_reload(cfg.dq)), **_chunks(cfg.dq))
@@ -543,7 +545,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
         sig["Out"] = "constexpr"
     specs.append(CompileSpec(
         "bwd_dq", KQ.bwd_dq, sig, _with_nones(sig, const), cfg.dq.launch_options(amd),
-        f"{what} dq {_tile_label(cfg.dq)}{' delta' if delta_in_dq(cfg) else ''}", accepted_spills=accepted_spills))
+        f"{what} dq {_tile_label(cfg.dq)}{' delta' if delta_in_dq(cfg) else ''}",
+        accepted_spills=cfg.dq.spills_ok if accepted_spills is None else accepted_spills))
     return specs
 
 
@@ -576,7 +579,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                         causals = (when_causal is not False,)
                     for causal in causals:
                         specs += config_specs(arch, cfg, ty, headdim, causal, variant,
-                                              "" if arch.startswith("gfx") else cfg.dkdv.spills_ok, gqa=row.gqa)
+                                              "" if arch.startswith("gfx") else None, gqa=row.gqa)
         for max_d in dict.fromkeys(row.max_d for row in _rows(arch)):
             for headdim in (max_d, max_d * 3 // 4):
                 bd = padded_dim(headdim)
