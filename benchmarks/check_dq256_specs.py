@@ -23,6 +23,16 @@ CANDIDATES = (
     (64, 64, 8, 2, True, 0),
     (128, 32, 8, 2, True, 0),
     (128, 64, 8, 2, True, 64),
+    # second round (after the dQ kernel measured 45-51% of the d=256 backward: run23/h100_dv_pass_probe.txt):
+    # 128 query rows over two warp groups, no reload
+    (128, 32, 8, 2, False, 0),
+    (128, 32, 8, 1, False, 0),
+    (128, 16, 8, 2, False, 0),
+    (128, 16, 8, 3, False, 0),
+    (64, 32, 4, 3, False, 0),
+    (64, 16, 4, 3, False, 0),
+    (128, 64, 8, 1, False, 0),
+    (64, 64, 4, 1, False, 0),
 )
 
 

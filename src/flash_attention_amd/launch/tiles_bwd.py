@@ -120,24 +120,31 @@ _D256_TWO_PASS_H100 = ("H100 / H200 sweeps, d=256 (benchmarks/results/run11/): 1
                        "s2 row over plain / ALiBi + softcap / window / dropout, MHA and GQA 4:1, causal or not")
 _D256_TWO_PASS = _bwd((32, 128, 8, 3), (32, 64, 4, 2), split=False, kv_passes=2, reason=_D256_TWO_PASS_H100,
                       spills_ok=_D256_TWO_PASS_H100 + "; GQA / dropout builds spill 4-10 registers (ptxas)")
-# The dQ tile under it (session 26, H100 only, not checked on an H200; benchmarks/results/run23/h100_dq256_*.txt,
-# benchmarks/session26_dq256_sweep.sh): 64x32 w4 s2 (wgmma at 64 query rows) against the row's 32x64 w4 s2, the old
-# row timed first and last in one process, TFLOP/s of the whole backward, d=256 h=8 16k tokens: plain 1k / 4k / 16k
-# 225 / 269 / 252 against 213-215 / 235-247 / 252 not causal, 173 / 240 / 290 against 170 / 209-214 / 238-246 causal
-# (1.00-1.19x); s=4096 ALiBi + softcap 1.07-1.11x, softcap 1.04-1.10x, window 1024 1.08-1.12x, GQA 4:1 1.07-1.10x,
-# d=192 1.10-1.12x; with dropout 0.89-0.97x (so the dropout tier keeps _D256_TWO_PASS). The spill-free 64-row
-# candidates (split-D in chunks of 64, 8 warps; benchmarks/check_dq256_specs.py) measured 0.55-0.83x. Its builds
-# spill: 8 registers per the driver in the timed plain / options / softcap builds, 22 with a window; ptxas offline
-# 14-79 (benchmarks/results/run23/check_sm90_dq256.txt): accepted on this measurement. Through the library's pick on a
-# second instance, old and new taking turns twice (run23/h100_dq256_confirm.txt, d=256, s=4096 / 16384): plain
-# 1.02-1.13x not causal, 1.12-1.30x causal; ALiBi + softcap, softcap and window 1.01-1.28x, one softcap 16k reading
-# pair 0.95-1.04x. Kernels table (run23/h100_kernels_d256.md): 0.96-1.18x FA2, 0.70-0.78x cuDNN (was 0.61-0.73x).
-_D256_DQ64_H100 = ("H100 only (benchmarks/results/run23/h100_dq256_*.txt): dQ 64x32 w4 s2 1.00-1.19x the 32x64 w4 s2 "
-                   "dQ plain, 1.04-1.12x with ALiBi + softcap / softcap / window, GQA 1.07-1.10x, d=192 1.10-1.12x")
-_D256_DQ64 = _D256_TWO_PASS.replace(
-    dq=Tile(64, 32, 4, 2, reason=_D256_DQ64_H100,
-            spills_ok=_D256_DQ64_H100 + "; spills 8 registers per the driver (22 with a window), 14-79 per ptxas"),
-    reason=_D256_DQ64_H100)
+# The dQ tile under it (session 26, H100 only, not checked on an H200; benchmarks/results/run23/): the dQ kernel took
+# 45-51% of the backward's time (its launches ran at ~300 TFLOP/s, the dK and dV launches at ~540:
+# h100_dv_pass_probe.txt). 128x32 w8 s2 (128 query rows over two warp groups) against the old 32x64 w4 s2 row and a
+# first pick, 64x32 w4 s2 (one warp group; it spilled 8-22 registers per the driver), each timed in the same process
+# as the table's row of the time (first and last; benchmarks/session26_dq256_sweep*.sh), TFLOP/s of the whole
+# backward, d=256 h=8 16k tokens:
+# - 128x32 w8 s2 over 64x32 w4 s2 (h100_dq256b_*.txt): plain 4k / 16k 300 / 312 against 264-267 / 259-260 not
+#   causal, 264 / 312 against 240-243 / 278-291 causal (1.07-1.20x); ALiBi + softcap 1.08-1.14x, softcap 1.07-1.10x,
+#   window 1024 1.08-1.09x, GQA 4:1 1.05-1.10x, d=192 1.06-1.08x; dropout 1.07x over the old 32x64 w4 s2 (which the
+#   dropout tier had kept: 64x32 w4 measured 0.89-0.97x there). 128x16 w8 s3 0.91-1.00x of it, s2 0.81-0.88x;
+# - 64x32 w4 s2 over 32x64 w4 s2 (h100_dq256_*.txt, and through the library's pick on a second instance,
+#   h100_dq256_confirm.txt): 1.00-1.30x.
+# Through the library's pick on another instance, the two older dQ tiles timed in turns with it twice
+# (h100_dq256_confirm2.txt, s=4k / 16k): 1.19-1.40x the old row plain / ALiBi + softcap, 1.06-1.10x with dropout.
+# Kernels table (h100_kernels_d256_final.md): 1.17-1.32x FA2, 0.75-0.87x cuDNN (before: 0.91-1.13x, 0.61-0.73x).
+# ptxas (benchmarks/check_dq256_specs.py; run23/check_sm90_dq256*.txt): 0 spills in the plain, options, softcap, dropout
+# and mask + dropout builds, 2-3 with a window, 16 with every option and dropout; 0 per the driver in every timed build.
+_D256_DQ128_H100 = ("H100 only (benchmarks/results/run23/h100_dq256b_*.txt): dQ 128x32 w8 s2 1.05-1.20x the 64x32 w4 "
+                    "s2 dQ (itself 1.00-1.30x the 32x64 w4 s2 dQ) over plain / options / softcap / window / GQA / "
+                    "d=192, 1.07x the 32x64 dQ with dropout")
+_D256_DQ128 = _D256_TWO_PASS.replace(
+    dq=Tile(128, 32, 8, 2, reason=_D256_DQ128_H100,
+            spills_ok=_D256_DQ128_H100 + "; ptxas spills 2-3 registers with a window, 16 with every option and "
+                                         "dropout; 0 per the driver in the timed builds"),
+    reason=_D256_DQ128_H100)
 
 # sm90, d=128, causal, plain tier (benchmarks/results/run12/: session15_bwd_sweep2.sh, H100 twice and H200, the
 # table's row before / candidate / the row again, same process):
@@ -171,7 +178,7 @@ BWD_PLAIN: dict[str, list[Row]] = {
         Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
             causal=True, min_seqlen_k=2048),
         Row(128, _SHORT_CAUSAL_128, causal=True, gqa=False),
-        Row(256, _D256_DQ64),
+        Row(256, _D256_DQ128),
         Row(512, _D512_BWD_NV),
     ],
     "sm80": [  # spill-free per ptxas, not timed (no A100 here)
@@ -220,7 +227,7 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(64, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason="spill-free, 0.92-1.0x the main row (tiles_h200.md)")),
         Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
                       spills_ok=_SPILLS_OPTS_128)),
-        Row(256, _D256_DQ64),
+        Row(256, _D256_DQ128),
         Row(512, _D512_BWD_NV),
     ],
     # RDNA3: the main 16x16 dK/dV spilled 36-57 VGPRs with every option; one loop fits (238-255)
@@ -251,9 +258,7 @@ _DROP_ATOMIC_H100 = ("H100, dropout 0.1, d=64 h=12 s=128-1024 (benchmarks/result
 BWD_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((16, 64, 4, 3), (128, 64, 8, 3), dq_atomic=True, reason=_DROP_ATOMIC_H100)),
-        BWD_OPTIONS["sm90"][1],
-        Row(256, _D256_TWO_PASS),  # dQ 64x32 (_D256_DQ64) measured 0.89-0.97x with dropout
-        *BWD_OPTIONS["sm90"][3:],
+        *BWD_OPTIONS["sm90"][1:],
     ],
     # A100, dropout without ALiBi / softcap (the four-row mask per element, check-amd "drop"): the options
     # rows' dQ 128x64 w8 s2 spilled at d<=64 and dK/dV 32x64 w8 s2 at d=96 (static check only)
