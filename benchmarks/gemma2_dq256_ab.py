@@ -1,0 +1,80 @@
+"""Session 26: the Gemma 2-style model (bench/models.py GEMMA2_8L: softcap 50 on every layer, a window of 2048 on every
+other, 8/4 heads at d=256) trained with session 26's sm90 d=256 dQ row (launch/tiles_bwd.py _D256_DQ128) against the
+row before it (dQ 32x64 w4 s2), in one process, taking turns: what the dQ tile gives a whole model. The old row is put
+back into every sm90 backward table in place and the plans cleared.
+
+    PYTHONPATH=src python benchmarks/gemma2_dq256_ab.py [--rounds 4]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from flash_attention_amd import core
+from flash_attention_amd.bench import models
+from flash_attention_amd.launch import bwd, tiles_bwd
+
+NEW = tiles_bwd._D256_DQ128
+OLD = tiles_bwd._D256_TWO_PASS  # the same dK/dV launches, dQ 32x64 w4 s2
+
+
+def use(cfg) -> None:
+    """Every sm90 backward row at d=129-256 that holds one of the two configs takes cfg."""
+    for table in tiles_bwd.BWD:
+        rows = table.get("sm90", [])
+        for i, row in enumerate(rows):
+            if row.config in (NEW, OLD):
+                rows[i] = row._replace(config=cfg)
+    core.clear_plans()
+
+
+def dq_tile(cfg) -> str:
+    c = bwd.pick_config("sm90", 256, 256, causal=True, options=True, softcap_only=True, gqa=True)
+    assert c == cfg, c
+    return f"{c.dq.block_m}x{c.dq.block_n} w{c.dq.num_warps} s{c.dq.num_stages}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--shapes", type=int, default=2, help="the first N of (b=2 s=4096, b=4 s=2048 padded)")
+    args = ap.parse_args()
+    models.register_hf()
+    cfg = models.GEMMA2_8L
+    print(f"# {torch.cuda.get_device_name()}: Gemma 2-style training step, ms ({args.steps} steps per round, "
+          f"{args.rounds} rounds)")
+    model = models.hf_gemma2(cfg, 4096, "cuda", torch.bfloat16).train()
+    models.set_impl(model, "fa_amd")
+    for b, s, mask in ((2, 4096, "none"), (4, 2048, "padded"))[:args.shapes]:
+        batch = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=mask == "padded")
+        if mask == "none":
+            del batch["attention_mask"]
+        opt = models.adamw(model)
+        step = models.train_step(model, batch, opt)
+        times = {"new": [], "old": []}
+        for r in range(args.rounds):
+            for name in (("new", "old") if r % 2 == 0 else ("old", "new")):
+                use(NEW if name == "new" else OLD)
+                if r == 0:
+                    print(f"{name}: dQ {dq_tile(NEW if name == 'new' else OLD)}")
+                for _ in range(2):  # warm-up: plans, compiles
+                    step()
+                torch.cuda.synchronize()
+                for _ in range(args.steps):
+                    t0 = time.perf_counter()
+                    step()
+                    torch.cuda.synchronize()
+                    times[name].append((time.perf_counter() - t0) * 1e3)
+        new, old = statistics.median(times["new"]), statistics.median(times["old"])
+        print(f"b={b} s={s} mask {mask}: new {new:.1f} ms (min {min(times['new']):.1f}), old {old:.1f} ms "
+              f"(min {min(times['old']):.1f}): old / new {old / new:.3f}", flush=True)
+        opt.zero_grad(set_to_none=True)
+    use(NEW)
+
+
+if __name__ == "__main__":
+    main()
