@@ -9,9 +9,8 @@ window layers' tiles under each.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
+import model_ab
 import torch
 
 import flash_attention_amd as fa
@@ -54,29 +53,8 @@ def main() -> None:
         print(f"{name}: {tiles_of_window_call(cfg)}")
     model = models.hf_gpt_oss(cfg, 4096, "cuda", torch.bfloat16).train()
     models.set_impl(model, "fa_amd")
-    for b, s, mask in ((2, 4096, "none"), (4, 2048, "padded")):
-        batch = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=mask == "padded")
-        if mask == "none":
-            del batch["attention_mask"]
-        opt = models.adamw(model)
-        step = models.train_step(model, batch, opt)
-        times = {"new": [], "old": []}
-        for r in range(args.rounds):
-            for name in (("new", "old") if r % 2 == 0 else ("old", "new")):
-                use(NEW if name == "new" else OLD)
-                for _ in range(2):  # warm-up: plans, compiles
-                    step()
-                torch.cuda.synchronize()
-                for _ in range(args.steps):
-                    t0 = time.perf_counter()
-                    step()
-                    torch.cuda.synchronize()
-                    times[name].append((time.perf_counter() - t0) * 1e3)
-        new, old = statistics.median(times["new"]), statistics.median(times["old"])
-        print(f"b={b} s={s} mask {mask}: new {new:.1f} ms (min {min(times['new']):.1f}), old {old:.1f} ms "
-              f"(min {min(times['old']):.1f}): old / new {old / new:.3f}")
-        opt.zero_grad(set_to_none=True)
-    use(NEW)
+    model_ab.run(model, cfg["vocab_size"], lambda name: use(NEW if name == "new" else OLD), rounds=args.rounds,
+                 steps=args.steps)
 
 
 if __name__ == "__main__":
