@@ -127,6 +127,22 @@ def test_accepted_spills_warn_on_nvidia_only():
     assert row.status == "FAIL"
 
 
+def test_backward_specs_carry_each_kernels_own_spill_reason():
+    """On NVIDIA each backward kernel's build is judged against its own tile's ``spills_ok`` (a dQ tile measured
+    apart from its dK/dV tile, e.g. sm90's d=256 row, names its own measurement); AMD builds accept none."""
+    from flash_attention_amd.launch import bwd
+    from flash_attention_amd.launch.tiles_bwd import _D256_DQ128
+
+    assert _D256_DQ128.dq.spills_ok != _D256_DQ128.dkdv.spills_ok
+    specs = bwd.config_specs("sm90", _D256_DQ128, "bf16", 256, True, "win", accepted_spills=None)
+    kinds = {s.kernel: s.accepted_spills for s in specs}
+    assert kinds == {"bwd_dkdv": _D256_DQ128.dkdv.spills_ok, "bwd_dq": _D256_DQ128.dq.spills_ok}
+    library = [s for s in bwd.compile_specs("sm90") if s.kernel == "bwd_dq" and "d=256" in s.label
+               and "128x32 w8" in s.label]
+    assert library and all(s.accepted_spills == _D256_DQ128.dq.spills_ok for s in library)
+    assert all(not s.accepted_spills for s in bwd.config_specs("gfx942", _D256_DQ128, "bf16", 256, True))
+
+
 def test_quick_subset_keeps_heaviest_and_lightest():
     jobs = [ck.Job("src", "gfx942", i, "fwd", f"#{i}", w) for i, w in enumerate((3.0, 9.0, 1.0, 5.0))]
     jobs.append(ck.Job("src", "gfx942", 4, "decode", "#4", 2.0))
