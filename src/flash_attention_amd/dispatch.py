@@ -126,7 +126,8 @@ def platform(problem: Problem) -> str:
 # kernel serves (no dropout), head dims 64, 128
 # and 256, sm90. Forward ours/cuDNN = 0.61..0.95 over the ANCHORS grid at 64 / 128; at 256, after
 # session 14's tiles, 0.69..0.82 forward and 0.61..0.73 backward (ours/FA2 0.91..1.13 backward;
-# benchmarks/results/run11/h100_kernels_d256.md), so SDPA still wins there.
+# benchmarks/results/run11/h100_kernels_d256.md); after session 26's dQ tile 0.68..0.83 forward and
+# 0.75..0.87 backward (ours/FA2 1.17..1.32; run23/h100_kernels_d256_final.md), so SDPA still wins there.
 # Small calls are the exception: there the host time decides, and our path costs less of it than
 # SDPA's (about 30 against 40-45 us per forward call on the H100's host). In a loop of identical
 # calls (benchmarks/small_calls.py, results/run11/h100_small_calls.txt) ours took 0.54-0.75x SDPA's
