@@ -3,8 +3,10 @@
 the dK launch does not (64 query rows per step: the dK launch needs 263 KB of shared memory there). This script
 times (1) each launch's share of the backward, by dropping one launch from the plan, and (2) the dV launch with
 other tiles (same 128 KV rows per program, so the same grid), the plan's own launch timed in turns with each.
+A head dim whose row runs dK and dV in one launch (d <= 128 on sm90): (1) only, the dK/dV launch against the rest
+(the dQ kernel, which computes delta: dropped, the dK/dV launch reads an unwritten delta; the timing holds).
 
-    PYTHONPATH=src python benchmarks/dv_pass_probe.py [--d 256] [--seqlens 4096 16384]
+    PYTHONPATH=src python benchmarks/dv_pass_probe.py [--d 256] [--seqlens 4096 16384] [--feat plain,opts]
 """
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ from flash_attention_amd.params import AttnParams
 
 # (block_m, warps, stages, split): the dV launch's candidate tiles (block_n stays the row's 128)
 DV_TILES = ((64, 8, 2, False), (32, 8, 4, False), (64, 8, 2, True), (32, 8, 3, True), (64, 4, 2, False))
+
+
+class _Skip:
+    """A kernel slot that launches nothing (the dQ kernel dropped from a plan)."""
+
+    def launch(self, *args, **kwargs) -> None:
+        return None
 
 
 def _clone(plan):
@@ -64,7 +73,6 @@ def main():
                 p = AttnParams(**kw)
                 out, lse = F._forward(q, k, v, p)
                 plan = B.plan_backward(q, k, v, p)
-                assert plan.cfg.kv_passes == 2, plan.cfg
                 flops = 4 * b * h * s * s * d * 2.5 / (2 if causal else 1)
 
                 def timed(pl, a=(do, q, k, v, out, lse, p)):
@@ -74,10 +82,20 @@ def main():
                     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"), res
 
                 base_ms, ref = timed(plan)
+                tag = f"{feat:5s} causal={int(causal)} s={s:5d}"
+                if plan.cfg.kv_passes == 1:  # one dK/dV launch: its share against the dQ kernel's
+                    no_kv, no_dq = _clone(plan), _clone(plan)
+                    no_kv.dkdv_kernels, no_kv.ws = (), None
+                    no_dq.kernels = (plan.kernels[0], _Skip())
+                    ms_no_kv, ms_no_dq = timed(no_kv)[0], timed(no_dq)[0]
+                    ws = " (warp-specialised)" if plan.ws is not None else ""
+                    print(f"{tag} whole {base_ms * 1e3:7.1f} us ({flops / base_ms / 1e9:5.1f} TFLOP/s): dK/dV launch"
+                          f"{ws} {(base_ms - ms_no_kv) * 1e3:6.1f} us, dQ kernel {(base_ms - ms_no_dq) * 1e3:6.1f} us",
+                          flush=True)
+                    continue
                 no_dv, no_dk = _clone(plan), _clone(plan)
                 no_dv.dkdv_kernels, no_dk.dkdv_kernels = plan.dkdv_kernels[1:], plan.dkdv_kernels[:1]
                 ms_no_dv, ms_no_dk = timed(no_dv)[0], timed(no_dk)[0]
-                tag = f"{feat:5s} causal={int(causal)} s={s:5d}"
                 print(f"{tag} whole {base_ms * 1e3:7.1f} us ({flops / base_ms / 1e9:5.1f} TFLOP/s): dV launch "
                       f"{(base_ms - ms_no_dv) * 1e3:6.1f} us, dK launch {(base_ms - ms_no_dk) * 1e3:6.1f} us, "
                       f"rest (dQ) {(ms_no_dv + ms_no_dk - base_ms) * 1e3:6.1f} us", flush=True)
