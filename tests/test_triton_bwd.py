@@ -327,6 +327,17 @@ def test_sm90_d256_dq_tile():
     assert dq(bwd.pick_config("gfx942", 256, 256)) == (32, 32, 4, 1)
 
 
+@pytest.mark.parametrize("opts", [dict(causal=True), dict(softcap=2.0, window=(20, 5))],
+                         ids=["causal", "softcap-window"])
+def test_sm90_d256_row_shape(opts):
+    """The sm90 d=129..256 row's shape (launch/tiles_bwd.py _D256_DQ128: dV and dK in two one-loop launches of 128 KV
+    rows, dQ 128 query rows per program) against float64 on odd sizes smaller than its blocks (GQA, a partial
+    head dim), in the interpreter as on a GPU."""
+    from flash_attention_amd.launch.tiles_bwd import _D256_DQ128
+
+    _check(1, 45, 37, 2, 1, 200, config=_D256_DQ128, **opts)
+
+
 def test_sm90_softcap_alone_rows(monkeypatch):
     """sm90, softcap alone (launch/tiles_bwd.py BWD_SOFTCAP): plan_backward takes the softcap rows for dense calls
     (d=64 64x64 both kernels; d=128 64x128 w8 s3 dK/dV not causal, 32x64 w4 s3 causal GQA), and the options rows
