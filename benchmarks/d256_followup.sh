@@ -8,7 +8,7 @@
 #    to SDPA on the older figures);
 # 3. the bias tier at d=256 (its own one-launch row) against the two-pass row with the new dQ tile (spill-free with
 #    a bias per ptxas, run23/check_sm90_dq128x32_variants.txt; never timed);
-# 4. where the d=64 / 128 backward's time goes (dv_pass_probe.py on one-launch rows).
+# 4. where the backward's time goes at d=64 / 128 (one-launch rows) and at d=256 with the new dQ tile (dv_pass_probe.py).
 set -o pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/src
@@ -21,7 +21,7 @@ python3 benchmarks/bench_gqa_route.py --dims 256 --heads 16:16 32:8 16:8 8:4 --s
   2>&1 | grep -v "Warning\|warn(" | tee "$OUT/${GPU}_route_d256.txt"
 python3 benchmarks/bench_tiles.py --pass bwd --d 256 --causal 0 1 --feat bias,dbias --seqlens 4096 \
   --bwd "default,32x128x8x3u:128x32x8x2/p2,default" 2>&1 | grep -v "Warning\|warn(" | tee "$OUT/${GPU}_bias256.txt"
-for d in 64 128; do
+for d in 64 128 256; do
   python3 benchmarks/dv_pass_probe.py --d $d --feat plain --seqlens 4096 16384 2>&1 | grep -v "Warning\|warn(" \
     | tee -a "$OUT/${GPU}_bwd_shares.txt"
 done
