@@ -90,12 +90,12 @@ def parse_bwd(s: str):
     atomic = "a" in parts  # dQ by fp32 atomics inside the dK/dV kernel (the dq tile is unused)
     passes = 2 if "p2" in parts else 1  # dV, then dK, in two launches (BwdConfig.kv_passes)
     opts = _chunk_opts([p for p in parts if p not in ("a", "p2")])
-    b, _, dq_reload = b.partition("r")  # the dq tile's own reload / split-D chunks
+    b, reload_mark, dq_chunk = b.partition("r")  # the dq tile's own reload / split-D chunks
     cfg = bwd_config(tuple(map(int, a.rstrip("u").split("x"))), tuple(map(int, b.split("x"))), split=not one_loop,
                      chunks=(opts.get("block_dk", 0), opts.get("block_dvk", 0)), dq_atomic=atomic,
                      kv_passes=passes, reload=opts.get("reload", False))
-    if _ == "r":
-        chunk = int(dq_reload or 0)
+    if reload_mark:
+        chunk = int(dq_chunk or 0)
         cfg = cfg.replace(dq=dataclasses.replace(cfg.dq, reload=True, block_dk=chunk, block_dvk=chunk))
     return cfg
 
