@@ -347,6 +347,35 @@ def test_bias_split_d(monkeypatch):
     assert picked
 
 
+@pytest.mark.skipif(not HAS_TRITON, reason="triton not importable")
+def test_sm90_bias256_row_shape(monkeypatch):
+    """The sm90 bias tier's row at head dims 129..256 (launch/tiles_bwd.py _BIAS256: dV and dK in two one-loop
+    launches of 128 KV rows, dQ 128 query rows) reads a float bias with dbias (stored, and summed by atomics when it
+    broadcasts) and a bool key mask like the other paths: the oracle's gradients at odd sizes smaller than its
+    blocks, GQA, causal, a partial head dim (d=200)."""
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import bwd
+    from flash_attention_amd.launch.tiles_bwd import _BIAS256
+
+    picked = []
+
+    def row(*args, **kwargs):
+        picked.append(args)
+        return _BIAS256
+
+    monkeypatch.setattr(bwd, "pick_config", row)
+    core.clear_plans()
+    try:
+        _check("triton", 1, 45, 37, 2, 1, 200, bias_shape=(1, 2, 45, 37), causal=True)
+        _check("triton", 2, 29, 41, 2, 2, 136, bias_shape=(1, 2, 1, 41))  # dbias summed over batch and rows
+        _check("triton", 2, 29, 41, 2, 1, 200, mask=_padding_mask(41, [41, 7]), causal=True)
+        plans = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot]
+        assert plans and all(p.cfg is _BIAS256 and len(p.dkdv_kernels) == 2 for p in plans)
+    finally:
+        core.clear_plans()
+    assert picked
+
+
 def _padding_mask(sk, lens, side="right"):
     """A bool key-padding mask [b, 1, 1, sk] keeping lens[i] keys of sequence i (right: the first ones)."""
     pos = torch.arange(sk, device=DEVICE)[None, :]

@@ -310,8 +310,8 @@ def test_sm90_window_rows_at_d64():
 
 def test_sm90_d256_dq_tile():
     """sm90 at head dims 129..256 (launch/tiles_bwd.py _D256_DQ128): the plain, options, window, softcap and dropout
-    tiers take dQ 128x32 w8 s2 (two warp groups) under the two-pass dK/dV row; a bias keeps its own row; sm80 and
-    the AMD tables are unchanged by it."""
+    tiers take dQ 128x32 w8 s2 (two warp groups) under the two-pass dK/dV row; a bias takes the same dQ tile under
+    the two-pass dK/dV tile with 2 stages (_BIAS256); sm80 and the AMD tables are unchanged by them."""
     bwd = _bwd()
     dq = lambda c: (c.dq.block_m, c.dq.block_n, c.dq.num_warps, c.dq.num_stages)  # noqa: E731
     for d in (160, 192, 256):
@@ -322,7 +322,10 @@ def test_sm90_d256_dq_tile():
                 cfg = bwd.pick_config("sm90", d, d, causal=causal, **flags)
                 assert dq(cfg) == (128, 32, 8, 2) and cfg.kv_passes == 2, (d, causal, flags)
                 assert not cfg.dq.block_dk and not cfg.dq.reload and bwd.delta_in_dq(cfg) and not cfg.dq_atomic
-            assert dq(bwd.pick_config("sm90", d, d, causal=causal, bias=True)) == (32, 64, 8, 2)
+            biased = bwd.pick_config("sm90", d, d, causal=causal, bias=True)
+            assert dq(biased) == (128, 32, 8, 2) and biased.kv_passes == 2 and not biased.split, (d, causal)
+            assert (biased.dkdv.block_m, biased.dkdv.block_n, biased.dkdv.num_warps, biased.dkdv.num_stages) == \
+                (32, 128, 8, 2)
     assert dq(bwd.pick_config("sm80", 256, 256)) == (64, 32, 8, 1)
     assert dq(bwd.pick_config("gfx942", 256, 256)) == (32, 32, 4, 1)
 

@@ -284,16 +284,28 @@ _BIAS_H100 = ("H100 sweep, (b, h, s, s) bf16 bias, b=4 s=4096 h=16 d=128 (benchm
               "tiles_bias.txt): 310 TFLOP/s (dbias 256) against 137 (119) for the spill-free 32x64 w8 s2 + "
               "128x32 w8 s3 row and 136-278 for 7 others, 0 spills per the driver there; the causal builds "
               "spill 6-12 registers (ptxas): accepted on this measurement")
-_BIAS_H100_256 = ("H100 sweeps, (b, h, s, s) bf16 bias, b=4 s=4096 h=8 d=256 (benchmarks/results/h100_run2/"
-                  "tiles_bias256*.txt): 116 / 106 TFLOP/s (full / causal) against 82 / 78 for the 16x64 w8 one-loop "
-                  "+ 32x64 w8 row; the dQ tile is that row's (spill-free with dbias); the dK/dV tile spills 4-5 "
-                  "registers in ptxas' causal fp16 builds (0 per the driver in the bf16 runs): accepted on this "
-                  "measurement. 32x64 w4 dQ was faster (125 / 116) but spilled 75 registers with dbias")
+# d=129..256, session 27 (H100 only, not checked on an H200; benchmarks/results/run24/): the two-pass scheme of the
+# plain d=256 row (_D256_DQ128) with 2 stages in the dK/dV launches (3 need 234 KB of shared memory with the bias
+# tile), against the one-launch row it replaces (32x64 w8 s2 + 32x64 w8 s2, chosen in h100_run2/tiles_bias256*.txt),
+# the table's row timed first and last in the same process (h100_bias256_sweep*.txt, TFLOP/s of the whole backward,
+# h=8 at d=256, 10 at d=192, 16k tokens): d=256 (b, h, s, s) bias 116 -> 198-204 not causal, 108-116 -> 164-192
+# causal; with dbias 112-113 -> 175-180 / 90-92 -> 144-164; a (b, 1, 1, s) bool key mask 114-150 -> 211-245 / 135-143
+# -> 214-234 (1.51-1.85x); d=192 (4k) bias 1.60-1.71x, key mask 1.47-1.69x. Other candidates (h100_bias256_sweep.txt):
+# dQ 32x64 w8 s2 1.17-1.31x, dK/dV 16x128 w8 s3 1.05-1.43x, dQ 64x32 w4 s2 0.88-0.92x of it (it spilled 8-22 per the
+# driver); dQ 128x32 w8 s3 and 128x64 w8 s2 run out of shared memory with a float bias (s3 measured 1.04-1.08x with
+# the bool mask alone). ptxas (benchmarks/check_bias256_specs.py, run24/check_sm90_bias256.txt): spill-free except the
+# dQ kernel of a broadcast bias requiring grad (dbias summed by atomics: 2-5 registers) and the bool mask's GQA dK
+# pass at d=192 (5); 0 per the driver in the timed builds.
+_BIAS256_H100 = ("H100 sweeps, d=256 / 192, (b, h, s, s) bias with and without dbias, (b, 1, 1, s) bool key mask "
+                 "(benchmarks/results/run24/h100_bias256_sweep*.txt): 1.47-1.85x the one-launch 32x64 w8 s2 row")
+_BIAS256 = _bwd((32, 128, 8, 2), (128, 32, 8, 2), split=False, kv_passes=2, reason=_BIAS256_H100,
+                spills_ok=_BIAS256_H100 + "; ptxas spills 2-5 registers in the broadcast-dbias dQ builds (atomics) "
+                                          "and 5 in the bool mask's d=192 GQA dK pass; 0 per the driver when timed")
 BWD_BIAS: dict[str, list[Row]] = {
     "sm90": [
         BWD_OPTIONS["sm90"][0],
         Row(128, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason=_BIAS_H100, spills_ok=_BIAS_H100)),
-        Row(256, _bwd((32, 64, 8, 2), (32, 64, 8, 2), split=False, reason=_BIAS_H100_256, spills_ok=_BIAS_H100_256)),
+        Row(256, _BIAS256),
     ],
     "sm80": [  # the options row's dQ 128x64 w8 s2 spilled 100+ registers with the bias at d<=64
         Row(64, _bwd((16, 64, 4, 2), (64, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
