@@ -330,6 +330,33 @@ def test_sm90_d256_dq_tile():
     assert dq(bwd.pick_config("gfx942", 256, 256)) == (32, 32, 4, 1)
 
 
+def test_sm90_bias_rows_session27():
+    """sm90 rows timed in session 27 (benchmarks/results/run24/), which replaced rows chosen by static check only:
+    the forward's bias tier at d=129..256 (128x32 w8 s2) and its bias + dropout tier (d=65..128 128x64 w8 s3,
+    129..256 128x32 w8 s2); the backward's bias + dropout tier (d=65..128 the d=64 row's 16x64 w4 s3 + 64x32 w4 s3,
+    two kernels; d=129..256 two dK/dV launches of 16x128 w8 s3 in one loop + dQ 128x32 w8 s2); sm80 keeps its rows."""
+    from flash_attention_amd.launch import fwd
+
+    bwd = _bwd()
+    tile = lambda t: (t.block_m, t.block_n, t.num_warps, t.num_stages)  # noqa: E731
+    for causal in (False, True):
+        for d in (160, 256):
+            assert tile(fwd.select_config("sm90", torch.bfloat16, d, d, causal, 4096, bias=True)) == (128, 32, 8, 2)
+            assert tile(fwd.select_config("sm90", torch.bfloat16, d, d, causal, 4096, True, bias=True)) == \
+                (128, 32, 8, 2)
+            cfg = bwd.pick_config("sm90", d, d, causal=causal, dropout=True, bias=True, seqlen_k=4096)
+            assert (tile(cfg.dkdv), tile(cfg.dq), cfg.kv_passes, cfg.split) == \
+                ((16, 128, 8, 3), (128, 32, 8, 2), 2, False), (d, causal)
+        for d in (80, 128):
+            assert tile(fwd.select_config("sm90", torch.bfloat16, d, d, causal, 4096, True, bias=True)) == \
+                (128, 64, 8, 3)
+            cfg = bwd.pick_config("sm90", d, d, causal=causal, dropout=True, bias=True, seqlen_k=4096)
+            assert (tile(cfg.dkdv), tile(cfg.dq), cfg.kv_passes, cfg.split, cfg.dq_atomic) == \
+                ((16, 64, 4, 3), (64, 32, 4, 3), 1, True, False), (d, causal)
+    assert tile(fwd.select_config("sm80", torch.bfloat16, 256, 256, False, 4096, bias=True)) == (64, 32, 8, 2)
+    assert tile(bwd.pick_config("sm80", 256, 256, dropout=True, bias=True).dkdv) == (16, 32, 8, 1)
+
+
 @pytest.mark.parametrize("opts", [dict(causal=True), dict(softcap=2.0, window=(20, 5))],
                          ids=["causal", "softcap-window"])
 def test_sm90_d256_row_shape(opts):

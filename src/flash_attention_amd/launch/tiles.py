@@ -488,10 +488,19 @@ FWD_DROPOUT: dict[str, list[Row]] = {
 # A100 (ptxas): the options rows spilled with the bias at d<=64 (128x64 w4 s3: 14-29 registers, 190
 # with every option) and with a mask at d<=256 (64x64 w8 s2: 5). Hopper d<=256: the options row keeps
 # spills measured for ALiBi + softcap, not for a bias (110-179 registers with it): 64x32 w8 s2 here.
+# Session 27 (H100 only, not checked on an H200; benchmarks/results/run24/h100_fwd_sweeps.txt, the row of the time
+# timed first and last in the same process, d=256 h=8, 16k tokens, s=4k / 16k): 128x32 w8 s2 over the static 64x32
+# w8 s2 row: a (b, h, s, s) bias 294 / 280 TFLOP/s against 137-140 not causal, 246 / 278 against 139-148 causal; a
+# (b, 1, 1, s) bool key mask 337 / 270 against 121-167, 267 / 276 against 136-142 (1.76-2.22x); spill-free (ptxas,
+# every variant of the tier at d=256 / 160: run24/check_sm90_static_rows.txt; the driver: 0). 128x64 w8 s2 ran
+# faster still with the mask (363-459) but spilled 90 registers with a causal float bias (169-181 TFLOP/s; ptxas:
+# 99-157 with a float bias); 64x64 w8 s2 1.32-1.51x, with 3-11 spills.
+_BIAS256_FWD_H100 = ("H100 sweep, d=256, (b, h, s, s) bias and (b, 1, 1, s) key mask (benchmarks/results/run24/"
+                     "h100_fwd_sweeps.txt): 1.76-2.22x the static 64x32 w8 s2 row; spill-free")
 FWD_BIAS: dict[str, list[Row]] = {
     "sm90": [
         *FWD_OPTIONS["sm90"][:3],
-        Row(256, _T(64, 32, 8, 2, reason=_STATIC + "; 241 registers")),
+        Row(256, _T(128, 32, 8, 2, reason=_BIAS256_FWD_H100)),
     ],
     "gfx1100": [
         Row(64, _T(64, 16, 4, 1, reason=_STATIC + "; 185 VGPRs")),
@@ -510,6 +519,19 @@ FWD_BIAS: dict[str, list[Row]] = {
 # Hopper: the options rows spilled with dropout and the bias (d<=128 128x64 w8 s3/s4: 29-41
 # registers, 128x32 w8 s2: 244 and none; d<=256 64x64 w4 s2: 192, 32x64 w8 s2: none; not timed).
 # A100: 128x64 w8 s2 spilled 52 at d<=128, 32x64 w4 s1 5 at d<=256.
+# Session 27 (H100 only, not checked on an H200; benchmarks/results/run24/h100_fwd_sweeps.txt, the rows of the time
+# timed first and last in the same process), a (b, 1, 1, s) bool key mask with dropout 0.1 (the Hugging Face
+# integration's padded training call), 16k tokens, s=1k / 4k: d=128 (h=16) 128x64 w8 s3 over the static 128x32 w8 s2
+# 273 / 271 TFLOP/s against 187-190 / 181-183 not causal, 176 / 211 against 126-127 / 147-149 causal (1.39-1.50x;
+# 128x64 w8 s2 1.27-1.34x, 64x64 w4 s3 1.09-1.16x); d=256 (h=8) 128x32 w8 s2 over the static 32x64 w8 s2 280 / 264
+# against 121-124 / 113 not causal, 183 / 211 against 87-89 / 98 causal (2.06-2.33x; 64x32 w8 s2 1.24-1.31x).
+# ptxas (run24/check_sm90_static_rows.txt): both spill-free with the key mask and dropout, the driver 0 in the timed
+# builds; with a float bias and dropout they spill (d=128: 1 register, 30-41 with every option; d=256: 2-11, 10-19
+# with every option), not timed.
+_KMASK_DROP_FWD_H100 = ("H100 sweep, (b, 1, 1, s) key mask + dropout 0.1 (benchmarks/results/run24/"
+                        "h100_fwd_sweeps.txt): 1.39-1.50x (d=128) / 2.06-2.33x (d=256) the static rows")
+_KD_SPILLS = ("; spill-free with the key mask, ptxas spills 1-41 registers with a float bias and dropout (every "
+              "option: the most), not timed")
 FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [  # d<=64: H100 sweep, BERT-base's key-masked dropout calls (benchmarks/results/h100_run3/
         # tiles_kmask_fwd.txt, graph-timed): 72 / 91 / 95 TFLOP/s at s=128/512/1024 against 62 / 84 / 89
@@ -517,8 +539,8 @@ FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
         Row(64, _T(64, 32, 4, 3, reason="H100 sweep, (b, 1, 1, s) key mask + dropout 0.1, d=64 h=12 "
                                         "(benchmarks/results/h100_run3/tiles_kmask_fwd.txt): 1.07-1.17x the "
                                         "options row, H200 1.08-1.17x; 167 registers")),
-        Row(128, _T(128, 32, 8, 2, reason=_STATIC + "; 244 registers")),
-        Row(256, _T(32, 64, 8, 2, reason=_STATIC + "; 255 registers")),
+        Row(128, _T(128, 64, 8, 3, reason=_KMASK_DROP_FWD_H100, spills_ok=_KMASK_DROP_FWD_H100 + _KD_SPILLS)),
+        Row(256, _T(128, 32, 8, 2, reason=_KMASK_DROP_FWD_H100, spills_ok=_KMASK_DROP_FWD_H100 + _KD_SPILLS)),
     ],
     "sm80": [  # d<=64: 64x64 w8 s2 spilled 2 registers with the four-row mask ("bias-drop")
         Row(64, _T(64, 32, 4, 2, reason=_STATIC)),

@@ -334,13 +334,34 @@ _MASK_DROP_SM80 = ("the bool mask + dropout dK/dV builds at d=96 / 128 (MHA) spi
 _KMASK_SHORT_H100 = ("H100, key mask + dropout 0.1, d=64 h=12 b=32 s=128 (benchmarks/results/run17/"
                      "h100_bert_dq_path_ab.txt): two kernels 103.6 us GPU / 397.5 us wall against 106.7 / 464.8 "
                      "for the atomic dQ; tiles of the atomic row (spill-free by ptxas)")
+# d=65..128 and 129..256, session 27 (H100 only, not checked on an H200): a (b, 1, 1, s) bool key mask with dropout
+# 0.1 (the Hugging Face integration's padded training call), 16k tokens, s=1k / 4k, the static rows (d=128: 16x64 w8
+# s2 + 128x32 w8 s3; d=256: 16x32 w8 s2 one launch + 16x32 w4 s2) timed first and last in the same process
+# (benchmarks/results/run24/h100_bwd_kmaskdrop.txt, TFLOP/s of the whole backward):
+# - d=128 (h=16): the d=64 row's tiles, 16x64 w4 s3 + 64x32 w4 s3: 234 / 218 against 111-112 / 107-108 not causal,
+#   161 / 178 against 84-85 / 93 causal (1.91-2.10x); dQ 128x64 w8 s3 under the static dK/dV 0.98-1.02x, dQ by
+#   atomics 0.91-0.93x. Its dK/dV kernel spills: 6-10 registers per the driver in the timed builds, ptxas 3-5 (MHA)
+#   and 4-18 (GQA) with the mask and dropout, 10-17 with a float bias and dropout (run24/check_sm90_static_rows.txt):
+#   accepted on this measurement;
+# - d=256 (h=8): the two-pass scheme (dV, then dK; one loop, 16x128 w8 s3) + dQ 128x32 w8 s2: 183 / 174 against
+#   72-73 / 65 not causal, 114 / 135 against 56-57 / 58 causal (2.02-2.67x); 16x128 w8 s2 2.16-2.26x not causal,
+#   16x64 w8 s2 1.1x. 0 spills per the driver; ptxas: spill-free with the mask and dropout, 1-2 (dQ) with a float
+#   bias, dropout and a window, 4-5 (dK pass) and 14-26 (dQ) with every option, a bias and dropout.
+_KMASK_DROP_BWD = ("H100 sweep, (b, 1, 1, s) key mask + dropout 0.1 (benchmarks/results/run24/h100_bwd_kmaskdrop.txt): "
+                   "{} the static row")
+_KMASK_DROP_128 = _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK_DROP_BWD.format("d=128 1.91-2.10x"),
+                       spills_ok=_KMASK_DROP_BWD.format("d=128 1.91-2.10x") + "; the dK/dV kernel spills 6-10 "
+                                                                              "registers per the driver (ptxas 3-18)")
+_KMASK_DROP_256 = _bwd((16, 128, 8, 3), (128, 32, 8, 2), split=False, kv_passes=2,
+                       reason=_KMASK_DROP_BWD.format("d=256 2.02-2.67x"),
+                       spills_ok=_KMASK_DROP_BWD.format("d=256 2.02-2.67x") + "; 0 spills per the driver; ptxas 1-26 "
+                                                                              "with a float bias and dropout")
 BWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), dq_atomic=True, reason=_KMASK_H100), min_seqlen_k=256),
         Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK_SHORT_H100)),
-        Row(128, _bwd((16, 64, 8, 2), (128, 32, 8, 3), reason=_BIAS_STATIC)),
-        # dQ 32x32 w4 s2 spilled at d=192 / 256 with a float bias, dropout and a window ("bias-drop")
-        Row(256, _bwd((16, 32, 8, 2), (16, 32, 4, 2), split=False, reason=_BIAS_STATIC)),
+        Row(128, _KMASK_DROP_128),
+        Row(256, _KMASK_DROP_256),
     ],
     "sm80": [
         Row(64, _bwd((16, 64, 4, 2), (32, 64, 4, 2), split=False, reason=_BIAS_STATIC)),
