@@ -291,8 +291,8 @@ _BIAS_H100 = ("H100 sweep, (b, h, s, s) bf16 bias, b=4 s=4096 h=16 d=128 (benchm
 # h=8 at d=256, 10 at d=192, 16k tokens): d=256 (b, h, s, s) bias 116 -> 198-204 not causal, 108-116 -> 164-192
 # causal; with dbias 112-113 -> 175-180 / 90-92 -> 144-164; a (b, 1, 1, s) bool key mask 114-150 -> 211-245 / 135-143
 # -> 214-234 (1.51-1.85x); d=192 (4k) bias 1.60-1.71x, key mask 1.47-1.69x. Other candidates (h100_bias256_sweep.txt):
-# dQ 32x64 w8 s2 1.17-1.31x, dK/dV 16x128 w8 s3 1.05-1.43x, dQ 64x32 w4 s2 0.88-0.92x of it (it spilled 8-22 per the
-# driver); dQ 128x32 w8 s3 and 128x64 w8 s2 run out of shared memory with a float bias (s3 measured 1.04-1.08x with
+# dQ 32x64 w8 s2 1.08-1.31x, dK/dV 16x128 w8 s3 1.15-1.43x, dQ 64x32 w4 s2 0.87-0.92x of it (it spilled 8-22 per the
+# driver); dQ 128x32 w8 s3 and 128x64 w8 s2 run out of shared memory with a float bias (s3 measured 1.04-1.09x with
 # the bool mask alone). ptxas (benchmarks/check_bias256_specs.py, run24/check_sm90_bias256.txt): spill-free except the
 # dQ kernel of a broadcast bias requiring grad (dbias summed by atomics: 2-5 registers) and the bool mask's GQA dK
 # pass at d=192 (5); 0 per the driver in the timed builds.
