@@ -826,3 +826,48 @@ def test_gpu_real_sizes(d, kind, shape):
             assert rel_err(g, r64) < 2e-2, name
         else:
             assert_matches(g, r64, rlp, name=name)
+
+
+def test_sm90_key_mask_rows(monkeypatch):
+    """sm90 rows for a bool padding mask (Row.key_mask, session 27): a (b, 1, 1, s) bool mask, which the kernels
+    build with KEY_MASK, takes the forward's 64x64 w4 s3 TMA row at d=65..128 and the backward's 16x64 w4 s3 +
+    64x32 w4 s3 row at d<=64; a float bias and a mask that is not a padding mask ((b, 1, s, s): queries differ) keep
+    the tier's other rows; explain() names the row; check-amd compiles the mask rows in KEY_MASK builds only."""
+    from flash_attention_amd.launch import bwd, fwd
+    from flash_attention_amd.params import AttnParams
+
+    tile = lambda t: (t.block_m, t.block_n, t.num_warps, t.num_stages)  # noqa: E731
+    bf = torch.bfloat16
+    assert tile(fwd.select_config("sm90", bf, 128, 128, True, 4096, bias=True, key_mask=True)) == (64, 64, 4, 3)
+    assert fwd.select_config("sm90", bf, 128, 128, True, 4096, bias=True, key_mask=True).use_tma
+    assert tile(fwd.select_config("sm90", bf, 128, 128, True, 4096, bias=True)) == (128, 64, 8, 3)
+    assert tile(fwd.select_config("sm90", bf, 64, 64, True, 4096, bias=True, key_mask=True)) == \
+        tile(fwd.select_config("sm90", bf, 64, 64, True, 4096, bias=True))
+    key = bwd.pick_config("sm90", 64, 64, True, bias=True, key_mask=True)
+    assert (tile(key.dkdv), tile(key.dq), key.dq_atomic) == ((16, 64, 4, 3), (64, 32, 4, 3), False)
+    assert tile(bwd.pick_config("sm90", 64, 64, True, bias=True).dkdv) == (32, 64, 4, 3)
+    assert bwd.pick_config("sm90", 128, 128, True, bias=True, key_mask=True) == \
+        bwd.pick_config("sm90", 128, 128, True, bias=True)
+
+    # the plans: what the call's mask is decides
+    monkeypatch.setattr(bwd, "_arch_of", lambda device: "sm90")
+    monkeypatch.setattr(fwd, "_arch_of", lambda device_type, index: (False, "sm90"))
+    b, s, h = 2, 64, 4
+    q = torch.zeros(b, s, h, 64)
+    padding = _padding_mask(s, [s, 9])
+    masks = {"padding": padding, "full": padding.expand(b, 1, s, s).clone(),
+             "float": torch.zeros(b, 1, 1, s)}
+    for name, mask in masks.items():
+        params = AttnParams(softmax_scale=0.1, causal=True, window_right=0, attn_bias=mask)
+        dkdv = tile(bwd.plan_backward(q, q, q, params).cfg.dkdv)
+        assert dkdv == ((16, 64, 4, 3) if name == "padding" else (32, 64, 4, 3)), name
+        q128 = torch.zeros(b, s, h, 128, dtype=bf)
+        cfg = fwd.plan_forward(q128, q128, q128, params).cfg
+        assert tile(cfg) == ((64, 64, 4, 3) if name == "padding" else (128, 64, 8, 3)), name
+
+    # check-amd: the mask rows in builds with a bool mask (KEY_MASK), never in a float bias's
+    fwd_labels = [sp.label for sp in fwd.compile_specs("sm90") if "d=128" in sp.label and "64x64 w4 s3 tma" in sp.label]
+    bwd_labels = [sp.label for sp in bwd.compile_specs("sm90") if "d=64" in sp.label and "dkdv 16x64 w4 s3" in sp.label
+                  and "drop" not in sp.label and "all" not in sp.label]
+    for labels in (fwd_labels, bwd_labels):
+        assert any(" mask " in lb for lb in labels) and not any(" bias" in lb for lb in labels), labels

@@ -110,12 +110,15 @@ class TritonBackend(KernelBackend):
                                                                  "BIAS_DROPOUT", "WINDOW", "SOFTCAP", "ALIBI")}
         varlen, dense = problem.is_varlen, not problem.is_varlen
         dropout, bias = problem.dropout_p > 0, bool(problem.bias)
+        # a bool padding mask (broadcast over query rows, not over keys): the kernels' KEY_MASK, own rows
+        padding = problem.bias == "bool" and problem.bias_shape[2:3] == (1,) and problem.bias_shape[3:] != (1,)
         fwd_tier = ("fp8 table" if problem.fp8 else
                     names[fwd.forward_tier(problem.dtype, dropout, options, bias, varlen, problem.window_only,
                                            problem.softcap_only, problem.alibi_only)].lower() + " tier")
         cfg = fwd.select_config(problem.arch, problem.dtype, problem.headdim, problem.headdim_v, problem.causal,
                                 problem.seqlen_k, dropout, options, bias, varlen, problem.window_only,
-                                problem.softcap_only, problem.alibi_only, problem.nheads != problem.nheads_k)
+                                problem.softcap_only, problem.alibi_only, problem.nheads != problem.nheads_k,
+                                padding and fwd.fwd_key_mask(problem.arch, dropout, problem.headdim))
         family = tiles.arch_family(problem.arch)
         lines = []
         if cfg is not None:
@@ -134,7 +137,8 @@ class TritonBackend(KernelBackend):
             try:
                 b = bwd.pick_config(problem.arch, problem.headdim, problem.headdim_v, problem.causal, dropout,
                                     options, bias, problem.window_only, problem.seqlen_k,
-                                    problem.nheads != problem.nheads_k, problem.softcap_only, varlen)
+                                    problem.nheads != problem.nheads_k, problem.softcap_only, varlen,
+                                    padding and bwd.bwd_key_mask(problem.arch))
             except ValueError as exc:
                 lines.append(f"triton backward: {exc}")
             else:

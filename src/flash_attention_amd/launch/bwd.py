@@ -64,14 +64,14 @@ def _rows(arch: str | None, tier: int = PLAIN) -> list[Row]:
 def pick_config(arch: str | None, headdim: int, headdim_v: int, causal: bool = False,
                 dropout: bool = False, options: bool = False, bias: bool = False,
                 window_only: bool = False, seqlen_k: int = 0, gqa: bool = False, softcap_only: bool = False,
-                varlen: bool = False) -> BwdConfig:
+                varlen: bool = False, key_mask: bool = False) -> BwdConfig:
     """The tuned config of this arch for these head dims and flags (options: window, ALiBi or softcap;
     window_only / softcap_only: a window / softcap alone; bias: an attn_bias; seqlen_k: the key length
-    (varlen: the longest); gqa: several query heads per KV head; varlen: a packed varlen call): the first
-    row that fits (Row)."""
+    (varlen: the longest); gqa: several query heads per KV head; varlen: a packed varlen call; key_mask: the bias
+    is a bool padding mask the kernels skip key blocks of, KEY_MASK): the first row that fits (Row)."""
     d = max(padded_dim(headdim), padded_dim(headdim_v))
     cfg = pick(_rows(arch, tier_of(dropout, options, bias, window_only, softcap_only)), d, causal, seqlen_k, gqa=gqa,
-               varlen=varlen)
+               varlen=varlen, key_mask=key_mask)
     if cfg is None:
         raise ValueError(f"headdim {max(headdim, headdim_v)} has no backward config on {arch} (see supports())")
     return cfg
@@ -239,16 +239,18 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     group = nheads // nheads_k
     bias = params.attn_bias
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
-    cfg = config or pick_config(_arch_of(q.device), headdim, headdim_v, params.causal, params.dropout_p > 0, options,
+    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
+    arch = _arch_of(q.device)
+    skip_keys = key_mask(bias, plan.bias_str) and bwd_key_mask(arch)  # KEY_MASK
+    cfg = config or pick_config(arch, headdim, headdim_v, params.causal, params.dropout_p > 0, options,
                                 bias is not None, params.window_only, seqlen_k, group > 1, params.softcap_only,
-                                varlen)
+                                varlen, skip_keys)
     plan.cfg, plan.varlen, plan.device = cfg, varlen, q.device
     # dbias: a float bias that requires grad; fp32 atomics where programs meet on an element
     plan.dbias = bias is not None and bias.dtype != torch.bool and bias.requires_grad
-    plan.bias_str = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     # the kernels' FEATURES flags (kernels/features.py); the bias key stride is 0 or 1 (bias_arg)
     bias_flags = dict(BIAS_BOOL=bias is not None and bias.dtype == torch.bool, BIAS_BCAST_N=plan.bias_str[3] == 0,
-                      KEY_MASK=key_mask(bias, plan.bias_str) and bwd_key_mask(_arch_of(q.device)))
+                      KEY_MASK=skip_keys)
     plan.dbias_dtype, plan.dbias_str = None, (0, 0, 0)
     plan.bias_str = plan.bias_str[:3]
     dbias_flags = {}  # dQ kernel only
@@ -265,14 +267,14 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     dropout = params.dropout_p > 0
     plan.dropout = dropout
     amd = q.device.type == "cuda" and torch.version.hip is not None
-    pre = bwd_preprocess_tile(arch_family(_arch_of(q.device)), padded_dim(headdim_v))
+    pre = bwd_preprocess_tile(arch_family(arch), padded_dim(headdim_v))
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
     flags = dict(IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0,
                  FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
                  HAS_DROPOUT=dropout,
                  CHUNK=params.has_offsets, **bias_flags,
-                 DROP_QUADS=dropout and drop_quads(_arch_of(q.device)),
+                 DROP_QUADS=dropout and drop_quads(arch),
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
@@ -316,7 +318,6 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     # the warp-specialised dK/dV kernel (launch/bwd_ws.py) where the call qualifies, unless the caller chose
     # a config; it computes dK and dV only (not the atomic path's dQ) in one launch, delta already made
     plan.ws = None
-    arch = _arch_of(q.device)
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
         plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])
@@ -571,6 +572,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 max_d, cfg, when_causal = row.max_d, row.config, row.causal
                 if variant.startswith(("bias", "mask")) and max_d > CHUNKED_ABOVE:
                     continue  # bias: head dims up to 256 (supports() declines the rest)
+                if row.key_mask and not (variant.startswith("mask") and bwd_key_mask(arch)):
+                    continue  # a padding mask's own row (Row.key_mask): its KEY_MASK builds only
                 # a power of two and a padded head dim; head-dim chunks: every multiple of 64 above 256
                 for headdim in (max_d, max_d * 3 // 4) if max_d <= CHUNKED_ABOVE else range(max_d, CHUNKED_ABOVE, -64):
                     if tier == PLAIN:

@@ -64,13 +64,15 @@ FP8_OF_FAMILY = {"sm90": "float8_e4m3fn", "gfx950": "float8_e4m3fn", "gfx942": "
 def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v: int,
                   causal: bool, seqlen_k: int = 0, dropout: bool = False, options: bool = False,
                   bias: bool = False, varlen: bool = False, window_only: bool = False,
-                  softcap_only: bool = False, alibi_only: bool = False, gqa: bool = False) -> Tile | None:
+                  softcap_only: bool = False, alibi_only: bool = False, gqa: bool = False,
+                  key_mask: bool = False) -> Tile | None:
     """The table row (launch/tiles.py FWD) for this call, or None when the arch has no row that fits.
 
     ``options``: a window, ALiBi or softcap is on (``window_only`` / ``softcap_only`` / ``alibi_only``: a
     window / softcap / ALiBi alone, without sinks); ``dropout``:
     dropout is on; ``bias``: an attn_bias is given (feature tiers); ``gqa``: several query heads per KV head (rows
-    with a ``gqa`` flag serve only its calls). FP8: its own tables, FWD_FP8
+    with a ``gqa`` flag serve only its calls); ``key_mask``: the bias is a bool padding mask that the kernel
+    skips key blocks of (KEY_MASK; rows with a ``key_mask`` flag serve only such calls). FP8: its own tables, FWD_FP8
     for dense calls without options, FWD_FP8_OPTIONS (where the family has one) for the others.
     """
     family = arch_family(arch)
@@ -81,7 +83,7 @@ def select_config(arch: str | None, dtype: torch.dtype, headdim: int, headdim_v:
         family = "fp32"
     d = max(padded_dim(headdim), padded_dim(headdim_v))
     tier = forward_tier(dtype, dropout, options, bias, varlen, window_only, softcap_only, alibi_only)
-    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, gqa=gqa, varlen=varlen)
+    return pick(family_table(FWD, family, tier), d, causal, seqlen_k, gqa=gqa, varlen=varlen, key_mask=key_mask)
 
 
 def forward_tier(dtype: torch.dtype, dropout: bool, options: bool, bias: bool, varlen: bool, window_only: bool,
@@ -209,11 +211,15 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     amd, arch = _arch_of(q.device.type, q.device.index)
     options = params.has_window or params.alibi_slopes is not None or params.softcap > 0
     explicit = cfg is not None
+    bias = params.attn_bias
+    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
+    dropout = params.dropout_p > 0
+    skip_keys = key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d)  # KEY_MASK
     if cfg is None:
         cfg = select_config(arch, q.dtype, d, dv, params.causal,
-                            (params.max_seqlen_k or 0) if varlen else seqlen_k, params.dropout_p > 0, options,
-                            params.attn_bias is not None, varlen, params.window_only, params.softcap_only,
-                            params.alibi_only, q.shape[-2] != k.shape[-2])
+                            (params.max_seqlen_k or 0) if varlen else seqlen_k, dropout, options,
+                            bias is not None, varlen, params.window_only, params.softcap_only,
+                            params.alibi_only, q.shape[-2] != k.shape[-2], skip_keys)
         if cfg is None:
             raise ValueError(f"no forward config for arch {arch} at headdim {d}/{dv} ({q.dtype})")
     plan.cfg = cfg
@@ -226,7 +232,6 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.v_t = fp8 and not varlen and not options and not chunked and not amd and seqlen_k > 0
     if plan.v_t:
         v_str = (nheads_k * dv * seqlen_k, 1, dv * seqlen_k)
-    dropout = params.dropout_p > 0
     plan.dropout = dropout
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0  # contiguous fp32 (run)
@@ -241,8 +246,6 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.drop_tail = (_i32_bits(dropout_threshold(params.dropout_p)) if dropout else 0,
                       1.0 / (1.0 - params.dropout_p) if dropout else 1.0,
                       int(params.dropout_offset_q), int(params.dropout_offset_k))
-    bias = params.attn_bias
-    plan.bias_stride = bias_strides(bias_arg(bias)) if bias is not None else (0, 0, 0, 1)
     flags = dict(  # the kernel's FEATURES (kernels/features.py)
         IS_CAUSAL=params.causal, HAS_WINDOW=params.has_window, HAS_SOFTCAP=params.softcap > 0, HAS_DROPOUT=dropout,
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
@@ -251,7 +254,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
-        KEY_MASK=key_mask(bias, plan.bias_stride) and fwd_key_mask(arch, dropout, d), V_T=plan.v_t,
+        KEY_MASK=skip_keys, V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
         SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked)
     plan.constexprs = dict(
@@ -561,6 +564,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 continue
             seen.add((row.max_d, row.config))
             max_d, causal, cfg = row.max_d, row.causal, row.config
+            if row.key_mask and flags.get("HAS_BIAS") != "bool":
+                continue  # a padding mask's own row (Row.key_mask): its KEY_MASK builds only
             dims = [max_d] + ([max_d * 5 // 8] if max_d * 5 // 8 > prev_d else [])
             if max_d > CHUNKED_ABOVE:  # head-dim chunks: every multiple of 64 above 256 (320 has a partial chunk)
                 dims = [dd for dd in range(max_d, CHUNKED_ABOVE, -64) if dd > prev_d]

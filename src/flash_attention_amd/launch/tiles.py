@@ -154,7 +154,8 @@ class Row(NamedTuple):
     ``paged`` (decode): paged caches only (True), contiguous only (False) or both (None);
     ``gqa`` (backward, and the forward's ALiBi tier): calls with several query heads per KV head only
     (True), one only (False) or both (None); ``varlen`` (forward): packed varlen calls only (True), dense
-    only (False) or both (None)."""
+    only (False) or both (None); ``key_mask`` (the bias tiers): calls whose attn_bias is a bool padding mask,
+    built with the kernels' KEY_MASK (True), or every call of the tier (None)."""
 
     max_d: int
     config: Tile | BwdConfig
@@ -163,6 +164,7 @@ class Row(NamedTuple):
     paged: bool | None = None
     gqa: bool | None = None
     varlen: bool | None = None
+    key_mask: bool | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,11 +234,12 @@ def family_table(tables: tuple[dict, ...], family: str, tier: int = PLAIN) -> li
 
 
 def pick(rows: list[Row] | None, max_d: int, causal: bool = False, seqlen_k: int = 0,
-         paged: bool = False, gqa: bool = False, varlen: bool = False):
+         paged: bool = False, gqa: bool = False, varlen: bool = False, key_mask: bool = False):
     """The config of the first row that fits, or None."""
     for row in rows or ():
         if (max_d <= row.max_d and row.causal in (None, causal) and seqlen_k >= row.min_seqlen_k
-                and row.paged in (None, paged) and row.gqa in (None, gqa) and row.varlen in (None, varlen)):
+                and row.paged in (None, paged) and row.gqa in (None, gqa) and row.varlen in (None, varlen)
+                and row.key_mask in (None, key_mask)):
             return row.config
     return None
 
@@ -497,9 +500,20 @@ FWD_DROPOUT: dict[str, list[Row]] = {
 # 99-157 with a float bias); 64x64 w8 s2 1.32-1.51x, with 3-11 spills.
 _BIAS256_FWD_H100 = ("H100 sweep, d=256, (b, h, s, s) bias and (b, 1, 1, s) key mask (benchmarks/results/run24/"
                      "h100_fwd_sweeps.txt): 1.76-2.22x the static 64x32 w8 s2 row; spill-free")
+# A bool padding mask (b, 1, 1, s) at d=65..128 (Row.key_mask: the HF integration's padded batches without dropout),
+# session 27 (H100 only; benchmarks/results/run24/h100_kmask128_fwd.txt, h100_fwd128_bias_kmask.txt, the row of the
+# time timed first and last in the same process, 16k tokens, h=16, MHA and GQA 4:1, s=2k / 4k / 16k): 64x64 w4 s3
+# through TMA over the options rows (128x64 w8 s3 / s4) 1.07-1.13x causal and 1.03-1.13x not causal at 2k / 4k,
+# 1.03-1.11x causal and 0.96-1.03x not causal at 16k (one GQA 2k pair, whose row timings spread by 30%, read
+# 0.95-1.40x); with a float bias the same tile measured 0.65-0.84x, so the float bias keeps the options rows.
+# Spill-free with the mask (ptxas, run24/check_sm90_kmask128.txt; the driver: 0).
+_KMASK128_FWD_H100 = ("H100 sweeps, (b, 1, 1, s) bool key mask, d=128 (benchmarks/results/run24/h100_kmask128_fwd.txt, "
+                      "h100_fwd128_bias_kmask.txt): 1.03-1.13x the options rows up to 4k keys, 0.96-1.11x at 16k")
 FWD_BIAS: dict[str, list[Row]] = {
     "sm90": [
-        *FWD_OPTIONS["sm90"][:3],
+        FWD_OPTIONS["sm90"][0],
+        Row(128, _T(64, 64, 4, 3, use_tma=True, reason=_KMASK128_FWD_H100), key_mask=True),
+        *FWD_OPTIONS["sm90"][1:3],
         Row(256, _T(128, 32, 8, 2, reason=_BIAS256_FWD_H100)),
     ],
     "gfx1100": [

@@ -301,8 +301,17 @@ _BIAS256_H100 = ("H100 sweeps, d=256 / 192, (b, h, s, s) bias with and without d
 _BIAS256 = _bwd((32, 128, 8, 2), (128, 32, 8, 2), split=False, kv_passes=2, reason=_BIAS256_H100,
                 spills_ok=_BIAS256_H100 + "; ptxas spills 2-5 registers in the broadcast-dbias dQ builds (atomics) "
                                           "and 5 in the bool mask's d=192 GQA dK pass; 0 per the driver when timed")
+# A bool padding mask (b, 1, 1, s) at d<=64 (Row.key_mask: the HF integration's padded batches without dropout),
+# session 27 (H100 only; benchmarks/results/run24/h100_mask64_bwd.txt, the row of the time timed first and last in the
+# same process, h=32, 16k tokens, s=512 / 2048): the key mask + dropout row's tiles, 16x64 w4 s3 + 64x32 w4 s3 (two
+# kernels), over the options row (32x64 w4 s3 + 128x64 w8 s3) 1.09 / 1.23x causal, 1.20 / 1.11x not causal; with a
+# float bias 0.86-1.18x, so the float bias keeps the options row. 64x64 w4 s3 / 64x128 w8 s3 dK/dV under the row's
+# dQ: 0.93-1.10x. Spill-free (ptxas, run24/check_sm90_mask64.txt; the driver: 0).
+_KMASK64_BWD_H100 = ("H100 sweep, (b, 1, 1, s) bool key mask, d=64 (benchmarks/results/run24/h100_mask64_bwd.txt): "
+                     "1.09-1.23x the options row; spill-free")
 BWD_BIAS: dict[str, list[Row]] = {
     "sm90": [
+        Row(64, _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK64_BWD_H100), key_mask=True),
         BWD_OPTIONS["sm90"][0],
         Row(128, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason=_BIAS_H100, spills_ok=_BIAS_H100)),
         Row(256, _BIAS256),
