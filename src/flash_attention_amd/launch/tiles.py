@@ -506,7 +506,9 @@ _BIAS256_FWD_H100 = ("H100 sweep, d=256, (b, h, s, s) bias and (b, 1, 1, s) key 
 # through TMA over the options rows (128x64 w8 s3 / s4) 1.07-1.13x causal and 1.03-1.13x not causal at 2k / 4k,
 # 1.03-1.11x causal and 0.96-1.03x not causal at 16k (one GQA 2k pair, whose row timings spread by 30%, read
 # 0.95-1.40x); with a float bias the same tile measured 0.65-0.84x, so the float bias keeps the options rows.
-# Spill-free with the mask (ptxas, run24/check_sm90_kmask128.txt; the driver: 0).
+# Spill-free with the mask (ptxas, run24/check_sm90_kmask128.txt; the driver: 0). Through the library's pick on a
+# third instance (h100_keymask_confirm.txt): 1.04-1.14x on 7 of 8 rows; the MHA causal 2k pair, timed first in its
+# process, read 0.82-0.92x. Llama-style training (b=4 s=2048 padded, d=128) 1.008x (h100_llama_keymask_ab.txt).
 _KMASK128_FWD_H100 = ("H100 sweeps, (b, 1, 1, s) bool key mask, d=128 (benchmarks/results/run24/h100_kmask128_fwd.txt, "
                       "h100_fwd128_bias_kmask.txt): 1.03-1.13x the options rows up to 4k keys, 0.96-1.11x at 16k")
 FWD_BIAS: dict[str, list[Row]] = {

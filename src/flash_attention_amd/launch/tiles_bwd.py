@@ -306,7 +306,8 @@ _BIAS256 = _bwd((32, 128, 8, 2), (128, 32, 8, 2), split=False, kv_passes=2, reas
 # same process, h=32, 16k tokens, s=512 / 2048): the key mask + dropout row's tiles, 16x64 w4 s3 + 64x32 w4 s3 (two
 # kernels), over the options row (32x64 w4 s3 + 128x64 w8 s3) 1.09 / 1.23x causal, 1.20 / 1.11x not causal; with a
 # float bias 0.86-1.18x, so the float bias keeps the options row. 64x64 w4 s3 / 64x128 w8 s3 dK/dV under the row's
-# dQ: 0.93-1.10x. Spill-free (ptxas, run24/check_sm90_mask64.txt; the driver: 0).
+# dQ: 0.91-1.10x. Spill-free (ptxas, run24/check_sm90_mask64.txt; the driver: 0). Through the library's pick on
+# another instance (h100_keymask_confirm.txt): 1.12-1.26x; Llama-style training (b=4 s=2048 padded, d=64) 1.001x.
 _KMASK64_BWD_H100 = ("H100 sweep, (b, 1, 1, s) bool key mask, d=64 (benchmarks/results/run24/h100_mask64_bwd.txt): "
                      "1.09-1.23x the options row; spill-free")
 BWD_BIAS: dict[str, list[Row]] = {
