@@ -11,8 +11,8 @@ alone; drop = dropout 0.1;
 fp8 = q, k, v in e4m3 with per-(batch, head) descales (forward only); win = a window of 1024 keys
 to the left, and to the right unless causal (TFLOP/s of its visible pairs); bias = a (b, h, s, s) bf16
 attn_bias; dbias = the same bias requiring grad (dbias written by the backward); dbiasb = a (1, h, s, s) bias
-requiring grad (dbias summed over the batch by atomics); kmask = a (b, 1, 1, s)
-bool key-padding mask (lengths uniform in [s/4, s]: the HF integration's dense padded calls);
+requiring grad (dbias summed over the batch by atomics); biasdrop = the (b, h, s, s) bias with dropout 0.1;
+kmask = a (b, 1, 1, s) bool key-padding mask (lengths uniform in [s/4, s]: the HF integration's dense padded calls);
 kmaskdrop = the same with dropout 0.1. ``--peer-sdpa`` adds torch SDPA on the same call (its own
 kernel choice; TFLOP/s counted as for ours, padding included).
 
@@ -113,6 +113,8 @@ def params_for(d, causal, feat, h, descales=None, bias=None):
         kw.update(dropout_p=0.1, seed=1234)
     elif feat in ("bias", "dbias", "dbiasb"):  # a (b, h, s, s) bf16 bias; dbias: it requires grad (dbias written);
         kw.update(attn_bias=bias.requires_grad_(feat != "bias"))  # dbiasb: (1, h, s, s), dbias summed by atomics
+    elif feat == "biasdrop":  # the (b, h, s, s) bias with dropout 0.1 (no dbias)
+        kw.update(attn_bias=bias, dropout_p=0.1, seed=1234)
     elif feat == "win":  # a sliding window of WINDOW keys to the left (with causal: issue 13's window row), and
         kw.update(window_left=WINDOW)  # WINDOW to the right when not causal (the pairs counted in main)
         if not causal:
@@ -179,7 +181,8 @@ def main(argv=None):
     ap.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--d", type=int, nargs="+", default=[64])
     ap.add_argument("--causal", type=int, nargs="+", default=[1])
-    ap.add_argument("--feat", default="plain", help="comma list of plain, opts, drop, fp8, bias, dbias, dbiasb")
+    ap.add_argument("--feat", default="plain", help="comma list of plain, opts, drop, fp8, bias, dbias, dbiasb, "
+                                                    "biasdrop, kmask, kmaskdrop, ... (the docstring)")
     ap.add_argument("--seqlens", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--group", type=int, default=1, help="query heads per KV head (GQA)")
     ap.add_argument("--fwd", default="default")
@@ -216,7 +219,7 @@ def main(argv=None):
                         (q, qd), (k, kd), (v, vd) = quantize(q, hk), quantize(k), quantize(v)
                         descales = dict(q_descale=qd, k_descale=kd, v_descale=vd)
                     bias = None
-                    if feat in ("bias", "dbias", "dbiasb"):
+                    if feat in ("bias", "dbias", "dbiasb", "biasdrop"):
                         bias = torch.randn(1 if feat == "dbiasb" else b, h, s, s, device="cuda", dtype=torch.bfloat16)
                     elif feat.startswith("kmask"):
                         bias = key_mask(b, s)

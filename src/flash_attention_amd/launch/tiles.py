@@ -543,11 +543,14 @@ FWD_BIAS: dict[str, list[Row]] = {
 # against 121-124 / 113 not causal, 183 / 211 against 87-89 / 98 causal (2.06-2.33x; 64x32 w8 s2 1.24-1.31x).
 # ptxas (run24/check_sm90_static_rows.txt): both spill-free with the key mask and dropout, the driver 0 in the timed
 # builds; with a float bias and dropout they spill (d=128: 1 register, 30-41 with every option; d=256: 2-11, 10-19
-# with every option), not timed.
+# with every option). With a (b, h, s, s) float bias and dropout 0.1 at 4k (run24/h100_biasdrop_rows.txt, another
+# instance, in turns twice): d=128 1.66-1.70x not causal, 1.17-1.20x causal; d=256 2.60-2.66x / 2.13-2.19x; the
+# driver: 0 spills.
 _KMASK_DROP_FWD_H100 = ("H100 sweep, (b, 1, 1, s) key mask + dropout 0.1 (benchmarks/results/run24/"
                         "h100_fwd_sweeps.txt): 1.39-1.50x (d=128) / 2.06-2.33x (d=256) the static rows")
 _KD_SPILLS = ("; spill-free with the key mask, ptxas spills 1-41 registers with a float bias and dropout (every "
-              "option: the most), not timed")
+              "option: the most); with a float bias and dropout 1.17-2.66x the static rows, 0 spills per the driver "
+              "(run24/h100_biasdrop_rows.txt)")
 FWD_BIAS_DROPOUT: dict[str, list[Row]] = {
     "sm90": [  # d<=64: H100 sweep, BERT-base's key-masked dropout calls (benchmarks/results/h100_run3/
         # tiles_kmask_fwd.txt, graph-timed): 72 / 91 / 95 TFLOP/s at s=128/512/1024 against 62 / 84 / 89

@@ -357,6 +357,8 @@ _KMASK_SHORT_H100 = ("H100, key mask + dropout 0.1, d=64 h=12 b=32 s=128 (benchm
 #   72-73 / 65 not causal, 114 / 135 against 56-57 / 58 causal (2.02-2.67x); 16x128 w8 s2 2.16-2.26x not causal,
 #   16x64 w8 s2 1.1x. 0 spills per the driver; ptxas: spill-free with the mask and dropout, 1-2 (dQ) with a float
 #   bias, dropout and a window, 4-5 (dK pass) and 14-26 (dQ) with every option, a bias and dropout.
+# With a (b, h, s, s) float bias and dropout 0.1 at 4k (run24/h100_biasdrop_rows.txt, another instance, in turns
+# twice): d=128 2.27-2.31x (the driver: dK/dV 2-6 spills), d=256 2.18-2.46x (0) the static rows.
 _KMASK_DROP_BWD = ("H100 sweep, (b, 1, 1, s) key mask + dropout 0.1 (benchmarks/results/run24/h100_bwd_kmaskdrop.txt): "
                    "{} the static row")
 _KMASK_DROP_128 = _bwd((16, 64, 4, 3), (64, 32, 4, 3), reason=_KMASK_DROP_BWD.format("d=128 1.91-2.10x"),
