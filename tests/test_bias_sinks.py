@@ -377,23 +377,29 @@ def test_sm90_bias256_row_shape(monkeypatch):
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton not importable")
-@pytest.mark.parametrize("row,d", [("_KMASK_DROP_128", 96), ("_KMASK_DROP_256", 200)])
-def test_sm90_bias_dropout_rows_shape(monkeypatch, row, d):
-    """The sm90 bias + dropout tier's rows of session 27 (launch/tiles_bwd.py: d=65..128 16x64 w4 s3 + 64x32 w4 s3;
-    d=129..256 two one-loop dK/dV launches of 16x128 + dQ 128x32) with a bool key mask and dropout (the Hugging Face
-    padded training call) and with a float bias, dbias and dropout: the oracle's gradients (the forward's mask) at odd
-    sizes, GQA, causal, partial head dims."""
+@pytest.mark.parametrize("row,fwd_tile,d", [("_KMASK_DROP_128", (128, 64, 8, 3), 96),
+                                            ("_KMASK_DROP_256", (128, 32, 8, 2), 200)])
+def test_sm90_bias_dropout_rows_shape(monkeypatch, row, fwd_tile, d):
+    """The sm90 bias + dropout tier's rows of session 27, both passes (launch/tiles.py FWD_BIAS_DROPOUT: 128x64 w8 s3
+    at d=65..128, 128x32 w8 s2 at 129..256; launch/tiles_bwd.py: d=65..128 16x64 w4 s3 + 64x32 w4 s3; d=129..256
+    two one-loop dK/dV launches of 16x128 + dQ 128x32) with a bool key mask and dropout (the Hugging Face padded
+    training call) and with a float bias, dbias and dropout: the oracle's output and gradients (the forward's mask) at
+    odd sizes smaller than the blocks, GQA, causal, partial head dims."""
     from flash_attention_amd import core
-    from flash_attention_amd.launch import bwd, tiles_bwd
+    from flash_attention_amd.launch import bwd, fwd, tiles_bwd
+    from flash_attention_amd.launch.tiles import Tile
 
     cfg = getattr(tiles_bwd, row)
     monkeypatch.setattr(bwd, "pick_config", lambda *args, **kwargs: cfg)
+    monkeypatch.setattr(fwd, "select_config", lambda *args, **kwargs: Tile(*fwd_tile))
     core.clear_plans()
     try:
         _check("triton", 2, 29, 41, 2, 1, d, mask=_padding_mask(41, [41, 9]), causal=True, dropout_p=0.25)
         _check("triton", 1, 37, 30, 2, 2, d, bias_shape=(1, 2, 37, 30), dropout_p=0.2)
         plans = [p.slot["bwd"] for p in core._PLANS.values() if "bwd" in p.slot]
         assert plans and all(p.cfg is cfg and len(p.dkdv_kernels) == cfg.kv_passes for p in plans)
+        fwd_plans = [p.slot["fwd"] for p in core._PLANS.values() if "fwd" in p.slot]
+        assert fwd_plans and all((p.cfg.block_m, p.cfg.block_n) == fwd_tile[:2] for p in fwd_plans)
     finally:
         core.clear_plans()
 
