@@ -13,6 +13,9 @@ between calls.
 - ``FLASH_ATTENTION_WARP_SPEC``: ``0`` keeps the Triton backend off its warp-specialised kernels
   (sm90: the forward, kernels/fwd_ws.py, and the backward's dK/dV, kernels/bwd_ws.py): the main
   kernels serve those calls too (read when a call signature is first planned).
+- ``FLASH_ATTENTION_GLUON``: ``0`` keeps the Triton backend off its Gluon forward (sm90,
+  kernels/fwd_gluon.py): the other forward kernels serve those calls (read when a call signature
+  is first planned).
 """
 from __future__ import annotations
 
@@ -72,6 +75,11 @@ def debug() -> bool:
 def triton_interpret() -> bool:
     """TRITON_INTERPRET=1: Triton kernels run on CPU tensors in the interpreter."""
     return _flag("TRITON_INTERPRET")
+
+
+def gluon_off() -> bool:
+    """FLASH_ATTENTION_GLUON=0: no Gluon forward (launch/fwd_gluon.py)."""
+    return _env("FLASH_ATTENTION_GLUON").strip().lower() in ("0", "false", "no", "off")
 
 
 def warp_spec_off() -> bool:

@@ -103,7 +103,7 @@ class TritonBackend(KernelBackend):
         the dK/dV kernel where the tensors' layout allows, which the metadata alone cannot tell."""
         if problem.kind != "attn":
             return ()
-        from ..launch import bwd, bwd_ws, fwd, fwd_ws, tiles
+        from ..launch import bwd, bwd_ws, fwd, fwd_gluon, fwd_ws, tiles
 
         options = problem.has_window or problem.has_alibi or problem.softcap > 0
         names = {v: k for k, v in vars(tiles).items() if k in ("PLAIN", "OPTIONS", "DROPOUT", "BIAS_OPTIONS",
@@ -129,7 +129,15 @@ class TritonBackend(KernelBackend):
                  and problem.dtype in (torch.float16, torch.bfloat16))
         gpu_ws = problem.arch is not None and fwd_ws.ws_triton_reason() is None
         ws = fwd_ws.ws_tile(problem.arch, problem.headdim) if gpu_ws else None
-        if plain and ws is not None:
+        gluon = fwd_gluon.gluon_row(problem.arch, problem.headdim)
+        gluon_ok = (dense and not options and not bias and not problem.has_sinks and not dropout and not problem.fp8
+                    and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16))
+        if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None:
+            lines.append(f"triton forward: the Gluon kernel (BLOCK {fwd_gluon.BLOCK_M}x{gluon.config.block_n}, "
+                         f"{gluon.config.num_stages}-slot ring; {gluon.config.reason}) instead, from "
+                         f"{gluon.min_seqlen_k} queries and keys, where the tensors' layout and lengths allow "
+                         "(launch/fwd_gluon.py)")
+        elif plain and ws is not None:
             lines.append(f"triton forward: the warp-specialised kernel ({ws.label()}) instead, where the tensors' "
                          "layout and lengths allow (launch/fwd_ws.py)")
         if problem.needs_grad and not problem.fp8:

@@ -24,6 +24,7 @@ from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from ..validation import FP8_DTYPES
+from .fwd_gluon import gluon_reason, gluon_row, launch_gluon, plan_gluon
 from .fwd_ws import launch_ws, plan_ws, ws_reason, ws_tile
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec, arg_positions
@@ -177,7 +178,7 @@ class FwdPlan:
 
     __slots__ = ("cfg", "grid", "constexprs", "constexprs_tma", "options", "scalars", "drop_tail", "out_shape",
                  "out_like_q", "lse_shape", "out_stride", "dtype", "device", "varlen", "empty", "zero_tensors",
-                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "optional_pos", "ws")
+                 "dropout", "tma_blocks", "kernel", "kernel_tma", "bias_stride", "v_t", "optional_pos", "ws", "gluon")
 
 
 def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPlan:
@@ -285,6 +286,10 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.ws = None
     if not explicit and ws_reason(arch, q, k, v, params, varlen) is None:
         plan.ws = plan_ws(q, k, v, params, ws_tile(arch, d), o_str, l_str, flags["IEEE_DOT"])
+    # the Gluon forward (launch/fwd_gluon.py) first where the call qualifies, unless the caller chose a tile
+    plan.gluon = None
+    if not explicit and gluon_reason(arch, q, k, v, params, varlen) is None:
+        plan.gluon = plan_gluon(q, k, v, params, gluon_row(arch, d).config, o_str, l_str)
     return plan
 
 
@@ -314,8 +319,10 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     kernel = plan.kernel
     if plan.v_t:  # [b, sk, hk, dv] -> [b, hk, dv, sk] contiguous (plan.scalars holds its strides)
         v = v.permute(0, 2, 3, 1).contiguous()
-    if (plan.ws is not None and (not given or scalars[0][3:5] == plan.scalars[0][3:5])  # the plan's out / lse strides
-            and launch_ws(plan.ws, q, k, v, out, lse, plan.device)):
+    same_out = not given or scalars[0][3:5] == plan.scalars[0][3:5]  # the plan's out / lse strides
+    if plan.gluon is not None and same_out and launch_gluon(plan.gluon, q, k, v, out, lse, plan.device):
+        return out, lse
+    if plan.ws is not None and same_out and launch_ws(plan.ws, q, k, v, out, lse, plan.device):
         return out, lse
     if plan.tma_blocks is not None and k.data_ptr() % 16 == 0 and v.data_ptr() % 16 == 0:
         bn, bd, bdv = plan.tma_blocks

@@ -713,6 +713,21 @@ FWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, _T(128, 128, 4, 2, reason=_WS_H100), causal=False)],
 }
 
+# The Gluon forward (kernels/fwd_gluon.py, sm90): one row per exact head dim; block_m 128 (two consumer warp
+# groups of 64 rows), block_n keys per ring slot, num_warps 4 (the first consumer; the second and the producer
+# warp are added by the kernel), num_stages the ring's depth; min_seqlen_k: from this many queries and keys.
+# Static check (ptxas, benchmarks/gluon_fwd_probe.py --compile): 0 local memory in every build.
+_GLUON_PROBE = ("H100, b*s = 16384, 16 heads, bf16 (benchmarks/results/run25/h100_gluon_probe*.txt): d=128 "
+                "591-624 / 613-623 TFLOP/s not causal at 4k / 16k, 513-520 / 574 causal, against 521-549 / 418-464 "
+                "for the warp-specialised / main kernels and 552-628 for cuDNN in the same runs")
+FWD_GLUON: dict[str, list[Row]] = {
+    "sm90": [
+        Row(64, _T(128, 128, 4, 2, reason="provisional: being measured"), min_seqlen_k=2048),
+        Row(128, _T(128, 128, 4, 2, reason=_GLUON_PROBE), min_seqlen_k=2048),
+        Row(256, _T(128, 64, 4, 2, reason="provisional: being measured"), min_seqlen_k=2048),
+    ],
+}
+
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
 # K / V tiles take half the bytes of bf16 ones. On sm90 fp8 wgmma needs V K-major in shared

@@ -98,7 +98,10 @@ def compile_one(spec: Any, info: ArchInfo, aligned_strides: bool = True) -> Row:
     options = dict(spec.options)
     row.num_warps = int(options.get("num_warps", 4))
     target = GPUTarget(info.backend, info.target_arch, info.warp_size)
-    src = triton.compiler.ASTSource(
+    source = triton.compiler.ASTSource
+    if getattr(spec.fn, "is_gluon", lambda: False)():  # a Gluon kernel (launch/fwd_gluon.py)
+        from triton.experimental.gluon._runtime import GluonASTSource as source
+    src = source(
         fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
         attrs=attrs_for(spec.fn, spec.signature, info.backend, aligned_strides, getattr(spec, "divisible", ())),
     )

@@ -19,6 +19,7 @@ from typing import Any
 LAUNCHERS = (
     "flash_attention_amd.launch.fwd",
     "flash_attention_amd.launch.fwd_ws",
+    "flash_attention_amd.launch.fwd_gluon",
     "flash_attention_amd.launch.bwd",
     "flash_attention_amd.launch.bwd_ws",
     "flash_attention_amd.launch.decode",

@@ -1,0 +1,109 @@
+"""The Gluon forward on and off (FLASH_ATTENTION_GLUON), same process, same calls: our forward through
+``flash_attn_func`` with the triton backend (off: the warp-specialised or main kernel the table picks),
+with cuDNN's and FA2's (SDPA) forward in the same run, and the outputs of the two paths compared.
+
+bf16; TFLOP/s = 4 b h s^2 d (x0.5 causal) / median time (triton.testing.do_bench); on / off alternate
+(--reps rounds) and the table gives the median of the rounds. --any-length lifts the rows' length rule
+(FWD_GLUON min_seqlen_k) so that short calls take the Gluon kernel too (to choose that rule).
+
+    PYTHONPATH=src python benchmarks/bench_gluon_ab.py [--reps 3] [--headdims 64 128 256] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import triton
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+from flash_attention_amd.launch import tiles
+
+TOKENS, HIDDEN = 16384, 2048
+
+
+def _set(on: bool) -> None:
+    os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
+    core.clear_plans()  # the choice is made when a call signature is planned
+
+
+def _ms(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median")
+
+
+def _peers(q, k, v, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    gqa = q.shape[2] != k.shape[2]
+
+    def call(backend):
+        def f():
+            with sdpa_kernel([backend]):
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+        return f
+    out = {"cuDNN": call(SDPBackend.CUDNN_ATTENTION)}
+    if q.shape[-1] <= 256:
+        out["FA2"] = call(SDPBackend.FLASH_ATTENTION)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--headdims", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 2048, 4096, 16384])
+    ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
+    ap.add_argument("--any-length", action="store_true")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    if args.any_length:
+        tiles.FWD_GLUON["sm90"] = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon "
+          f"forward on / off, bf16, {TOKENS} tokens, hidden {HIDDEN}; TFLOP/s, median of {args.reps} alternating "
+          f"rounds{' (length rule lifted)' if args.any_length else ''}", flush=True)
+    print("| d | causal | shape | gluon on | off | on / off | cuDNN | on / cuDNN | FA2 | on / FA2 | max abs diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d) for d in args.headdims
+             for causal in (False, True) for s in args.seqlens]
+    if args.gqa:
+        cases += [(128, causal, 4, 4096, 32, 8) for causal in (False, True)]
+    rows = []
+    for d, causal, b, s, h, hk in cases:
+        g = torch.Generator(device="cuda").manual_seed(s * h + d)
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+        flop = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+
+        def ours(q=q, k=k, v=v, causal=causal):
+            with fa.use_backend("triton"):
+                return fa.flash_attn_func(q, k, v, causal=causal)
+        times = {True: [], False: []}
+        outs = {}
+        for _ in range(args.reps):
+            for on in (True, False):
+                _set(on)
+                outs[on] = ours()
+                times[on].append(_ms(ours))
+        _set(True)
+        peers = {name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()}
+        on = flop / statistics.median(times[True]) * 1e-9
+        off = flop / statistics.median(times[False]) * 1e-9
+        diff = (outs[True].float() - outs[False].float()).abs().max().item()
+        shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
+        cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
+        rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
+                         on_all=[flop / t * 1e-9 for t in times[True]],
+                         off_all=[flop / t * 1e-9 for t in times[False]]))
+        print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
+              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

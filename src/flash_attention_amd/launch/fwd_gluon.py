@@ -1,0 +1,140 @@
+"""Launcher of the Gluon forward (``kernels/fwd_gluon.py``, NVIDIA sm90): which calls it serves
+(``gluon_reason``), their plan (``plan_gluon``) and the launch (``launch_gluon``). ``launch/fwd.py``
+plans it next to the main kernel (and the warp-specialised one, which it replaces where both serve) and
+runs it when the call's tensors allow; every other call runs the others.
+
+Like the warp-specialised forward, the kernel makes its TMA descriptors on the device, so each launch
+needs a global scratch buffer (launch/runtime.py ``launch_with_scratch``). The kernel module imports
+``triton.experimental.gluon``; it is imported only when a call on an arch with a ``FWD_GLUON`` row is
+planned (or check-kernels compiles it), never at package import.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import config
+from ..params import AttnParams
+from .runtime import KernelSlot, launch_with_scratch, triton_version
+from .spec import S3, CompileSpec, arg_positions
+from .tiles import FWD_GLUON, Row, Tile, cdiv
+
+_DTYPES = (torch.float16, torch.bfloat16)
+BLOCK_M = 128  # two consumer warp groups of 64 query rows (kernels/fwd_gluon.py ROWS)
+# Register budgets (setmaxnreg) of each consumer warp group and of the producer: 128 threads x (256 for the
+# default partition + 232 + 24) = 64 Ki registers, the SM's file (the producer's warp sits in a group of 4).
+CONSUMER_REGS, PRODUCER_REGS = 232, 24
+# The Triton versions (major.minor) under which the Gluon forward was checked on a GPU: Gluon is an
+# experimental dialect whose API changes between minor versions; under any other Triton the other kernels serve.
+GLUON_TRITON = ("3.6",)
+_gluon_triton: list = []  # [reason or None], read once
+
+
+def gluon_row(arch: str | None, headdim: int) -> Row | None:
+    """The FWD_GLUON row of this exact arch and exactly this head dim (the descriptors' block is the
+    whole head dim), or None. The interpreter has no Gluon: arch None has no row."""
+    for row in FWD_GLUON.get(arch, ()) if arch is not None else ():
+        if row.max_d == headdim:
+            return row
+    return None
+
+
+def gluon_triton_reason() -> str | None:
+    """None under a Triton of ``GLUON_TRITON`` whose Gluon imports, else why the Gluon forward does not serve."""
+    if not _gluon_triton:
+        version, minor = triton_version()
+        reason = None
+        if minor not in GLUON_TRITON:
+            reason = f"Triton {version}: the Gluon forward was checked under Triton {', '.join(GLUON_TRITON)} only"
+        else:
+            try:
+                import triton.experimental.gluon.language.nvidia.hopper  # noqa: F401
+            except ImportError as exc:
+                reason = f"Triton {version} has no Gluon Hopper module ({exc})"
+        _gluon_triton.append(reason)
+    return _gluon_triton[0]
+
+
+def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
+    """None when the Gluon forward computes this call exactly (and was measured faster for it), else why not."""
+    if config.gluon_off():
+        return "FLASH_ATTENTION_GLUON=0"
+    d = q.shape[-1]
+    row = gluon_row(arch, d)
+    if row is None or k.shape[-1] != d or v.shape[-1] != d:
+        return f"no FWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+    reason = gluon_triton_reason()
+    if reason is not None:
+        return reason
+    if varlen or q.dim() != 4:
+        return "varlen calls"
+    if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        return f"dtype {q.dtype}"
+    if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
+            or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None \
+            or params.softcap > 0 or params.has_offsets:
+        return "a window, ALiBi, softcap, bias, sinks, dropout, FP8 or a chunk's offsets (the Gluon forward has none)"
+    if not params.softmax_scale > 0:
+        return "softmax_scale <= 0"
+    seqlen_q, seqlen_k = q.shape[1], k.shape[1]
+    if seqlen_q == 0 or seqlen_k == 0:
+        return "empty sequences"
+    if params.causal and seqlen_q > seqlen_k:
+        return "causal with seqlen_q > seqlen_k (rows without keys)"
+    if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
+        return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other kernels were "
+                "measured faster")
+    for t in (q, k, v):  # TMA: 16-byte aligned strides (the base addresses are checked per call)
+        if t.stride(-1) != 1 or any(st % 8 for st in t.stride()[:-1]):
+            return "strides that TMA cannot take (last dim contiguous, the others multiples of 8 elements)"
+    return None
+
+
+class GluonPlan:
+    __slots__ = ("slot", "grid", "tail")
+
+
+def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple) -> GluonPlan:
+    from ..kernels.fwd_gluon import attn_fwd_gluon_kernel
+
+    batch, seqlen_q, nheads, d = q.shape
+    plan = GluonPlan()
+    plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
+    strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
+    plan.tail = (strides, (nheads, nheads // k.shape[2], seqlen_q, k.shape[1]), float(params.softmax_scale))
+    constexprs = dict(HEAD_DIM=d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=bool(params.causal),
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+    dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse"))
+    plan.slot = KernelSlot(attn_fwd_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
+    return plan
+
+
+def launch_gluon(plan: GluonPlan, q, k, v, out, lse, device: torch.device) -> bool:
+    """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched."""
+    if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()) & 15:
+        return False
+    launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, *plan.tail), True)
+    return True
+
+
+COMPILE_ARCHS = tuple(FWD_GLUON)  # check-kernels compiles this launcher for these archs only
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """Every launchable build of the Gluon forward on ``arch`` (check-kernels): each row, bf16 and fp16,
+    causal or not."""
+    from ..kernels.fwd_gluon import attn_fwd_gluon_kernel
+
+    specs = []
+    for row in FWD_GLUON.get(arch, ()):
+        cfg = row.config
+        for dtype in ("bf16", "fp16"):
+            for causal in (False, True):
+                sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
+                       "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
+                consts = dict(HEAD_DIM=row.max_d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=causal,
+                              CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+                specs.append(CompileSpec(
+                    "fwd_gluon", attn_fwd_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
+                    label=f"{dtype} d={row.max_d} {'causal' if causal else 'plain'} gluon {BLOCK_M}x{cfg.block_n} "
+                          f"w{cfg.num_warps}+4+1 s{cfg.num_stages}"))
+    return specs

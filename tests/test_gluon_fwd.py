@@ -1,0 +1,248 @@
+"""The Gluon forward (kernels/fwd_gluon.py via launch/fwd_gluon.py).
+
+Triton's interpreter has no Gluon, so on the CPU these tests check which calls the kernel takes
+(``gluon_reason``), the table, the switch and the sm90 build itself (compiled here with ptxas: no
+local memory, and the asynchronous wait that lets the softmax overlap the P V product). On an sm90 GPU
+the kernel runs against the float64 oracle: outputs preallocated NaN, and which kernel served is read
+from a spy on its launch, so a test of this path cannot pass on another kernel.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import DEVICE, ON_SM90, assert_matches, rel_err
+
+pytest.importorskip("triton")
+
+from flash_attention_amd.launch import fwd as launch  # noqa: E402
+from flash_attention_amd.launch import fwd_gluon, tiles  # noqa: E402
+from flash_attention_amd.params import AttnParams  # noqa: E402
+from flash_attention_amd.reference import attention_ref  # noqa: E402
+
+pytestmark = pytest.mark.triton
+
+
+def params(d=128, **kw):
+    opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
+    opts.update(kw)
+    if opts["causal"]:
+        opts["window_right"] = 0
+    return AttnParams(**opts)
+
+
+def qkv(b, sq, sk, h, hk, dtype, d=128, device=DEVICE):
+    return (torch.randn(b, sq, h, d, dtype=dtype, device=device),
+            torch.randn(b, sk, hk, d, dtype=dtype, device=device),
+            torch.randn(b, sk, hk, d, dtype=dtype, device=device))
+
+
+# --- which calls it takes (CPU) -------------------------------------------------------------------
+
+def test_serves_plain_and_causal_calls():
+    for d in (64, 128, 256):
+        q, k, v = qkv(2, 2048, 4096, 4, 2, torch.bfloat16, d=d, device="cpu")
+        assert fwd_gluon.gluon_reason("sm90", q, k, v, params(d), False) is None
+        assert fwd_gluon.gluon_reason("sm90", q, k, v, params(d, causal=True), False) is None
+
+
+@pytest.mark.parametrize("change,why", [
+    (dict(window_left=16), "window"),
+    (dict(dropout_p=0.1), "dropout"),
+    (dict(softcap=30.0), "softcap"),
+    (dict(softmax_scale=-0.1), "softmax_scale"),
+    (dict(diag_offset=-128), "offsets"),
+])
+def test_declines_options(change, why):
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
+    reason = fwd_gluon.gluon_reason("sm90", q, k, v, params(**change), False)
+    assert reason is not None and why in reason
+
+
+@pytest.mark.parametrize("shape,causal,why", [
+    ((1, 4096, 2048, 2, 2, torch.bfloat16, 128), True, "seqlen_q > seqlen_k"),  # rows without keys
+    ((1, 1024, 4096, 2, 2, torch.bfloat16, 128), False, "below 2048"),  # measured slower there
+    ((1, 2048, 2048, 2, 2, torch.float32, 128), False, "dtype"),
+    ((1, 2048, 2048, 2, 2, torch.bfloat16, 96), False, "no FWD_GLUON row"),  # no padding: exact head dims only
+    ((1, 2048, 2048, 2, 2, torch.bfloat16, 80), False, "no FWD_GLUON row"),
+])
+def test_declines_shapes(shape, causal, why):
+    *dims, dtype, d = shape
+    q, k, v = qkv(*dims, dtype, d=d, device="cpu")
+    reason = fwd_gluon.gluon_reason("sm90", q, k, v, params(d, causal=causal), False)
+    assert reason is not None and why in reason
+
+
+def test_declines_other_archs_varlen_and_strides():
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
+    for arch in (None, "sm80", "gfx942", "gfx1100"):
+        assert "no FWD_GLUON row" in fwd_gluon.gluon_reason(arch, q, k, v, params(), False)
+    assert "varlen" in fwd_gluon.gluon_reason("sm90", q, k, v, params(), True)
+    odd = torch.randn(1, 2048, 2, 256, dtype=torch.bfloat16)[..., ::2]  # last dim strided
+    assert "strides" in fwd_gluon.gluon_reason("sm90", odd, k, v, params(), False)
+    odd = torch.randn(1, 2048, 2, 132, dtype=torch.bfloat16)[..., :128]  # head stride 132: not 16-byte multiples
+    assert "strides" in fwd_gluon.gluon_reason("sm90", odd, k, v, params(), False)
+
+
+def test_env_turns_it_off(monkeypatch):
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(), False) is None
+    monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
+    assert "FLASH_ATTENTION_GLUON" in fwd_gluon.gluon_reason("sm90", q, k, v, params(), False)
+
+
+def test_other_triton_versions_take_the_other_kernels(monkeypatch):
+    q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
+    monkeypatch.setattr(fwd_gluon, "_gluon_triton", [])
+    monkeypatch.setattr(fwd_gluon, "GLUON_TRITON", ("0.1",))
+    assert "checked under Triton 0.1 only" in fwd_gluon.gluon_reason("sm90", q, k, v, params(), False)
+
+
+def test_rows_and_explain():
+    """One row per exact head dim, sm90 only, each with the reason it was chosen; explain() names the
+    kernel for a call it can take."""
+    assert set(tiles.FWD_GLUON) == {"sm90"}
+    for row in tiles.FWD_GLUON["sm90"]:
+        assert row.config.reason and row.min_seqlen_k >= 1
+        assert fwd_gluon.gluon_row("sm90", row.max_d) is row
+    from flash_attention_amd import dispatch
+    from flash_attention_amd.params import Problem
+
+    base = dict(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=1, seqlen_q=4096, seqlen_k=4096,
+                nheads=16, nheads_k=16, headdim=128, headdim_v=128, causal=True)
+    triton_backend = dispatch.registry()["triton"]
+    assert any("Gluon kernel" in line for line in triton_backend.describe_plan(Problem(arch="sm90", **base)))
+    assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm80", **base)))
+    assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0,
+                                                                                    **base)))
+
+
+def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
+    """Every sm90 build, compiled here through check-kernels (in worker processes without the interpreter):
+    no local memory (spills), wgmma on the tensor cores; and the d=128 causal build's PTX has a
+    ``wgmma.wait_group 1`` (QK^T retired while P V stays in flight: the overlap this kernel exists for)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from flash_attention_amd.tools import check_kernels as ck
+
+    path = tmp_path / "gluon.json"
+    rc = ck.main(["--arch", "sm90", "--kernel", "fwd_gluon", "--jobs", "2", "--json", str(path)])
+    rows = json.loads(path.read_text())["rows"]
+    assert rc == 0 and len(rows) == 4 * len(tiles.FWD_GLUON["sm90"])
+    for r in rows:
+        assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
+        assert any(name.startswith("wgmma") for name in r["matrix"]), r
+    code = (
+        "import re, triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.experimental.gluon._runtime import GluonASTSource\n"
+        "from flash_attention_amd.launch import fwd_gluon\n"
+        "s = next(s for s in fwd_gluon.compile_specs('sm90') if s.label.startswith('bf16 d=128 causal'))\n"
+        "ck = triton.compile(GluonASTSource(s.fn, dict(s.signature), dict(s.constexprs)),\n"
+        "                    target=GPUTarget('cuda', 90, 32), options=dict(s.options))\n"
+        "print(sorted(set(re.findall(r'wgmma.wait_group.sync.aligned (\\d+)', ck.asm['ptx']))))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'1'" in done.stdout, done.stdout
+
+
+# --- exactness on an sm90 GPU ----------------------------------------------------------------------
+
+@pytest.fixture
+def any_length(monkeypatch):
+    """The tests' calls are short: lift the rows' length rule (a speed choice, test_declines_shapes)."""
+    rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
+    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
+    monkeypatch.delenv("FLASH_ATTENTION_GLUON", raising=False)
+
+
+def run_gluon(q, k, v, p):
+    """The planned call with NaN out / lse; asserts the Gluon kernel served it."""
+    plan = launch.plan_forward(q, k, v, p)
+    assert plan.gluon is not None, fwd_gluon.gluon_reason("sm90", q, k, v, p, False)
+    b, sq, h, d = q.shape
+    out = torch.full((b, sq, h, d), math.nan, dtype=q.dtype, device=q.device)
+    lse = torch.full((b, h, sq), math.nan, dtype=torch.float32, device=q.device)
+    launched = {}
+    real = fwd_gluon.launch_gluon
+
+    def spy(*a, **kw):
+        launched["gluon"] = real(*a, **kw)
+        return launched["gluon"]
+
+    launch.launch_gluon = spy
+    try:
+        o, _ = launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
+    finally:
+        launch.launch_gluon = real
+    assert launched.get("gluon") is True, "another kernel served the call"
+    assert o is out and not out.isnan().any() and not lse.isnan().any()
+    return out, lse
+
+
+GPU = pytest.mark.skipif(not ON_SM90, reason="the Gluon forward runs on sm90 GPUs only")
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal,dtype", [
+    (1, 128, 128, 1, 1, 128, False, torch.bfloat16),  # one block each way
+    (2, 200, 333, 3, 1, 128, False, torch.bfloat16),  # partial query and key blocks, MQA
+    (2, 333, 333, 4, 2, 128, True, torch.bfloat16),   # causal, partial blocks, GQA
+    (1, 130, 517, 2, 2, 128, True, torch.float16),    # causal bottom-right (seqlen_q < seqlen_k)
+    (3, 256, 256, 2, 2, 64, True, torch.bfloat16),
+    (1, 300, 700, 3, 3, 64, False, torch.float16),
+    (2, 192, 192, 2, 1, 256, True, torch.bfloat16),
+    (1, 100, 450, 2, 2, 256, False, torch.bfloat16),
+])
+def test_matches_reference(any_length, b, sq, sk, h, hk, d, causal, dtype):
+    q, k, v = qkv(b, sq, sk, h, hk, dtype, d=d)
+    p = params(d, causal=causal)
+    out, lse = run_gluon(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=causal)
+    lo, _ = attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=causal)
+    assert_matches(out, ro, lo)
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+def test_packed_strides_scale_and_large_scores(any_length):
+    """Q, K, V views of one packed [b, s, 3, h, d] tensor (each addressed with its own strides), a custom
+    scale and scores far from 0 (the running max moves by hundreds)."""
+    qkv_ = torch.randn(2, 640, 3, 4, 128, dtype=torch.bfloat16, device=DEVICE) * 6
+    q, k, v = qkv_.unbind(2)
+    p = params(softmax_scale=0.3, causal=True)
+    out, lse = run_gluon(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3, causal=True)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3, causal=True)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+def test_public_call_and_gradients(any_length):
+    """Through flash_attn_func: the Gluon forward's out and LSE feed our backward kernels; gradients against
+    the float64 oracle's."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    core.clear_plans()
+    q, k, v = (t.requires_grad_() for t in qkv(2, 384, 384, 4, 2, torch.bfloat16))
+    dout = torch.randn_like(q)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=True)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ro, _ = attention_ref(q64, k64, v64, causal=True)
+    ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
+    assert_matches(out, ro.detach())
+    for g, r, name in zip(grads, ref, "qkv"):
+        assert rel_err(g, r) < 2e-2, name
+    core.clear_plans()
