@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 
 import torch
 import triton
@@ -23,6 +24,7 @@ from flash_attention_amd import core
 from flash_attention_amd.launch import tiles
 
 TOKENS, HIDDEN = 16384, 2048
+sys.path.insert(0, __file__.rsplit('/', 1)[0])  # --probe: benchmarks/gluon_fwd_probe.py
 
 
 def _set(on: bool) -> None:
@@ -58,6 +60,9 @@ def main() -> None:
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 2048, 4096, 16384])
     ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
     ap.add_argument("--any-length", action="store_true")
+    ap.add_argument("--probe", action="store_true",
+                    help="also benchmarks/gluon_fwd_probe.py's kernel (host-side descriptors, no masks but causal) at "
+                         "d=128 / 256 where its shapes allow")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.any_length:
@@ -90,16 +95,24 @@ def main() -> None:
                 times[on].append(_ms(ours))
         _set(True)
         peers = {name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()}
+        if args.probe and h == hk and s % 128 == 0:
+            import gluon_fwd_probe as probe
+
+            cfg = "ws128:2" if d == 128 else "ws64:2"
+            args_ = (q, k, v, causal, cfg)
+            peers["probe"] = flop / _ms(lambda a=args_: probe.gluon_forward(*a)) * 1e-9
         on = flop / statistics.median(times[True]) * 1e-9
         off = flop / statistics.median(times[False]) * 1e-9
         diff = (outs[True].float() - outs[False].float()).abs().max().item()
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
         cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
+                         probe=peers.get("probe"),
                          on_all=[flop / t * 1e-9 for t in times[True]],
                          off_all=[flop / t * 1e-9 for t in times[False]]))
         print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
-              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |", flush=True)
+              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |"
+              + (f" probe {peers['probe']:.0f}" if "probe" in peers else ""), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -91,9 +91,9 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
     l_i = gl.zeros([ROWS], gl.float32, layout=row_s)
     acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
-    # the first key block that needs a mask: the last one (keys past seqlen_k), or the first that crosses
-    # this group's diagonal
-    mask_from = n_blocks - 1
+    # the first key block that needs a mask: the last one when it holds keys past seqlen_k, or the first
+    # that crosses this group's diagonal (n_blocks: none)
+    mask_from = n_blocks - (seqlen_k % BLOCK_N != 0).to(gl.int32)
     if CAUSAL:
         mask_from = gl.minimum(mask_from, (first + limit + 1) // BLOCK_N)
 

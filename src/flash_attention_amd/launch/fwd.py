@@ -289,7 +289,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     # the Gluon forward (launch/fwd_gluon.py) first where the call qualifies, unless the caller chose a tile
     plan.gluon = None
     if not explicit and gluon_reason(arch, q, k, v, params, varlen) is None:
-        plan.gluon = plan_gluon(q, k, v, params, gluon_row(arch, d).config, o_str, l_str)
+        plan.gluon = plan_gluon(q, k, v, params, gluon_row(arch, d, bool(params.causal)).config, o_str, l_str)
     return plan
 
 

@@ -29,11 +29,11 @@ GLUON_TRITON = ("3.6",)
 _gluon_triton: list = []  # [reason or None], read once
 
 
-def gluon_row(arch: str | None, headdim: int) -> Row | None:
-    """The FWD_GLUON row of this exact arch and exactly this head dim (the descriptors' block is the
-    whole head dim), or None. The interpreter has no Gluon: arch None has no row."""
+def gluon_row(arch: str | None, headdim: int, causal: bool) -> Row | None:
+    """The first FWD_GLUON row of this exact arch for exactly this head dim (the descriptors' block is the
+    whole head dim) and this causal flag, or None. The interpreter has no Gluon: arch None has no row."""
     for row in FWD_GLUON.get(arch, ()) if arch is not None else ():
-        if row.max_d == headdim:
+        if row.max_d == headdim and row.causal in (None, causal):
             return row
     return None
 
@@ -59,7 +59,7 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
     if config.gluon_off():
         return "FLASH_ATTENTION_GLUON=0"
     d = q.shape[-1]
-    row = gluon_row(arch, d)
+    row = gluon_row(arch, d, bool(params.causal))
     if row is None or k.shape[-1] != d or v.shape[-1] != d:
         return f"no FWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
     reason = gluon_triton_reason()
@@ -128,7 +128,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     for row in FWD_GLUON.get(arch, ()):
         cfg = row.config
         for dtype in ("bf16", "fp16"):
-            for causal in (False, True):
+            for causal in (False, True) if row.causal is None else (row.causal,):
                 sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
                        "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
                 consts = dict(HEAD_DIM=row.max_d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=causal,

@@ -713,18 +713,24 @@ FWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, _T(128, 128, 4, 2, reason=_WS_H100), causal=False)],
 }
 
-# The Gluon forward (kernels/fwd_gluon.py, sm90): one row per exact head dim; block_m 128 (two consumer warp
-# groups of 64 rows), block_n keys per ring slot, num_warps 4 (the first consumer; the second and the producer
-# warp are added by the kernel), num_stages the ring's depth; min_seqlen_k: from this many queries and keys.
-# Static check (ptxas, benchmarks/gluon_fwd_probe.py --compile): 0 local memory in every build.
-_GLUON_PROBE = ("H100, b*s = 16384, 16 heads, bf16 (benchmarks/results/run25/h100_gluon_probe*.txt): d=128 "
-                "591-624 / 613-623 TFLOP/s not causal at 4k / 16k, 513-520 / 574 causal, against 521-549 / 418-464 "
-                "for the warp-specialised / main kernels and 552-628 for cuDNN in the same runs")
+# The Gluon forward (kernels/fwd_gluon.py, sm90): one row per exact head dim (and causal flag); block_m 128 (two
+# consumer warp groups of 64 rows), block_n keys per ring slot, num_warps 4 (the first consumer; the second and
+# the producer warp are added by the kernel), num_stages the ring's depth; min_seqlen_k: from this many queries
+# and keys. ptxas (check-kernels --kernel fwd_gluon): 0 local memory in every build. H100, b*s = 16384, hidden
+# 2048, bf16, the same calls with it on and off in one process (benchmarks/results/run25/h100_gluon_ab_*.md; off:
+# the warp-specialised or main kernel). At d=64 it lost (0.61-0.98x): no row.
+_GLUON_128 = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 not causal 1.06-1.09x at s = 1k-16k (556 / 587 "
+              "TFLOP/s at 4k / 16k, cuDNN 598 / 624), GQA 32/8 1.09x")
+_GLUON_128_CAUSAL = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 causal 1.09-1.23x from 2k (479 / 557 TFLOP/s "
+                     "at 4k / 16k, cuDNN 520 / 559), GQA 32/8 1.14x; 0.98x at 1k, so from 2048")
+_GLUON_256 = ("H100 (run25/h100_gluon_ab_any_length.md): d=256 1.16-1.23x not causal, 1.10-1.18x causal at "
+              "s = 1k-16k (619 / 646 and 514 / 593 TFLOP/s at 4k / 16k, cuDNN 642 / 661 and 561 / 594); 128x64, "
+              "two ring slots (three do not fit 227 KB)")
 FWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, _T(128, 128, 4, 2, reason="provisional: being measured"), min_seqlen_k=2048),
-        Row(128, _T(128, 128, 4, 2, reason=_GLUON_PROBE), min_seqlen_k=2048),
-        Row(256, _T(128, 64, 4, 2, reason="provisional: being measured"), min_seqlen_k=2048),
+        Row(128, _T(128, 128, 4, 2, reason=_GLUON_128), causal=False, min_seqlen_k=1024),
+        Row(128, _T(128, 128, 4, 2, reason=_GLUON_128_CAUSAL), causal=True, min_seqlen_k=2048),
+        Row(256, _T(128, 64, 4, 2, reason=_GLUON_256), min_seqlen_k=1024),
     ],
 }
 
