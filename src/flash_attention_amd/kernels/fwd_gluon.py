@@ -68,6 +68,32 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, start_m, n_b
 
 
 @gluon.jit
+def _step(j, state, q, k_smem, v_smem, bars, scores, MASK: gl.constexpr, CAUSAL: gl.constexpr):
+    """Key block j >= 1: issue QK^T(j) and PV(j - 1), wait for the first, softmax(j) while the second runs,
+    then wait for it and rescale. state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(j - 1) as wgmma's A operand);
+    scores = (qk_scale, rows [ROWS], offs_n [BLOCK_N], limit, seqlen_k, a zero [ROWS, BLOCK_N] accumulator)."""
+    q_bar, k_ready, v_ready, k_empty, v_empty = bars
+    acc, m_i, l_i, p_prev = state
+    qk_scale, rows, offs_n, limit, seqlen_k, s_zero = scores
+    STAGES: gl.constexpr = k_smem.shape[0]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
+    slot = j % STAGES
+    prev = (j - 1) % STAGES
+    mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
+    s_tok = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+    acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
+    s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(j) retired, PV(j - 1) in flight
+    mbarrier.arrive(k_empty.index(slot), count=1)
+    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, j * BLOCK_N + offs_n, limit, seqlen_k, MASK, CAUSAL)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
+    mbarrier.arrive(v_empty.index(prev), count=1)
+    acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+    return acc, m_new, l_i, gl.convert_layout(p.to(p_prev.dtype), p_prev.type.layout)
+
+
+@gluon.jit
 def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, seqlen_k, limit, n_blocks,
               qk_scale, CAUSAL: gl.constexpr):
     """One warp group: query rows first .. first + 63 (q: their tile in shared memory); out_ptr / lse_ptr
@@ -106,25 +132,14 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
     else:
         p, m_i, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, offs_n, limit, seqlen_k, False, CAUSAL)
     p_prev = gl.convert_layout(p.to(dtype), p_layout)
-    for j in range(1, n_blocks):
-        slot = j % STAGES
-        prev = (j - 1) % STAGES
-        mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
-        s_tok = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
-        acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
-        s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(j) retired, PV(j - 1) in flight
-        mbarrier.arrive(k_empty.index(slot), count=1)
-        if j >= mask_from:
-            p, m_new, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, j * BLOCK_N + offs_n, limit, seqlen_k,
-                                            True, CAUSAL)
-        else:
-            p, m_new, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, offs_n, limit, seqlen_k, False, CAUSAL)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
-        mbarrier.arrive(v_empty.index(prev), count=1)
-        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        m_i = m_new
-        p_prev = gl.convert_layout(p.to(dtype), p_layout)
+    # two loops, each without a branch: the whole key blocks, then the masked ones
+    state = (acc, m_i, l_i, p_prev)
+    scores = (qk_scale, rows, offs_n, limit, seqlen_k, s_zero)
+    for j in range(1, gl.maximum(mask_from, 1)):
+        state = _step(j, state, q, k_smem, v_smem, bars, scores, False, CAUSAL)
+    for j in range(gl.maximum(mask_from, 1), n_blocks):
+        state = _step(j, state, q, k_smem, v_smem, bars, scores, True, CAUSAL)
+    acc, m_i, l_i, p_prev = state
     last = (n_blocks - 1) % STAGES
     mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
     acc = warpgroup_mma(p_prev, v_smem.index(last), acc)
