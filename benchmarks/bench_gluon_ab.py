@@ -15,21 +15,67 @@ import json
 import os
 import statistics
 import sys
+import time
 
 import torch
 import triton
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
-from flash_attention_amd.launch import tiles
+from flash_attention_amd.launch import fwd_gluon, tiles
 
 TOKENS, HIDDEN = 16384, 2048
 sys.path.insert(0, __file__.rsplit('/', 1)[0])  # --probe: benchmarks/gluon_fwd_probe.py
 
 
-def _set(on: bool) -> None:
+MODES = {"host": (True, True), "device": (True, False), "off": (False, True)}  # (Gluon on, host descriptors)
+
+
+def _set(mode) -> None:
+    """mode: True / False (Gluon on / off) or a MODES key."""
+    on, host = MODES[mode] if isinstance(mode, str) else (mode, True)
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
+    fwd_gluon.HOST_DESCRIPTORS = host
     core.clear_plans()  # the choice is made when a call signature is planned
+
+
+def host_us(fn, calls=40, loops=9) -> float:
+    """Median host time per call (µs) of ``calls`` calls issued while the GPU is held busy (nothing waits)."""
+    fn()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(loops):
+        torch.cuda._sleep(50_000_000)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(per)
+
+
+def host_table(shapes) -> None:
+    """Host µs per forward call, each descriptor mode and off, taking turns (issue 10's measure)."""
+    print("\n| host µs per forward call | " + " | ".join(MODES) + " | raw SDPA |")
+    print("|---|" + "---|" * (len(MODES) + 1))
+    for b, s, h, d, causal in shapes:
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+        res = {m: [] for m in (*MODES, "raw")}
+        for _ in range(3):
+            for m in MODES:
+                _set(m)
+
+                def call(q=q, k=k, v=v, causal=causal):
+                    with fa.use_backend("triton"):
+                        return fa.flash_attn_func(q, k, v, causal=causal)
+                res[m].append(host_us(call))
+            def raw(qt=qt, kt=kt, vt=vt, causal=causal):
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            res["raw"].append(host_us(raw))
+        print(f"| b={b} s={s} h={h} d={d}{' causal' if causal else ''} | "
+              + " | ".join(f"{statistics.median(res[m]):.1f}" for m in (*MODES, "raw")) + " |", flush=True)
+    _set(True)
 
 
 def _ms(fn) -> float:
@@ -63,6 +109,8 @@ def main() -> None:
     ap.add_argument("--probe", action="store_true",
                     help="also benchmarks/gluon_fwd_probe.py's kernel (host-side descriptors, no masks but causal) at "
                          "d=128 / 256 where its shapes allow")
+    ap.add_argument("--desc", action="store_true", help="on with host- and with device-made descriptors, and off")
+    ap.add_argument("--host", action="store_true", help="also the host time per call (issue 10's loop)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.any_length:
@@ -83,18 +131,25 @@ def main() -> None:
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
         flop = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
 
+        peers = {name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()}
+        dev_diff = None
+
         def ours(q=q, k=k, v=v, causal=causal):
             with fa.use_backend("triton"):
                 return fa.flash_attn_func(q, k, v, causal=causal)
-        times = {True: [], False: []}
+        modes = list(MODES) if args.desc else [True, False]
+        times = {m: [] for m in modes}
         outs = {}
         for _ in range(args.reps):
-            for on in (True, False):
-                _set(on)
-                outs[on] = ours()
-                times[on].append(_ms(ours))
+            for m in modes:
+                _set(m)
+                outs[m] = ours()
+                times[m].append(_ms(ours))
+        if args.desc:  # host / device both "on", and the off path under False
+            times[True], times[False], outs[True], outs[False] = times["host"], times["off"], outs["host"], outs["off"]
+            peers["device-desc"] = flop / statistics.median(times["device"]) * 1e-9
+            dev_diff = (outs["device"].float() - outs["host"].float()).abs().max().item()
         _set(True)
-        peers = {name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()}
         if args.probe and h == hk and s % 128 == 0:
             import gluon_fwd_probe as probe
 
@@ -107,12 +162,17 @@ def main() -> None:
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
         cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
-                         probe=peers.get("probe"),
+                         probe=peers.get("probe"), device_desc=peers.get("device-desc"),
                          on_all=[flop / t * 1e-9 for t in times[True]],
                          off_all=[flop / t * 1e-9 for t in times[False]]))
         print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
               f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |"
-              + (f" probe {peers['probe']:.0f}" if "probe" in peers else ""), flush=True)
+              + (f" probe {peers['probe']:.0f}" if "probe" in peers else "")
+              + (f" device-desc {peers['device-desc']:.0f} (diff {dev_diff:.1e})" if dev_diff is not None else ""),
+              flush=True)
+    if args.host:
+        host_table([(16, 1024, 16, 128, False), (16, 1024, 16, 128, True), (4, 4096, 16, 128, True),
+                    (4, 4096, 8, 256, False)])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -88,6 +88,16 @@ def test_declines_other_archs_varlen_and_strides():
     assert "strides" in fwd_gluon.gluon_reason("sm90", odd, k, v, params(), False)
 
 
+def test_rows_view():
+    """The 2-D view [b * seqlen, cols] the host-made descriptors address: rows of one sequence after another."""
+    q = torch.empty(2, 64, 4, 128)
+    assert fwd_gluon.rows_view(q) == (128, 4 * 128)
+    packed = torch.empty(2, 64, 3, 4, 128)[:, :, 1]  # qkv-packed: row stride 3 h d, head stride d
+    assert fwd_gluon.rows_view(packed) == (128, 3 * 128 + 128)
+    assert fwd_gluon.rows_view(torch.empty(2, 80, 4, 128)[:, :64]) is None  # sequences apart
+    assert fwd_gluon.rows_view(torch.empty(1, 80, 4, 128)[:, :64]) == (64, 4 * 128)  # one sequence: any stride
+
+
 def test_env_turns_it_off(monkeypatch):
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(), False) is None
@@ -136,7 +146,9 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     path = tmp_path / "gluon.json"
     rc = ck.main(["--arch", "sm90", "--kernel", "fwd_gluon", "--jobs", "2", "--json", str(path)])
     rows = json.loads(path.read_text())["rows"]
-    assert rc == 0 and len(rows) == sum(2 if r.causal is not None else 4 for r in tiles.FWD_GLUON["sm90"])
+    # per row: bf16 / fp16, causal or not where the row serves both, descriptors made on the device / on the host
+    assert rc == 0 and len(rows) == sum(4 if r.causal is not None else 8 for r in tiles.FWD_GLUON["sm90"])
+    assert {r["label"].rsplit(" ", 1)[1] for r in rows} == {"device-desc", "host-desc"}
     for r in rows:
         assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
         assert any(name.startswith("wgmma") for name in r["matrix"]), r
@@ -157,12 +169,15 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
 
 # --- exactness on an sm90 GPU ----------------------------------------------------------------------
 
-@pytest.fixture
-def any_length(monkeypatch):
-    """The tests' calls are short: lift the rows' length rule (a speed choice, test_declines_shapes)."""
+@pytest.fixture(params=[True, False], ids=["host-desc", "device-desc"])
+def any_length(monkeypatch, request):
+    """The tests' calls are short: lift the rows' length rule (a speed choice, test_declines_shapes). Each test
+    runs with the descriptors made on the host (where the layout allows) and on the device."""
     rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
     monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
     monkeypatch.delenv("FLASH_ATTENTION_GLUON", raising=False)
+    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", request.param)
+    return request.param
 
 
 def run_gluon(q, k, v, p):
@@ -225,6 +240,22 @@ def test_packed_strides_scale_and_large_scores(any_length):
     out, lse = run_gluon(q, k, v, p)
     ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3, causal=True)
     assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3, causal=True)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+def test_sequences_apart_take_device_descriptors(any_length):
+    """Views whose batch stride is not seqlen x row stride (a slice of longer sequences) have no 2-D rows view:
+    the plan takes the descriptors made on the device, which address each (sequence, head) by its strides."""
+    big = torch.randn(3, 400, 2, 128, dtype=torch.bfloat16, device=DEVICE)
+    q = big[:, :333]
+    k, v = (torch.randn(3, 500, 2, 128, dtype=torch.bfloat16, device=DEVICE)[:, 17:350] for _ in range(2))
+    assert fwd_gluon.rows_view(q) is None and fwd_gluon.rows_view(k) is None
+    assert launch.plan_forward(q, k, v, params(causal=True)).gluon.host is False
+    out, lse = run_gluon(q, k, v, params(causal=True))
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), causal=True)
+    assert_matches(out, ro, attention_ref(q, k, v, causal=True)[0])
     assert rel_err(lse, rl) < 1e-3
 
 

@@ -47,24 +47,27 @@ def _softmax(s, m_i, l_i, qk_scale, rows, cols, limit, seqlen_k, MASK: gl.conste
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, start_m, n_blocks):
+def _producer(q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, n_blocks):
     """The TMA loads: Q's two 64-row halves, then K_j / V_j into ring slot j % STAGES once both
-    consumers released the block that held it. bars = (q, k_ready, v_ready, k_empty, v_empty)."""
+    consumers released the block that held it. bars = (q, k_ready, v_ready, k_empty, v_empty);
+    origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies in the descriptors
+    (zeros for the per-(sequence, head) descriptors made on the device)."""
     q_bar, k_ready, v_ready, k_empty, v_empty = bars
+    q_row, k_row, q_col, k_col, v_col = origin
     STAGES: gl.constexpr = k_smem.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [start_m, 0], q_bar.index(0), q_smem.index(0))
-    tma.async_copy_global_to_shared(q_desc, [start_m + ROWS, 0], q_bar.index(0), q_smem.index(1))
+    tma.async_copy_global_to_shared(q_desc, [q_row + start_m, q_col], q_bar.index(0), q_smem.index(0))
+    tma.async_copy_global_to_shared(q_desc, [q_row + start_m + ROWS, q_col], q_bar.index(0), q_smem.index(1))
     for j in range(n_blocks):
         slot = j % STAGES
         use = j // STAGES
         mbarrier.wait(k_empty.index(slot), (use - 1) & 1, pred=use > 0)
         mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+        tma.async_copy_global_to_shared(k_desc, [k_row + j * BLOCK_N, k_col], k_ready.index(slot), k_smem.index(slot))
         mbarrier.wait(v_empty.index(slot), (use - 1) & 1, pred=use > 0)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc, [j * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [k_row + j * BLOCK_N, v_col], v_ready.index(slot), v_smem.index(slot))
 
 
 @gluon.jit
@@ -154,35 +157,21 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
 
 
 @gluon.jit
-def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
-                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                          CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
-    """Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
-    strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head);
-    sizes = (nheads, group, seqlen_q, seqlen_k); sm_scale fp32 (> 0)."""
-    q_str, k_str, v_str, o_str, l_str = strides
+def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+             PRODUCER_REGS: gl.constexpr):
+    """Shared memory, barriers and the three partitions of one program (query rows start_m .. + 127 of
+    sequence off_b, head off_h)."""
     nheads, group, seqlen_q, seqlen_k = sizes
-    dtype: gl.constexpr = Q.dtype.element_ty
+    dtype: gl.constexpr = q_desc.dtype
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = 2 * ROWS
-    start_m = gl.program_id(0) * BLOCK_M
-    off_bh = gl.program_id(1)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    off_hk = off_h // group
-    b64 = off_b.to(gl.int64)
     limit = seqlen_k - seqlen_q  # causal: row r sees keys up to r + limit (>= 0, launch/fwd_gluon.py)
     if CAUSAL:
         n_blocks = gl.cdiv(gl.minimum(seqlen_k, start_m + BLOCK_M + limit), BLOCK_N)
     else:
         n_blocks = gl.cdiv(seqlen_k, BLOCK_N)
-
-    smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-    q_desc = tma.make_tensor_descriptor(Q + b64 * q_str[0] + off_h * q_str[2], [seqlen_q, HEAD_DIM], [q_str[1], 1],
-                                        [ROWS, HEAD_DIM], smem)
-    k_desc = tma.make_tensor_descriptor(K + b64 * k_str[0] + off_hk * k_str[2], [seqlen_k, HEAD_DIM],
-                                        [k_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
-    v_desc = tma.make_tensor_descriptor(V + b64 * v_str[0] + off_hk * v_str[2], [seqlen_k, HEAD_DIM],
-                                        [v_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
+    smem: gl.constexpr = q_desc.layout
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
@@ -199,6 +188,7 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
         mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, k_ready, v_ready, k_empty, v_empty)
     qk_scale = sm_scale * LOG2E
+    b64 = off_b.to(gl.int64)
     out_ptr = Out + b64 * o_str[0] + off_h * o_str[2]
     lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1]
     gl.warp_specialize([
@@ -206,5 +196,54 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
                      limit, n_blocks, qk_scale, CAUSAL)),
         (_consumer, (q_smem.index(1), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + ROWS, seqlen_q,
                      seqlen_k, limit, n_blocks, qk_scale, CAUSAL)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, start_m, n_blocks)),
+        (_producer, (q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, n_blocks)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
+@gluon.jit
+def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
+                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                          CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
+    strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
+    strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head);
+    sizes = (nheads, group, seqlen_q, seqlen_k); sm_scale fp32 (> 0)."""
+    q_str, k_str, v_str, o_str, l_str = strides
+    nheads, group, seqlen_q, seqlen_k = sizes
+    start_m = gl.program_id(0) * (2 * ROWS)
+    off_bh = gl.program_id(1)
+    off_b = off_bh // nheads
+    off_h = off_bh % nheads
+    off_hk = off_h // group
+    b64 = off_b.to(gl.int64)
+    smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    q_desc = tma.make_tensor_descriptor(Q + b64 * q_str[0] + off_h * q_str[2], [seqlen_q, HEAD_DIM], [q_str[1], 1],
+                                        [ROWS, HEAD_DIM], smem)
+    k_desc = tma.make_tensor_descriptor(K + b64 * k_str[0] + off_hk * k_str[2], [seqlen_k, HEAD_DIM],
+                                        [k_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
+    v_desc = tma.make_tensor_descriptor(V + b64 * v_str[0] + off_hk * v_str[2], [seqlen_k, HEAD_DIM],
+                                        [v_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
+    _forward(q_desc, k_desc, v_desc, (0, 0, 0, 0, 0), Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
+             BLOCK_N, STAGES, CAUSAL, CONSUMER_REGS, PRODUCER_REGS)
+
+
+@gluon.jit
+def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, strides, sizes, sm_scale,
+                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                             CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
+    each over the 2-D view [b * seqlen, cols] of its tensor (rows of all sequences in a row, cols = the
+    head-dim columns of every head), which the launcher makes only for tensors whose batch stride is
+    seqlen x row stride. A block past a sequence's end reads the next sequence's rows: keys past seqlen_k
+    are masked, query rows past seqlen_q never stored. strides = (out (batch, row, head), lse (batch,
+    head), head strides (q, k, v)); sizes = (nheads, group, seqlen_q, seqlen_k)."""
+    o_str, l_str, h_str = strides
+    nheads, group, seqlen_q, seqlen_k = sizes
+    start_m = gl.program_id(0) * (2 * ROWS)
+    off_bh = gl.program_id(1)
+    off_b = off_bh // nheads
+    off_h = off_bh % nheads
+    off_hk = off_h // group
+    origin = (off_b * seqlen_q, off_b * seqlen_k, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
+    _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
+             BLOCK_N, STAGES, CAUSAL, CONSUMER_REGS, PRODUCER_REGS)

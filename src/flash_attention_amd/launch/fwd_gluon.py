@@ -89,8 +89,23 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
     return None
 
 
+# Which descriptors a call's plan takes where both kinds can serve it: True, made on the host (kernel
+# parameters; needs each tensor's 2-D view [b * seqlen, cols], see ``rows_view``), else made on the device per
+# program. A module attribute for benchmarks/bench_gluon_ab.py (--desc), not a user setting.
+HOST_DESCRIPTORS = True
+
+
+def rows_view(t) -> tuple[int, int] | None:
+    """(rows, cols) of the 2-D view [b * seqlen, cols] of a [b, seqlen, h, d] tensor whose sequences follow
+    one another row by row (batch stride = seqlen x row stride, or one sequence), else None."""
+    b, s, h, d = t.shape
+    if b > 1 and t.stride(0) != s * t.stride(1):
+        return None
+    return b * s, (h - 1) * t.stride(2) + d
+
+
 class GluonPlan:
-    __slots__ = ("slot", "grid", "tail")
+    __slots__ = ("slot", "grid", "tail", "host", "hd_tail", "hd_constexprs", "block_n", "views")
 
 
 def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple) -> GluonPlan:
@@ -100,18 +115,41 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     plan = GluonPlan()
     plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
     strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
-    plan.tail = (strides, (nheads, nheads // k.shape[2], seqlen_q, k.shape[1]), float(params.softmax_scale))
-    constexprs = dict(HEAD_DIM=d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=bool(params.causal),
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1])
+    plan.tail = (strides, sizes, float(params.softmax_scale))
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=bool(params.causal),
+                  CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse"))
-    plan.slot = KernelSlot(attn_fwd_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
+    plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
+    plan.views = tuple(rows_view(t) for t in (q, k, v))
+    plan.host = HOST_DESCRIPTORS and None not in plan.views
+    plan.block_n = cfg.block_n
+    plan.hd_tail = ((out_stride, lse_stride, (q.stride(2), k.stride(2), v.stride(2))), sizes,
+                    float(params.softmax_scale))
+    plan.hd_constexprs = dict(common, num_warps=cfg.num_warps)
     return plan
+
+
+def _descriptor(t, view: tuple[int, int], block_rows: int):
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)  # the kernel's
+    return TensorDescriptor(t, list(view), [t.stride(1), 1], [block_rows, t.shape[-1]], layout)
 
 
 def launch_gluon(plan: GluonPlan, q, k, v, out, lse, device: torch.device) -> bool:
     """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched."""
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()) & 15:
         return False
+    if plan.host:  # Triton's own launch path: it encodes the descriptors for the driver
+        from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel
+
+        descs = (_descriptor(q, plan.views[0], BLOCK_M // 2), _descriptor(k, plan.views[1], plan.block_n),
+                 _descriptor(v, plan.views[2], plan.block_n))
+        with torch.cuda.device(device):
+            attn_fwd_gluon_hd_kernel[plan.grid](*descs, out, lse, *plan.hd_tail, **plan.hd_constexprs)
+        return True
     launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, *plan.tail), True)
     return True
 
@@ -121,8 +159,10 @@ COMPILE_ARCHS = tuple(FWD_GLUON)  # check-kernels compiles this launcher for the
 
 def compile_specs(arch: str) -> list[CompileSpec]:
     """Every launchable build of the Gluon forward on ``arch`` (check-kernels): each row, bf16 and fp16,
-    causal or not."""
-    from ..kernels.fwd_gluon import attn_fwd_gluon_kernel
+    causal or not, with descriptors made on the device and on the host."""
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
     specs = []
     for row in FWD_GLUON.get(arch, ()):
@@ -133,8 +173,17 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                        "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
                 consts = dict(HEAD_DIM=row.max_d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=causal,
                               CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
-                specs.append(CompileSpec(
-                    "fwd_gluon", attn_fwd_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
-                    label=f"{dtype} d={row.max_d} {'causal' if causal else 'plain'} gluon {BLOCK_M}x{cfg.block_n} "
-                          f"w{cfg.num_warps}+4+1 s{cfg.num_stages}"))
+                label = (f"{dtype} d={row.max_d} {'causal' if causal else 'plain'} gluon {BLOCK_M}x{cfg.block_n} "
+                         f"w{cfg.num_warps}+4+1 s{cfg.num_stages}")
+                specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig, consts,
+                                         {"num_warps": cfg.num_warps}, label=label + " device-desc"))
+                base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
+                hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
+                          for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n),
+                                             ("v_desc", cfg.block_n))}
+                hd_sig.update(Out=f"*{dtype}", Lse="*fp32", strides=(S3, ("i32", "i32"), S3), sizes=("i32",) * 4,
+                              sm_scale="fp32")
+                hd_consts = {key: val for key, val in consts.items() if key != "HEAD_DIM"}
+                specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, hd_sig, hd_consts,
+                                         {"num_warps": cfg.num_warps}, label=label + " host-desc"))
     return specs
