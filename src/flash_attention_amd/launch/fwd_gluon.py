@@ -105,11 +105,11 @@ def rows_view(t) -> tuple[int, int] | None:
 
 
 class GluonPlan:
-    __slots__ = ("slot", "grid", "tail", "host", "hd_tail", "hd_constexprs", "block_n", "views")
+    __slots__ = ("slot", "grid", "tail", "host", "hd_slot", "hd_tail", "templates")
 
 
 def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple) -> GluonPlan:
-    from ..kernels.fwd_gluon import attn_fwd_gluon_kernel
+    from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
     batch, seqlen_q, nheads, d = q.shape
     plan = GluonPlan()
@@ -121,12 +121,17 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                   CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
-    plan.views = tuple(rows_view(t) for t in (q, k, v))
-    plan.host = HOST_DESCRIPTORS and None not in plan.views
-    plan.block_n = cfg.block_n
+    views = tuple(rows_view(t) for t in (q, k, v))
+    plan.host = HOST_DESCRIPTORS and None not in views
+    # the descriptors of this call signature, made (and checked) once: a call copies them with its own bases
+    plan.templates = tuple(_descriptor(t, view, rows) for t, view, rows in
+                           zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
+    for desc in plan.templates:
+        desc.base = None  # the plan (cached) holds no tensor of the call that made it
     plan.hd_tail = ((out_stride, lse_stride, (q.stride(2), k.stride(2), v.stride(2))), sizes,
                     float(params.softmax_scale))
-    plan.hd_constexprs = dict(common, num_warps=cfg.num_warps)
+    hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse"))
+    plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, common, {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
 
 
@@ -138,17 +143,24 @@ def _descriptor(t, view: tuple[int, int], block_rows: int):
     return TensorDescriptor(t, list(view), [t.stride(1), 1], [block_rows, t.shape[-1]], layout)
 
 
+def _rebase(template, t):
+    """A copy of a plan's descriptor over tensor t (same shape, strides and dtype: the plan's key; its
+    alignment checked by the caller), without the dataclass's checks (5 us a descriptor on a CPU)."""
+    desc = object.__new__(type(template))
+    desc.__dict__.update(template.__dict__)
+    desc.base = t
+    return desc
+
+
 def launch_gluon(plan: GluonPlan, q, k, v, out, lse, device: torch.device) -> bool:
     """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched."""
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()) & 15:
         return False
-    if plan.host:  # Triton's own launch path: it encodes the descriptors for the driver
-        from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel
-
-        descs = (_descriptor(q, plan.views[0], BLOCK_M // 2), _descriptor(k, plan.views[1], plan.block_n),
-                 _descriptor(v, plan.views[2], plan.block_n))
-        with torch.cuda.device(device):
-            attn_fwd_gluon_hd_kernel[plan.grid](*descs, out, lse, *plan.hd_tail, **plan.hd_constexprs)
+    if plan.host:  # new descriptors each call (the base addresses); Triton's C launcher encodes them
+        tq, tk, tv = plan.templates
+        descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v))
+        # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
+        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, *plan.hd_tail), fast=True)
         return True
     launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, *plan.tail), True)
     return True
