@@ -98,6 +98,23 @@ def test_rows_view():
     assert fwd_gluon.rows_view(torch.empty(1, 80, 4, 128)[:, :64]) == (64, 4 * 128)  # one sequence: any stride
 
 
+def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
+    """A plan (cached per call signature) keeps descriptor templates without the tensors that made them; a
+    call's descriptors are copies over its own tensors, with the template's shape, strides and block."""
+    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", True)
+    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    row = fwd_gluon.gluon_row("sm90", 128, False)
+    plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
+    assert plan.host and len(plan.templates) == 3 and all(t.base is None for t in plan.templates)
+    q2 = torch.randn_like(q)
+    desc = fwd_gluon._rebase(plan.templates[0], q2)
+    assert desc.base is q2 and plan.templates[0].base is None
+    assert list(desc.shape) == [2 * 2048, 4 * 128] and list(desc.block_shape) == [64, 128]
+    assert list(plan.templates[1].block_shape) == [row.config.block_n, 128]
+    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", False)
+    assert not fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0)).host
+
+
 def test_env_turns_it_off(monkeypatch):
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(), False) is None
