@@ -53,7 +53,7 @@ def test_serves_plain_and_causal_calls():
     (dict(dropout_p=0.1), "dropout"),
     (dict(softcap=30.0), "softcap"),
     (dict(softmax_scale=-0.1), "softmax_scale"),
-    (dict(diag_offset=-128), "offsets"),
+    (dict(causal=True, diag_offset=-128), "rows without keys"),  # a ring chunk whose first rows see no key
 ])
 def test_declines_options(change, why):
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
@@ -75,6 +75,15 @@ def test_declines_shapes(shape, causal, why):
     q, k, v = qkv(*dims, dtype, d=d, device="cpu")
     reason = fwd_gluon.gluon_reason("sm90", q, k, v, params(d, causal=causal), False)
     assert reason is not None and why in reason
+
+
+def test_serves_ring_chunks():
+    """A ring attention piece: not causal with offsets (they mean nothing without a mask or dropout), or causal
+    with a diagonal offset that leaves every row a key."""
+    q, k, v = qkv(1, 2048, 4096, 2, 2, torch.bfloat16, device="cpu")
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(diag_offset=-4096, dropout_offset_q=2048), False) is None
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(causal=True, diag_offset=-2048), False) is None
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(causal=True, diag_offset=-2049), False) is not None
 
 
 def test_declines_other_archs_varlen_and_strides():
@@ -258,6 +267,19 @@ def test_packed_strides_scale_and_large_scores(any_length):
     ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3, causal=True)
     assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3, causal=True)[0])
     assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+def test_chunk_diagonal_offset(any_length):
+    """Causal with a chunk's diagonal offset (ring attention): row i sees keys j <= i + sk - sq + offset."""
+    q, k, v = qkv(2, 200, 600, 2, 1, torch.bfloat16)
+    for offset in (-400, -150, 0, 77):
+        p = params(causal=True, diag_offset=offset)
+        out, lse = run_gluon(q, k, v, p)
+        ro, rl = attention_ref(q.double(), k.double(), v.double(), causal=True, diag_offset=offset)
+        assert_matches(out, ro, attention_ref(q, k, v, causal=True, diag_offset=offset)[0])
+        assert rel_err(lse, rl) < 1e-3, offset
 
 
 @pytest.mark.gpu

@@ -16,7 +16,7 @@ over its [seqlen, d] rows (global scratch memory, 128 bytes a descriptor; launch
 row / head / batch strides that TMA takes (16-byte multiples) work; rows past a sequence read 0.
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d], Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log).
-Masks: causal (bottom-right; the launcher asks seqlen_q <= seqlen_k, so no row is empty) on the key
+Masks: causal (bottom-right, shifted by a chunk's diagonal offset; the launcher asks that no row be empty) on the key
 blocks that cross a consumer's diagonal, and the keys past seqlen_k on the last block. No other option
 (launch/fwd_gluon.py ``gluon_reason``). Online softmax in log2 units with the row max taken before the
 scale (sm_scale > 0).
@@ -162,11 +162,10 @@ def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_s
              PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers and the three partitions of one program (query rows start_m .. + 127 of
     sequence off_b, head off_h)."""
-    nheads, group, seqlen_q, seqlen_k = sizes
+    nheads, group, seqlen_q, seqlen_k, limit = sizes  # causal: row r sees keys up to r + limit (>= 0)
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = 2 * ROWS
-    limit = seqlen_k - seqlen_q  # causal: row r sees keys up to r + limit (>= 0, launch/fwd_gluon.py)
     if CAUSAL:
         n_blocks = gl.cdiv(gl.minimum(seqlen_k, start_m + BLOCK_M + limit), BLOCK_N)
     else:
@@ -207,9 +206,10 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
     strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head);
-    sizes = (nheads, group, seqlen_q, seqlen_k); sm_scale fp32 (> 0)."""
+    sizes = (nheads, group, seqlen_q, seqlen_k, limit); sm_scale fp32 (> 0). limit: seqlen_k - seqlen_q plus a
+    chunk's diagonal offset (causal: row r sees keys up to r + limit; launch/fwd_gluon.py asks limit >= 0)."""
     q_str, k_str, v_str, o_str, l_str = strides
-    nheads, group, seqlen_q, seqlen_k = sizes
+    nheads, group, seqlen_q, seqlen_k, limit = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads
@@ -236,9 +236,9 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, strides, sizes, s
     head-dim columns of every head), which the launcher makes only for tensors whose batch stride is
     seqlen x row stride. A block past a sequence's end reads the next sequence's rows: keys past seqlen_k
     are masked, query rows past seqlen_q never stored. strides = (out (batch, row, head), lse (batch,
-    head), head strides (q, k, v)); sizes = (nheads, group, seqlen_q, seqlen_k)."""
+    head), head strides (q, k, v)); sizes = (nheads, group, seqlen_q, seqlen_k, limit)."""
     o_str, l_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k = sizes
+    nheads, group, seqlen_q, seqlen_k, limit = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads

@@ -71,15 +71,15 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
         return f"dtype {q.dtype}"
     if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
             or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None \
-            or params.softcap > 0 or params.has_offsets:
-        return "a window, ALiBi, softcap, bias, sinks, dropout, FP8 or a chunk's offsets (the Gluon forward has none)"
+            or params.softcap > 0:
+        return "a window, ALiBi, softcap, bias, sinks, dropout or FP8 (the Gluon forward has none)"
     if not params.softmax_scale > 0:
         return "softmax_scale <= 0"
     seqlen_q, seqlen_k = q.shape[1], k.shape[1]
     if seqlen_q == 0 or seqlen_k == 0:
         return "empty sequences"
-    if params.causal and seqlen_q > seqlen_k:
-        return "causal with seqlen_q > seqlen_k (rows without keys)"
+    if params.causal and seqlen_k - seqlen_q + params.diag_offset < 0:  # a chunk's offset moves the diagonal
+        return "causal with seqlen_q > seqlen_k (+ the chunk's diagonal offset): rows without keys"
     if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
         return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other kernels were "
                 "measured faster")
@@ -115,7 +115,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     plan = GluonPlan()
     plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
     strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
-    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1])
+    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1], k.shape[1] - seqlen_q + int(params.diag_offset))
     plan.tail = (strides, sizes, float(params.softmax_scale))
     common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=bool(params.causal),
                   CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
@@ -182,7 +182,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         for dtype in ("bf16", "fp16"):
             for causal in (False, True) if row.causal is None else (row.causal,):
                 sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-                       "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 4, "sm_scale": "fp32"}
+                       "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 5, "sm_scale": "fp32"}
                 consts = dict(HEAD_DIM=row.max_d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=causal,
                               CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
                 label = (f"{dtype} d={row.max_d} {'causal' if causal else 'plain'} gluon {BLOCK_M}x{cfg.block_n} "
@@ -193,7 +193,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                 hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
                           for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n),
                                              ("v_desc", cfg.block_n))}
-                hd_sig.update(Out=f"*{dtype}", Lse="*fp32", strides=(S3, ("i32", "i32"), S3), sizes=("i32",) * 4,
+                hd_sig.update(Out=f"*{dtype}", Lse="*fp32", strides=(S3, ("i32", "i32"), S3), sizes=("i32",) * 5,
                               sm_scale="fp32")
                 hd_consts = {key: val for key, val in consts.items() if key != "HEAD_DIM"}
                 specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, hd_sig, hd_consts,
