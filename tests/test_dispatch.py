@@ -121,7 +121,7 @@ def test_auto_choice_and_explain_reasons():
     assert "-> sdpa (auto)" in fa.explain(q, k, v, causal=True)
 
 
-def test_explain_names_the_tiles_and_why():
+def test_explain_names_the_tiles_and_why(monkeypatch):
     """explain() / the debug log: a call our kernels serve also names the tile table rows it takes (forward, and the
     backward when a gradient is needed), their feature tier and the row's reason (measured where, or static check
     only), and the warp-specialised kernels where they may replace them; other backends add nothing."""
@@ -143,8 +143,14 @@ def test_explain_names_the_tiles_and_why():
     drop = text("triton", dropout_p=0.1)
     assert "dQ by atomics" in drop and "dQ by atomics" not in text("triton", dropout_p=0.1, deterministic=True)
     ws = text("triton", causal=False, nheads_k=32, headdim=128, headdim_v=128)
-    assert "warp-specialised kernel" in ws and "warp-specialised dK/dV kernel" in ws
-    assert "warp-specialised" not in text("triton", headdim=128, headdim_v=128)  # causal: the main kernels
+    # the Gluon forward where it serves (before the warp-specialised one), the warp-specialised dK/dV kernel
+    assert "the Gluon kernel" in ws and "warp-specialised dK/dV kernel" in ws
+    monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
+    assert "triton forward: the warp-specialised kernel" in text("triton", causal=False, nheads_k=32, headdim=128,
+                                                                 headdim_v=128)
+    monkeypatch.delenv("FLASH_ATTENTION_GLUON")
+    causal = text("triton", headdim=128, headdim_v=128)
+    assert "warp-specialised" not in causal and "the Gluon kernel" in causal  # causal: Gluon or the main kernels
     rdna = text("triton", is_rocm=True, arch="gfx1100", nheads_k=32, headdim=128, headdim_v=128)
     assert "(gfx1100, plain tier)" in rdna and "static check only" in rdna and "two launches" in rdna
     assert text("sdpa").count("\n") == 0

@@ -132,7 +132,7 @@ class TritonBackend(KernelBackend):
         gluon = fwd_gluon.gluon_row(problem.arch, problem.headdim, problem.causal)
         gluon_ok = (dense and not options and not bias and not problem.has_sinks and not dropout and not problem.fp8
                     and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16))
-        if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None:
+        if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off():
             lines.append(f"triton forward: the Gluon kernel (BLOCK {fwd_gluon.BLOCK_M}x{gluon.config.block_n}, "
                          f"{gluon.config.num_stages}-slot ring; {gluon.config.reason}) instead, from "
                          f"{gluon.min_seqlen_k} queries and keys, where the tensors' layout and lengths allow "
