@@ -82,6 +82,32 @@ def _ms(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median")
 
 
+def _option_kwargs(opt, h) -> dict:
+    """flash_attn_func keyword arguments of an option label."""
+    if opt is None:
+        return {}
+    kw = {}
+    for part in opt.split(" + "):
+        name, _, val = part.partition(" ")
+        if name == "window":
+            kw["window_size"] = (int(val), 0)
+        elif name == "softcap":
+            kw["softcap"] = float(val)
+        elif name == "alibi":
+            kw["alibi_slopes"] = torch.rand(h, device="cuda") * 0.5
+    return kw
+
+
+def _visible_pairs(s, causal, left) -> float:
+    """Query-key pairs a causal (or not) call with a left window bound (-1: none) computes, per (batch, head)."""
+    if not causal:
+        return float(s * s)
+    if left < 0:
+        return s * s / 2  # as the plain grid counts it
+    w = min(left, s - 1)
+    return (w + 1) * s - w * (w + 1) / 2
+
+
 def _peers(q, k, v, causal):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -105,6 +131,9 @@ def main() -> None:
     ap.add_argument("--headdims", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 2048, 4096, 16384])
     ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
+    ap.add_argument("--options", action="store_true",
+                    help="causal calls with a window, softcap, ALiBi (and Gemma 2's softcap + window at d=256) in "
+                         "place of the plain grid; FLOP of the visible pairs; the plain causal call as the cost's base")
     ap.add_argument("--any-length", action="store_true")
     ap.add_argument("--probe", action="store_true",
                     help="also benchmarks/gluon_fwd_probe.py's kernel (host-side descriptors, no masks but causal) at "
@@ -120,23 +149,34 @@ def main() -> None:
           f"rounds{' (length rule lifted)' if args.any_length else ''}", flush=True)
     print("| d | causal | shape | gluon on | off | on / off | cuDNN | on / cuDNN | FA2 | on / FA2 | max abs diff |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d) for d in args.headdims
+    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d, None) for d in args.headdims
              for causal in (False, True) for s in args.seqlens]
     if args.gqa:
-        cases += [(128, causal, 4, 4096, 32, 8) for causal in (False, True)]
+        cases += [(128, causal, 4, 4096, 32, 8, None) for causal in (False, True)]
+    if args.options:
+        cases = []
+        for d in args.headdims:
+            for s in args.seqlens:
+                opts = [None, "window 1024", "window 128", "softcap 30", "alibi"]
+                if d == 256:
+                    opts.append("softcap 50 + window 1024")
+                cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, o) for o in opts]
+    base = {}
     rows = []
-    for d, causal, b, s, h, hk in cases:
+    for d, causal, b, s, h, hk, opt in cases:
         g = torch.Generator(device="cuda").manual_seed(s * h + d)
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-        flop = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+        kw = _option_kwargs(opt, h)
+        flop = 4 * b * h * d * _visible_pairs(s, causal, kw.get("window_size", (-1, -1))[0])
 
-        peers = {name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()}
+        peers = ({name: flop / _ms(fn) * 1e-9 for name, fn in _peers(q, k, v, causal).items()} if opt is None
+                 else {})
         dev_diff = None
 
-        def ours(q=q, k=k, v=v, causal=causal):
+        def ours(q=q, k=k, v=v, causal=causal, kw=kw):
             with fa.use_backend("triton"):
-                return fa.flash_attn_func(q, k, v, causal=causal)
+                return fa.flash_attn_func(q, k, v, causal=causal, **kw)
         modes = list(MODES) if args.desc else [True, False]
         times = {m: [] for m in modes}
         outs = {}
@@ -159,7 +199,11 @@ def main() -> None:
         on = flop / statistics.median(times[True]) * 1e-9
         off = flop / statistics.median(times[False]) * 1e-9
         diff = (outs[True].float() - outs[False].float()).abs().max().item()
-        shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
+        shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "") + (f" {opt}" if opt else "")
+        if opt is None:
+            base[(d, s)] = on
+        elif (d, s) in base:
+            shape += f" (cost {on / base[(d, s)]:.2f} on, plain call on)"
         cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
                          probe=peers.get("probe"), device_desc=peers.get("device-desc"),

@@ -48,11 +48,27 @@ def test_serves_plain_and_causal_calls():
         assert fwd_gluon.gluon_reason("sm90", q, k, v, params(d, causal=True), False) is None
 
 
+def test_serves_windows_softcap_alibi():
+    """The options table's rows: a window (left, right or both; causal or not), softcap and ALiBi, alone or
+    together."""
+    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    slopes = torch.rand(4)
+    for change in (dict(window_left=256), dict(window_left=256, causal=True), dict(window_right=64, window_left=64),
+                   dict(softcap=30.0), dict(alibi_slopes=slopes), dict(softcap=50.0, window_left=512, causal=True,
+                                                                       alibi_slopes=slopes)):
+        assert fwd_gluon.gluon_reason("sm90", q, k, v, params(**change), False) is None, change
+        assert fwd_gluon.options_of(params(**change))
+    assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
+    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, True)
+
+
 @pytest.mark.parametrize("change,why", [
-    (dict(window_left=16), "window"),
     (dict(dropout_p=0.1), "dropout"),
-    (dict(softcap=30.0), "softcap"),
+    (dict(sinks=torch.zeros(2)), "sinks"),
+    (dict(attn_bias=torch.zeros(1, 2, 2048, 2048)), "bias"),
     (dict(softmax_scale=-0.1), "softmax_scale"),
+    (dict(window_left=8, window_right=8, diag_offset=-2100), "rows without keys"),  # the window misses every key
+    (dict(window_left=8, window_right=8, diag_offset=2100), "rows without keys"),
     (dict(causal=True, diag_offset=-128), "rows without keys"),  # a ring chunk whose first rows see no key
 ])
 def test_declines_options(change, why):
@@ -62,7 +78,7 @@ def test_declines_options(change, why):
 
 
 @pytest.mark.parametrize("shape,causal,why", [
-    ((1, 4096, 2048, 2, 2, torch.bfloat16, 128), True, "seqlen_q > seqlen_k"),  # rows without keys
+    ((1, 4096, 2048, 2, 2, torch.bfloat16, 128), True, "rows without keys"),  # causal, seqlen_q > seqlen_k
     ((1, 1024, 4096, 2, 2, torch.bfloat16, 128), True, "below 2048"),  # measured slower there
     ((1, 4096, 512, 2, 2, torch.bfloat16, 128), False, "below 1024"),
     ((1, 2048, 2048, 2, 2, torch.bfloat16, 64), False, "no FWD_GLUON row"),  # measured slower at d=64
@@ -154,7 +170,8 @@ def test_rows_and_explain():
     triton_backend = dispatch.registry()["triton"]
     assert any("Gluon kernel" in line for line in triton_backend.describe_plan(Problem(arch="sm90", **base)))
     assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm80", **base)))
-    assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0,
+    assert any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0, **base)))
+    assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", dropout_p=0.1,
                                                                                     **base)))
 
 
@@ -172,8 +189,10 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     path = tmp_path / "gluon.json"
     rc = ck.main(["--arch", "sm90", "--kernel", "fwd_gluon", "--jobs", "2", "--json", str(path)])
     rows = json.loads(path.read_text())["rows"]
-    # per row: bf16 / fp16, causal or not where the row serves both, descriptors made on the device / on the host
-    assert rc == 0 and len(rows) == sum(4 if r.causal is not None else 8 for r in tiles.FWD_GLUON["sm90"])
+    # per row: bf16 / fp16, causal or not where the row serves both (the options rows: every option at once),
+    # descriptors made on the device / on the host
+    expected = sum(4 if r.causal is not None else 8 for r in tiles.FWD_GLUON["sm90"])
+    assert rc == 0 and len(rows) == expected + 4 * len(tiles.FWD_GLUON_OPTIONS["sm90"])
     assert {r["label"].rsplit(" ", 1)[1] for r in rows} == {"device-desc", "host-desc"}
     for r in rows:
         assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
@@ -199,8 +218,8 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
 def any_length(monkeypatch, request):
     """The tests' calls are short: lift the rows' length rule (a speed choice, test_declines_shapes). Each test
     runs with the descriptors made on the host (where the layout allows) and on the device."""
-    rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
-    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
+    for table in (tiles.FWD_GLUON, tiles.FWD_GLUON_OPTIONS):
+        monkeypatch.setitem(table, "sm90", [r._replace(min_seqlen_k=0) for r in table["sm90"]])
     monkeypatch.delenv("FLASH_ATTENTION_GLUON", raising=False)
     monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", request.param)
     return request.param
@@ -271,6 +290,32 @@ def test_packed_strides_scale_and_large_scores(any_length):
 
 @pytest.mark.gpu
 @GPU
+@pytest.mark.parametrize("d,sq,sk,change", [
+    (128, 333, 333, dict(window_left=100, causal=True)),               # sliding window (Mistral)
+    (128, 300, 500, dict(window_left=70, window_right=40)),            # both bounds, not causal, shorter than a block
+    (128, 256, 700, dict(window_right=0, window_left=300)),            # causal as a right bound, bottom-right
+    (128, 333, 333, dict(softcap=30.0, causal=True)),                  # softcap (Gemma 2, Grok)
+    (128, 200, 450, dict(alibi="1d")),                                 # ALiBi, not causal
+    (256, 320, 320, dict(softcap=50.0, window_left=150, causal=True)),  # Gemma 2's local layers
+    (256, 190, 420, dict(alibi="2d", causal=True, softcap=20.0)),
+])
+def test_options_match_reference(any_length, d, sq, sk, change):
+    q, k, v = qkv(2, sq, sk, 4, 2, torch.bfloat16, d=d)
+    change = dict(change)
+    kind = change.pop("alibi", None)
+    if kind:
+        change["alibi_slopes"] = (torch.rand(4, device=DEVICE) if kind == "1d" else torch.rand(2, 4, device=DEVICE))
+    p = params(d, **change)
+    out, lse = run_gluon(q, k, v, p)
+    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
+               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
+    assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
 def test_chunk_diagonal_offset(any_length):
     """Causal with a chunk's diagonal offset (ring attention): row i sees keys j <= i + sk - sq + offset."""
     q, k, v = qkv(2, 200, 600, 2, 1, torch.bfloat16)
@@ -306,16 +351,17 @@ def test_public_call_and_gradients(any_length):
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
-    core.clear_plans()
-    q, k, v = (t.requires_grad_() for t in qkv(2, 384, 384, 4, 2, torch.bfloat16))
-    dout = torch.randn_like(q)
-    with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=True)
-    grads = torch.autograd.grad(out, (q, k, v), dout)
-    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ro, _ = attention_ref(q64, k64, v64, causal=True)
-    ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
-    assert_matches(out, ro.detach())
-    for g, r, name in zip(grads, ref, "qkv"):
-        assert rel_err(g, r) < 2e-2, name
+    for opts in (dict(causal=True), dict(causal=True, softcap=30.0, window_size=(100, 0))):
+        core.clear_plans()
+        q, k, v = (t.requires_grad_() for t in qkv(2, 384, 384, 4, 2, torch.bfloat16))
+        dout = torch.randn_like(q)
+        with fa.use_backend("triton"):
+            out = fa.flash_attn_func(q, k, v, **opts)
+        grads = torch.autograd.grad(out, (q, k, v), dout)
+        q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+        ro, _ = attention_ref(q64, k64, v64, **opts)
+        ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
+        assert_matches(out, ro.detach())
+        for g, r, name in zip(grads, ref, "qkv"):
+            assert rel_err(g, r) < 2e-2, (name, opts)
     core.clear_plans()

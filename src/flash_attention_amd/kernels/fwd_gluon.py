@@ -11,15 +11,19 @@ Partitions (``gl.warp_specialize``): two consumer warp groups of 64 query rows e
 partition and a 4-warp worker, 232 registers each) and a producer warp (24 registers) that issues the
 TMA loads of Q and of K / V into a STAGES-deep ring. Each ring slot has a ready barrier per tensor
 (the producer's expect + TMA) and an empty barrier per tensor (one arrive from each consumer when its
-product that read the slot has retired). The descriptors are made on the device per (sequence, head)
-over its [seqlen, d] rows (global scratch memory, 128 bytes a descriptor; launch/runtime.py), so any
-row / head / batch strides that TMA takes (16-byte multiples) work; rows past a sequence read 0.
+product that read the slot has retired). Descriptors: made on the device per (sequence, head) over its
+[seqlen, d] rows (``attn_fwd_gluon_kernel``: global scratch memory, any strides TMA takes; rows past a
+sequence read 0), or on the host over each tensor's [b * seqlen, cols] rows (``attn_fwd_gluon_hd_kernel``).
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d], Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log).
-Masks: causal (bottom-right, shifted by a chunk's diagonal offset; the launcher asks that no row be empty) on the key
-blocks that cross a consumer's diagonal, and the keys past seqlen_k on the last block. No other option
-(launch/fwd_gluon.py ``gluon_reason``). Online softmax in log2 units with the row max taken before the
-scale (sm_scale > 0).
+Scores (log2 units): s = qk * sm_scale; SOFTCAP: s = softcap * tanh(s / softcap) (``tanh.approx.f32``, as
+the Triton kernels take it on NVIDIA: launch/fwd.py ``fast_tanh``); ALIBI: s -= slope * |i + limit - j|.
+Query i sits at key position i + limit (limit = seqlen_k - seqlen_q + a chunk's diagonal offset); key j is
+visible when j < seqlen_k, j <= i + limit + window_right (MASK_RIGHT: causal is window_right 0) and
+j >= i + limit - window_left (MASK_LEFT). The key blocks some row of the program sees are visited; each
+consumer masks only the blocks that cut its rows' windows or pass seqlen_k (two masked ranges around
+a branch-free whole-block loop). The launcher (launch/fwd_gluon.py ``gluon_reason``) asks that every
+row see a key.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -31,27 +35,52 @@ ROWS: gl.constexpr = gl.constexpr(64)  # query rows of one consumer warp group (
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i, qk_scale, rows, cols, limit, seqlen_k, MASK: gl.constexpr, CAUSAL: gl.constexpr):
-    """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
-    accumulator's factor) and l. MASK: hide keys past seqlen_k and, when CAUSAL, keys past row + limit."""
-    if MASK:
-        ok = cols[None, :] < seqlen_k
-        if CAUSAL:
-            ok = ok & (cols[None, :] <= rows[:, None] + limit)
-        s = gl.where(ok, s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-    p = gl.exp2(s * qk_scale - m_new[:, None])
-    alpha = gl.exp2(m_i - m_new)
-    l_i = l_i * alpha + gl.sum(p, 1)
-    return p, m_new, alpha, l_i
+def _tanh(x):
+    return gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
+                                     pack=1)
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, n_blocks):
-    """The TMA loads: Q's two 64-row halves, then K_j / V_j into ring slot j % STAGES once both
-    consumers released the block that held it. bars = (q, k_ready, v_ready, k_empty, v_empty);
-    origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies in the descriptors
-    (zeros for the per-(sequence, head) descriptors made on the device)."""
+def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS: gl.constexpr):
+    """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
+    accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask."""
+    sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
+    MASK_LEFT: gl.constexpr = FLAGS[0]
+    MASK_RIGHT: gl.constexpr = FLAGS[1]
+    SOFTCAP: gl.constexpr = FLAGS[2]
+    ALIBI: gl.constexpr = FLAGS[3]
+    if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
+        if SOFTCAP:
+            s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
+        else:
+            s = s * (sm_scale * LOG2E)
+        if ALIBI:
+            dist = (rows[:, None] + limit) - cols[None, :]
+            s = s - (slope * LOG2E) * gl.abs(dist).to(gl.float32)
+        scale = 1.0
+    else:  # sm_scale > 0: the max before the scale, one FMA per score
+        scale = sm_scale * LOG2E
+    if MASK:
+        ok = cols[None, :] < seqlen_k
+        if MASK_RIGHT:
+            ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
+        if MASK_LEFT:
+            ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
+        s = gl.where(ok, s, float("-inf"))
+    m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
+    p = gl.exp2(s * scale - m_new[:, None])
+    alpha = gl.exp2(state_m - m_new)
+    state_l = state_l * alpha + gl.sum(p, 1)
+    return p, m_new, alpha, state_l
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, j_lo, n_blocks):
+    """The TMA loads: Q's two 64-row halves, then key blocks j_lo .. j_lo + n_blocks - 1 (the t-th into ring
+    slot t % STAGES once both consumers released the block that held it). bars = (q, k_ready, v_ready,
+    k_empty, v_empty); origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies
+    in the descriptors (zeros for the per-(sequence, head) descriptors made on the device)."""
     q_bar, k_ready, v_ready, k_empty, v_empty = bars
     q_row, k_row, q_col, k_col, v_col = origin
     STAGES: gl.constexpr = k_smem.shape[0]
@@ -59,37 +88,36 @@ def _producer(q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, star
     mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row + start_m, q_col], q_bar.index(0), q_smem.index(0))
     tma.async_copy_global_to_shared(q_desc, [q_row + start_m + ROWS, q_col], q_bar.index(0), q_smem.index(1))
-    for j in range(n_blocks):
-        slot = j % STAGES
-        use = j // STAGES
+    for t in range(n_blocks):
+        slot = t % STAGES
+        use = t // STAGES
+        row = k_row + (j_lo + t) * BLOCK_N
         mbarrier.wait(k_empty.index(slot), (use - 1) & 1, pred=use > 0)
         mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [k_row + j * BLOCK_N, k_col], k_ready.index(slot), k_smem.index(slot))
+        tma.async_copy_global_to_shared(k_desc, [row, k_col], k_ready.index(slot), k_smem.index(slot))
         mbarrier.wait(v_empty.index(slot), (use - 1) & 1, pred=use > 0)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc, [k_row + j * BLOCK_N, v_col], v_ready.index(slot), v_smem.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [row, v_col], v_ready.index(slot), v_smem.index(slot))
 
 
 @gluon.jit
-def _step(j, state, q, k_smem, v_smem, bars, scores, MASK: gl.constexpr, CAUSAL: gl.constexpr):
-    """Key block j >= 1: issue QK^T(j) and PV(j - 1), wait for the first, softmax(j) while the second runs,
-    then wait for it and rescale. state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(j - 1) as wgmma's A operand);
-    scores = (qk_scale, rows [ROWS], offs_n [BLOCK_N], limit, seqlen_k, a zero [ROWS, BLOCK_N] accumulator)."""
+def _step(t, state, q, k_smem, v_smem, bars, scores, rows, cols, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
+    """The t-th key block (t >= 1; cols [BLOCK_N] its key positions): issue QK^T(t) and PV(t - 1), wait for the
+    first, softmax(t) while the second runs, then wait for it and rescale. state = (acc [ROWS, HEAD_DIM] fp32,
+    m, l, P(t - 1) as wgmma's A operand)."""
     q_bar, k_ready, v_ready, k_empty, v_empty = bars
     acc, m_i, l_i, p_prev = state
-    qk_scale, rows, offs_n, limit, seqlen_k, s_zero = scores
     STAGES: gl.constexpr = k_smem.shape[0]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
     row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
-    slot = j % STAGES
-    prev = (j - 1) % STAGES
-    mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
+    slot = t % STAGES
+    prev = (t - 1) % STAGES
+    mbarrier.wait(k_ready.index(slot), (t // STAGES) & 1)
     s_tok = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+    mbarrier.wait(v_ready.index(prev), ((t - 1) // STAGES) & 1)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
-    s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(j) retired, PV(j - 1) in flight
+    s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
     mbarrier.arrive(k_empty.index(slot), count=1)
-    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, j * BLOCK_N + offs_n, limit, seqlen_k, MASK, CAUSAL)
+    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, MASK, FLAGS)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
     mbarrier.arrive(v_empty.index(prev), count=1)
     acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -97,15 +125,19 @@ def _step(j, state, q, k_smem, v_smem, bars, scores, MASK: gl.constexpr, CAUSAL:
 
 
 @gluon.jit
-def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, seqlen_k, limit, n_blocks,
-              qk_scale, CAUSAL: gl.constexpr):
+def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
+              FLAGS: gl.constexpr):
     """One warp group: query rows first .. first + 63 (q: their tile in shared memory); out_ptr / lse_ptr
-    point at this (sequence, head)'s row 0. Key block j's mask is needed when it holds keys past
-    seqlen_k or, causal, past the group's first row + limit (limit = seqlen_k - seqlen_q)."""
+    point at this (sequence, head)'s row 0. Of the program's key blocks j_lo .. j_lo + n_blocks - 1, those
+    that cut one of these rows' windows or pass seqlen_k take the mask: a range at the start (MASK_LEFT) and
+    one at the end; the blocks between run unmasked."""
     q_bar, k_ready, v_ready, k_empty, v_empty = bars
+    sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
+    MASK_LEFT: gl.constexpr = FLAGS[0]
+    MASK_RIGHT: gl.constexpr = FLAGS[1]
     HEAD_DIM: gl.constexpr = q.shape[1]
-    STAGES: gl.constexpr = k_smem.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
+    STAGES: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = k_smem.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
@@ -120,28 +152,37 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
     l_i = gl.zeros([ROWS], gl.float32, layout=row_s)
     acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
-    # the first key block that needs a mask: the last one when it holds keys past seqlen_k, or the first
-    # that crosses this group's diagonal (n_blocks: none)
-    mask_from = n_blocks - (seqlen_k % BLOCK_N != 0).to(gl.int32)
-    if CAUSAL:
-        mask_from = gl.minimum(mask_from, (first + limit + 1) // BLOCK_N)
+    # block positions t in [1, a) and [b, n_blocks) are masked, [a, b) whole for every row of the group
+    j_hi = j_lo + n_blocks
+    full_hi = j_hi - (j_hi * BLOCK_N > seqlen_k).to(gl.int32)  # the last block holds keys past seqlen_k
+    if MASK_RIGHT:  # blocks past the group's first row's right bound cut its window
+        full_hi = gl.minimum(full_hi, (first + limit + window_right + 1) // BLOCK_N)
+    full_lo = j_lo
+    if MASK_LEFT:  # blocks before the group's last row's left bound cut its window
+        full_lo = gl.maximum(full_lo, gl.cdiv(first + ROWS - 1 + limit - window_left, BLOCK_N))
+    a = gl.minimum(gl.maximum(full_lo - j_lo, 1), n_blocks)
+    b = gl.minimum(gl.maximum(full_hi - j_lo, a), n_blocks)
 
     mbarrier.wait(q_bar.index(0), 0)
     mbarrier.wait(k_ready.index(0), 0)
     s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
     mbarrier.arrive(k_empty.index(0), count=1)
-    if mask_from == 0:
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, offs_n, limit, seqlen_k, True, CAUSAL)
+    cols = j_lo * BLOCK_N + offs_n
+    if (j_lo < full_lo) | (j_lo >= full_hi):
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, True, FLAGS)
     else:
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, qk_scale, rows, offs_n, limit, seqlen_k, False, CAUSAL)
-    p_prev = gl.convert_layout(p.to(dtype), p_layout)
-    # two loops, each without a branch: the whole key blocks, then the masked ones
-    state = (acc, m_i, l_i, p_prev)
-    scores = (qk_scale, rows, offs_n, limit, seqlen_k, s_zero)
-    for j in range(1, gl.maximum(mask_from, 1)):
-        state = _step(j, state, q, k_smem, v_smem, bars, scores, False, CAUSAL)
-    for j in range(gl.maximum(mask_from, 1), n_blocks):
-        state = _step(j, state, q, k_smem, v_smem, bars, scores, True, CAUSAL)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, False, FLAGS)
+    # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
+    state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
+    for t in range(1, a):
+        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
+                      True, FLAGS)
+    for t in range(a, b):
+        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
+                      False, FLAGS)
+    for t in range(b, n_blocks):
+        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     last = (n_blocks - 1) % STAGES
     mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
@@ -157,19 +198,29 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
 
 
 @gluon.jit
-def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b, off_h,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
              PRODUCER_REGS: gl.constexpr):
-    """Shared memory, barriers and the three partitions of one program (query rows start_m .. + 127 of
-    sequence off_b, head off_h)."""
-    nheads, group, seqlen_q, seqlen_k, limit = sizes  # causal: row r sees keys up to r + limit (>= 0)
+    """Shared memory, barriers, the key blocks and the three partitions of one program (query rows
+    start_m .. + 127 of sequence off_b, head off_h). sizes = (nheads, group, seqlen_q, seqlen_k, limit,
+    stride_alibi); scores = (sm_scale, softcap, window_left, window_right)."""
+    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
+    sm_scale, softcap, window_left, window_right = scores
+    MASK_LEFT: gl.constexpr = FLAGS[0]
+    MASK_RIGHT: gl.constexpr = FLAGS[1]
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = 2 * ROWS
-    if CAUSAL:
-        n_blocks = gl.cdiv(gl.minimum(seqlen_k, start_m + BLOCK_M + limit), BLOCK_N)
-    else:
-        n_blocks = gl.cdiv(seqlen_k, BLOCK_N)
+    hi = seqlen_k  # keys [lo, hi) are those some row of the program sees
+    if MASK_RIGHT:
+        hi = gl.minimum(hi, start_m + BLOCK_M + limit + window_right)
+    j_lo = 0
+    if MASK_LEFT:
+        j_lo = gl.maximum(start_m + limit - window_left, 0) // BLOCK_N
+    n_blocks = gl.cdiv(hi, BLOCK_N) - j_lo
+    slope = 0.0
+    if Alibi is not None:
+        slope = gl.load(Alibi + off_b * stride_alibi + off_h)
     smem: gl.constexpr = q_desc.layout
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
@@ -186,30 +237,30 @@ def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_s
         mbarrier.init(k_empty.index(i), count=2)  # one arrive from each consumer
         mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, k_ready, v_ready, k_empty, v_empty)
-    qk_scale = sm_scale * LOG2E
     b64 = off_b.to(gl.int64)
     out_ptr = Out + b64 * o_str[0] + off_h * o_str[2]
     lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1]
+    sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k)
     gl.warp_specialize([
-        (_consumer, (q_smem.index(0), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m, seqlen_q, seqlen_k,
-                     limit, n_blocks, qk_scale, CAUSAL)),
-        (_consumer, (q_smem.index(1), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + ROWS, seqlen_q,
-                     seqlen_k, limit, n_blocks, qk_scale, CAUSAL)),
-        (_producer, (q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, n_blocks)),
+        (_consumer, (q_smem.index(0), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m, seqlen_q, sc,
+                     j_lo, n_blocks, FLAGS)),
+        (_consumer, (q_smem.index(1), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + ROWS, seqlen_q, sc,
+                     j_lo, n_blocks, FLAGS)),
+        (_producer, (q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, j_lo, n_blocks)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 @gluon.jit
-def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
-                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                          CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
+                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
-    strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head);
-    sizes = (nheads, group, seqlen_q, seqlen_k, limit); sm_scale fp32 (> 0). limit: seqlen_k - seqlen_q plus a
-    chunk's diagonal offset (causal: row r sees keys up to r + limit; launch/fwd_gluon.py asks limit >= 0)."""
+    strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes = (nheads,
+    group, seqlen_q, seqlen_k, limit, stride_alibi); scores = (sm_scale, softcap, window_left, window_right);
+    Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI)."""
     q_str, k_str, v_str, o_str, l_str = strides
-    nheads, group, seqlen_q, seqlen_k, limit = sizes
+    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads
@@ -223,27 +274,27 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, strides, sizes, sm_scale,
                                         [k_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
     v_desc = tma.make_tensor_descriptor(V + b64 * v_str[0] + off_hk * v_str[2], [seqlen_k, HEAD_DIM],
                                         [v_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
-    _forward(q_desc, k_desc, v_desc, (0, 0, 0, 0, 0), Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
-             BLOCK_N, STAGES, CAUSAL, CONSUMER_REGS, PRODUCER_REGS)
+    _forward(q_desc, k_desc, v_desc, (0, 0, 0, 0, 0), Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b,
+             off_h, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
-def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, strides, sizes, sm_scale,
-                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, strides, sizes, scores,
+                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
                              CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [b * seqlen, cols] of its tensor (rows of all sequences in a row, cols = the
     head-dim columns of every head), which the launcher makes only for tensors whose batch stride is
     seqlen x row stride. A block past a sequence's end reads the next sequence's rows: keys past seqlen_k
     are masked, query rows past seqlen_q never stored. strides = (out (batch, row, head), lse (batch,
-    head), head strides (q, k, v)); sizes = (nheads, group, seqlen_q, seqlen_k, limit)."""
+    head), head strides (q, k, v)); sizes, scores, Alibi and FLAGS as in ``attn_fwd_gluon_kernel``."""
     o_str, l_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, limit = sizes
+    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads
     off_h = off_bh % nheads
     off_hk = off_h // group
     origin = (off_b * seqlen_q, off_b * seqlen_k, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
-    _forward(q_desc, k_desc, v_desc, origin, Out, Lse, o_str, l_str, sizes, sm_scale, start_m, off_b, off_h,
-             BLOCK_N, STAGES, CAUSAL, CONSUMER_REGS, PRODUCER_REGS)
+    _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b, off_h,
+             BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)

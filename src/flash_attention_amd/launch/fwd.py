@@ -24,7 +24,7 @@ from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from ..validation import FP8_DTYPES
-from .fwd_gluon import gluon_reason, gluon_row, launch_gluon, plan_gluon
+from .fwd_gluon import gluon_reason, gluon_row, launch_gluon, options_of, plan_gluon
 from .fwd_ws import launch_ws, plan_ws, ws_reason, ws_tile
 from .runtime import KernelSlot, launch
 from .spec import CompileSpec, arg_positions
@@ -289,7 +289,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     # the Gluon forward (launch/fwd_gluon.py) first where the call qualifies, unless the caller chose a tile
     plan.gluon = None
     if not explicit and gluon_reason(arch, q, k, v, params, varlen) is None:
-        plan.gluon = plan_gluon(q, k, v, params, gluon_row(arch, d, bool(params.causal)).config, o_str, l_str)
+        row = gluon_row(arch, d, bool(params.causal), options_of(params))
+        plan.gluon = plan_gluon(q, k, v, params, row.config, o_str, l_str)
     return plan
 
 
@@ -320,7 +321,7 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if plan.v_t:  # [b, sk, hk, dv] -> [b, hk, dv, sk] contiguous (plan.scalars holds its strides)
         v = v.permute(0, 2, 3, 1).contiguous()
     same_out = not given or scalars[0][3:5] == plan.scalars[0][3:5]  # the plan's out / lse strides
-    if plan.gluon is not None and same_out and launch_gluon(plan.gluon, q, k, v, out, lse, plan.device):
+    if plan.gluon is not None and same_out and launch_gluon(plan.gluon, q, k, v, out, lse, alibi, plan.device):
         return out, lse
     if plan.ws is not None and same_out and launch_ws(plan.ws, q, k, v, out, lse, plan.device):
         return out, lse

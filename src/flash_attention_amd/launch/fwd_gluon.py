@@ -10,13 +10,15 @@ planned (or check-kernels compiles it), never at package import.
 """
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from .. import config
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, triton_version
 from .spec import S3, CompileSpec, arg_positions
-from .tiles import FWD_GLUON, Row, Tile, cdiv
+from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, Row, Tile, cdiv
 
 _DTYPES = (torch.float16, torch.bfloat16)
 BLOCK_M = 128  # two consumer warp groups of 64 query rows (kernels/fwd_gluon.py ROWS)
@@ -29,13 +31,26 @@ GLUON_TRITON = ("3.6",)
 _gluon_triton: list = []  # [reason or None], read once
 
 
-def gluon_row(arch: str | None, headdim: int, causal: bool) -> Row | None:
-    """The first FWD_GLUON row of this exact arch for exactly this head dim (the descriptors' block is the
-    whole head dim) and this causal flag, or None. The interpreter has no Gluon: arch None has no row."""
-    for row in FWD_GLUON.get(arch, ()) if arch is not None else ():
+def gluon_row(arch: str | None, headdim: int, causal: bool, options: bool = False) -> Row | None:
+    """The first row of FWD_GLUON (FWD_GLUON_OPTIONS with a window, softcap or ALiBi) of this exact arch for
+    exactly this head dim (the descriptors' block is the whole head dim) and this causal flag, or None. The
+    interpreter has no Gluon: arch None has no row."""
+    table = FWD_GLUON_OPTIONS if options else FWD_GLUON
+    for row in table.get(arch, ()) if arch is not None else ():
         if row.max_d == headdim and row.causal in (None, causal):
             return row
     return None
+
+
+def options_of(params: AttnParams) -> bool:
+    """Whether the call has an option the Gluon forward takes from its options table (window, softcap, ALiBi)."""
+    return params.has_window or params.softcap > 0 or params.alibi_slopes is not None
+
+
+def flags_of(params: AttnParams) -> tuple[bool, bool, bool, bool]:
+    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0."""
+    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, params.softcap > 0,
+            params.alibi_slopes is not None)
 
 
 def gluon_triton_reason() -> str | None:
@@ -59,9 +74,11 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
     if config.gluon_off():
         return "FLASH_ATTENTION_GLUON=0"
     d = q.shape[-1]
-    row = gluon_row(arch, d, bool(params.causal))
+    options = options_of(params)
+    row = gluon_row(arch, d, bool(params.causal), options)
     if row is None or k.shape[-1] != d or v.shape[-1] != d:
-        return f"no FWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+        table = "FWD_GLUON_OPTIONS" if options else "FWD_GLUON"
+        return f"no {table} row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
     reason = gluon_triton_reason()
     if reason is not None:
         return reason
@@ -69,17 +86,19 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
         return "varlen calls"
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         return f"dtype {q.dtype}"
-    if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
-            or params.sinks is not None or params.dropout_p > 0 or params.q_descale is not None \
-            or params.softcap > 0:
-        return "a window, ALiBi, softcap, bias, sinks, dropout or FP8 (the Gluon forward has none)"
+    if params.attn_bias is not None or params.sinks is not None or params.dropout_p > 0 \
+            or params.q_descale is not None:
+        return "a bias, sinks, dropout or FP8 (the Gluon forward has none)"
     if not params.softmax_scale > 0:
         return "softmax_scale <= 0"
     seqlen_q, seqlen_k = q.shape[1], k.shape[1]
     if seqlen_q == 0 or seqlen_k == 0:
         return "empty sequences"
-    if params.causal and seqlen_k - seqlen_q + params.diag_offset < 0:  # a chunk's offset moves the diagonal
-        return "causal with seqlen_q > seqlen_k (+ the chunk's diagonal offset): rows without keys"
+    limit = seqlen_k - seqlen_q + params.diag_offset  # query i sits at key i + limit
+    mask_left, mask_right, _, _ = flags_of(params)
+    right = 0 if params.causal else params.window_right
+    if (mask_right and limit + right < 0) or (mask_left and seqlen_q - 1 + limit - params.window_left > seqlen_k - 1):
+        return "rows without keys (the causal diagonal or the window, with a chunk's offset, leaves a row no key)"
     if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
         return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other kernels were "
                 "measured faster")
@@ -109,17 +128,23 @@ class GluonPlan:
 
 
 def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple) -> GluonPlan:
+    """alibi: the slopes as run_forward passes them (fp32 contiguous [h] or [b, h]), whose shape sets the stride."""
     from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
     batch, seqlen_q, nheads, d = q.shape
     plan = GluonPlan()
     plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
     strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
-    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1], k.shape[1] - seqlen_q + int(params.diag_offset))
-    plan.tail = (strides, sizes, float(params.softmax_scale))
-    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=bool(params.causal),
+    alibi = params.alibi_slopes
+    stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
+    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1], k.shape[1] - seqlen_q + int(params.diag_offset),
+             stride_alibi)
+    scores = (float(params.softmax_scale), float(params.softcap), int(params.window_left),
+              0 if params.causal else int(params.window_right))
+    plan.tail = (strides, sizes, scores)
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags_of(params),
                   CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
-    dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse"))
+    dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
     views = tuple(rows_view(t) for t in (q, k, v))
     plan.host = HOST_DESCRIPTORS and None not in views
@@ -128,9 +153,8 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    plan.hd_tail = ((out_stride, lse_stride, (q.stride(2), k.stride(2), v.stride(2))), sizes,
-                    float(params.softmax_scale))
-    hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse"))
+    plan.hd_tail = ((out_stride, lse_stride, (q.stride(2), k.stride(2), v.stride(2))), sizes, scores)
+    hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse", "Alibi"))
     plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, common, {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
 
@@ -152,17 +176,18 @@ def _rebase(template, t):
     return desc
 
 
-def launch_gluon(plan: GluonPlan, q, k, v, out, lse, device: torch.device) -> bool:
-    """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched."""
+def launch_gluon(plan: GluonPlan, q, k, v, out, lse, alibi, device: torch.device) -> bool:
+    """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched. alibi: fp32
+    contiguous slopes or None (run_forward makes them so)."""
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()) & 15:
         return False
     if plan.host:  # new descriptors each call (the base addresses); Triton's C launcher encodes them
         tq, tk, tv = plan.templates
         descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v))
         # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
-        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, *plan.hd_tail), fast=True)
+        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, alibi, *plan.hd_tail), fast=True)
         return True
-    launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, *plan.tail), True)
+    launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, alibi, *plan.tail), True)
     return True
 
 
@@ -170,32 +195,38 @@ COMPILE_ARCHS = tuple(FWD_GLUON)  # check-kernels compiles this launcher for the
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:
-    """Every launchable build of the Gluon forward on ``arch`` (check-kernels): each row, bf16 and fp16,
-    causal or not, with descriptors made on the device and on the host."""
+    """Every launchable build of the Gluon forward on ``arch`` (check-kernels), bf16 and fp16, with descriptors
+    made on the device and on the host: the plain table's rows plain and / or causal, the options table's with
+    every option (a window both ways, softcap, ALiBi: the most registers)."""
     from triton.runtime.jit import mangle_type
 
     from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
-    specs = []
+    variants = []  # (row, label, FLAGS)
     for row in FWD_GLUON.get(arch, ()):
+        for causal in (False, True) if row.causal is None else (row.causal,):
+            variants.append((row, "causal" if causal else "plain", (False, causal, False, False)))
+    for row in FWD_GLUON_OPTIONS.get(arch, ()):
+        variants.append((row, "opts", (True, True, True, True)))
+    specs = []
+    for (row, what, flags), dtype in itertools.product(variants, ("bf16", "fp16")):
         cfg = row.config
-        for dtype in ("bf16", "fp16"):
-            for causal in (False, True) if row.causal is None else (row.causal,):
-                sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "Out": f"*{dtype}", "Lse": "*fp32",
-                       "strides": (S3, S3, S3, S3, ("i32", "i32")), "sizes": ("i32",) * 5, "sm_scale": "fp32"}
-                consts = dict(HEAD_DIM=row.max_d, BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CAUSAL=causal,
-                              CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
-                label = (f"{dtype} d={row.max_d} {'causal' if causal else 'plain'} gluon {BLOCK_M}x{cfg.block_n} "
-                         f"w{cfg.num_warps}+4+1 s{cfg.num_stages}")
-                specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig, consts,
-                                         {"num_warps": cfg.num_warps}, label=label + " device-desc"))
-                base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
-                hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
-                          for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n),
-                                             ("v_desc", cfg.block_n))}
-                hd_sig.update(Out=f"*{dtype}", Lse="*fp32", strides=(S3, ("i32", "i32"), S3), sizes=("i32",) * 5,
-                              sm_scale="fp32")
-                hd_consts = {key: val for key, val in consts.items() if key != "HEAD_DIM"}
-                specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, hd_sig, hd_consts,
-                                         {"num_warps": cfg.num_warps}, label=label + " host-desc"))
+        alibi = flags[3]
+        common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
+                  "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
+        if not alibi:
+            consts["Alibi"] = None
+        label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
+        sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", **common,
+               "strides": (S3, S3, S3, S3, ("i32", "i32"))}
+        specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig, dict(consts, HEAD_DIM=row.max_d),
+                                 {"num_warps": cfg.num_warps}, label=label + " device-desc"))
+        base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
+        hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
+                  for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n), ("v_desc", cfg.block_n))}
+        hd_sig.update(common, strides=(S3, ("i32", "i32"), S3))
+        specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, hd_sig, consts,
+                                 {"num_warps": cfg.num_warps}, label=label + " host-desc"))
     return specs

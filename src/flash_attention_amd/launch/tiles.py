@@ -733,6 +733,13 @@ FWD_GLUON: dict[str, list[Row]] = {
         Row(256, _T(128, 64, 4, 2, reason=_GLUON_256), min_seqlen_k=1024),
     ],
 }
+# The Gluon forward with a window (causal or not), softcap and / or ALiBi: the same tiles, their own rows.
+FWD_GLUON_OPTIONS: dict[str, list[Row]] = {
+    "sm90": [
+        Row(128, _T(128, 128, 4, 2, reason="provisional: being measured"), min_seqlen_k=1024),
+        Row(256, _T(128, 64, 4, 2, reason="provisional: being measured"), min_seqlen_k=1024),
+    ],
+}
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
 # the arch family itself (no fallback: the e4m3 flavour differs, launch/fwd.py FP8_OF_FAMILY).
