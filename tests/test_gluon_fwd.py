@@ -49,15 +49,28 @@ def test_serves_plain_and_causal_calls():
 
 
 def test_serves_windows_softcap_alibi():
-    """The options table's rows: a window (left, right or both; causal or not), softcap and ALiBi, alone or
-    together."""
-    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    """The options table's rows (causal calls, as measured): a window, softcap and ALiBi, alone or together, within
+    each head dim's limits (GLUON_OPTION_LIMITS: at d=128 no softcap and windows of 1024 keys or more)."""
     slopes = torch.rand(4)
-    for change in (dict(window_left=256), dict(window_left=256, causal=True), dict(window_right=64, window_left=64),
-                   dict(softcap=30.0), dict(alibi_slopes=slopes), dict(softcap=50.0, window_left=512, causal=True,
-                                                                       alibi_slopes=slopes)):
-        assert fwd_gluon.gluon_reason("sm90", q, k, v, params(**change), False) is None, change
-        assert fwd_gluon.options_of(params(**change))
+    served = (dict(window_left=1024, causal=True), dict(alibi_slopes=slopes, causal=True),
+              dict(window_left=2048, causal=True, alibi_slopes=slopes))
+    for d in (128, 256):
+        q, k, v = qkv(2, 4096, 4096, 4, 2, torch.bfloat16, d=d, device="cpu")
+        for change in served:
+            assert fwd_gluon.gluon_reason("sm90", q, k, v, params(d, **change), False) is None, (d, change)
+            assert fwd_gluon.options_of(params(d, **change))
+    q, k, v = qkv(2, 4096, 4096, 4, 2, torch.bfloat16, d=256, device="cpu")
+    for change in (dict(softcap=30.0, causal=True), dict(window_left=128, causal=True),
+                   dict(softcap=50.0, window_left=512, causal=True, alibi_slopes=slopes)):
+        assert fwd_gluon.gluon_reason("sm90", q, k, v, params(256, **change), False) is None, change
+    q, k, v = qkv(2, 4096, 4096, 4, 2, torch.bfloat16, device="cpu")
+    assert "softcap at head dim 128" in fwd_gluon.gluon_reason("sm90", q, k, v, params(softcap=30.0, causal=True),
+                                                               False)
+    assert "window_left 128 < 1024" in fwd_gluon.gluon_reason("sm90", q, k, v, params(window_left=128, causal=True),
+                                                             False)
+    assert "no FWD_GLUON_OPTIONS row" in fwd_gluon.gluon_reason("sm90", q, k, v, params(window_left=2048), False)
+    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    assert "below 4096" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
     assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
     assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, True)
 
@@ -67,8 +80,8 @@ def test_serves_windows_softcap_alibi():
     (dict(sinks=torch.zeros(2)), "sinks"),
     (dict(attn_bias=torch.zeros(1, 2, 2048, 2048)), "bias"),
     (dict(softmax_scale=-0.1), "softmax_scale"),
-    (dict(window_left=8, window_right=8, diag_offset=-2100), "rows without keys"),  # the window misses every key
-    (dict(window_left=8, window_right=8, diag_offset=2100), "rows without keys"),
+    (dict(window_left=1024, causal=True, diag_offset=-3100), "rows without keys"),  # the diagonal misses every key
+    (dict(window_left=1024, causal=True, diag_offset=3100), "rows without keys"),  # the window misses them
     (dict(causal=True, diag_offset=-128), "rows without keys"),  # a ring chunk whose first rows see no key
 ])
 def test_declines_options(change, why):
@@ -170,7 +183,9 @@ def test_rows_and_explain():
     triton_backend = dispatch.registry()["triton"]
     assert any("Gluon kernel" in line for line in triton_backend.describe_plan(Problem(arch="sm90", **base)))
     assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm80", **base)))
-    assert any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0, **base)))
+    assert any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", has_alibi=True, **base)))
+    assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0,
+                                                                                    **base)))  # d=128: no softcap
     assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", dropout_p=0.1,
                                                                                     **base)))
 
@@ -216,10 +231,15 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
 
 @pytest.fixture(params=[True, False], ids=["host-desc", "device-desc"])
 def any_length(monkeypatch, request):
-    """The tests' calls are short: lift the rows' length rule (a speed choice, test_declines_shapes). Each test
+    """The tests' calls are short: lift the rows' length rules and the options' limits (speed choices,
+    test_declines_shapes, test_serves_windows_softcap_alibi). Each test
     runs with the descriptors made on the host (where the layout allows) and on the device."""
-    for table in (tiles.FWD_GLUON, tiles.FWD_GLUON_OPTIONS):
-        monkeypatch.setitem(table, "sm90", [r._replace(min_seqlen_k=0) for r in table["sm90"]])
+    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]])
+    # the options rows serve causal calls within limits chosen for speed: every option path is tested here
+    monkeypatch.setitem(tiles.FWD_GLUON_OPTIONS, "sm90",
+                        [r._replace(min_seqlen_k=0, causal=None) for r in tiles.FWD_GLUON_OPTIONS["sm90"]])
+    for key in list(tiles.GLUON_OPTION_LIMITS):
+        monkeypatch.setitem(tiles.GLUON_OPTION_LIMITS, key, {})
     monkeypatch.delenv("FLASH_ATTENTION_GLUON", raising=False)
     monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", request.param)
     return request.param

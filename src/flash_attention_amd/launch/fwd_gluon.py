@@ -18,7 +18,7 @@ from .. import config
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, triton_version
 from .spec import S3, CompileSpec, arg_positions
-from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, Row, Tile, cdiv
+from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, GLUON_OPTION_LIMITS, Row, Tile, cdiv
 
 _DTYPES = (torch.float16, torch.bfloat16)
 BLOCK_M = 128  # two consumer warp groups of 64 query rows (kernels/fwd_gluon.py ROWS)
@@ -89,6 +89,13 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
     if params.attn_bias is not None or params.sinks is not None or params.dropout_p > 0 \
             or params.q_descale is not None:
         return "a bias, sinks, dropout or FP8 (the Gluon forward has none)"
+    if options:
+        limits = GLUON_OPTION_LIMITS.get((arch, d), {})
+        if params.softcap > 0 and not limits.get("softcap", True):
+            return f"softcap at head dim {d} (the softcap tier's kernel measured faster: launch/tiles.py)"
+        if 0 <= params.window_left < limits.get("min_window", 0):
+            return (f"window_left {params.window_left} < {limits['min_window']} at head dim {d} (the window tier's "
+                    "kernel measured faster: launch/tiles.py)")
     if not params.softmax_scale > 0:
         return "softmax_scale <= 0"
     seqlen_q, seqlen_k = q.shape[1], k.shape[1]

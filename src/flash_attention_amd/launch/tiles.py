@@ -733,12 +733,27 @@ FWD_GLUON: dict[str, list[Row]] = {
         Row(256, _T(128, 64, 4, 2, reason=_GLUON_256), min_seqlen_k=1024),
     ],
 }
-# The Gluon forward with a window (causal or not), softcap and / or ALiBi: the same tiles, their own rows.
+# The Gluon forward with a window, softcap and / or ALiBi (causal calls: the ones measured), own rows and limits.
+# H100, b*s = 16384, hidden 2048, causal, the same calls with it on and off in one process
+# (benchmarks/results/run25/h100_gluon_opts_*.md). d=256: 1.10-1.27x with every option at 1k-16k (window 1024 / 128,
+# softcap 30, ALiBi, softcap 50 + window 1024: Gemma 2's layers). d=128: ALiBi 1.10-1.12x and window 1024 1.05-1.06x
+# from 4k (0.98-0.99x at 1k), but softcap lost to the softcap tier's fixed-max kernel (0.75-0.91x) and window 128 to
+# the window tier (0.87-0.89x): those stay with the Triton kernels (GLUON_OPTION_LIMITS).
+_GLUON_OPTS_128 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=128 ALiBi 1.10-1.12x, window 1024 1.05-1.06x "
+                   "at 4k / 16k (0.98-0.99x at 1k)")
+_GLUON_OPTS_256 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=256 1.10-1.27x at 1k-16k with a window of "
+                   "1024 or 128, softcap 30, ALiBi, softcap 50 + window 1024")
 FWD_GLUON_OPTIONS: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, _T(128, 128, 4, 2, reason="provisional: being measured"), min_seqlen_k=1024),
-        Row(256, _T(128, 64, 4, 2, reason="provisional: being measured"), min_seqlen_k=1024),
+        Row(128, _T(128, 128, 4, 2, reason=_GLUON_OPTS_128), causal=True, min_seqlen_k=4096),
+        Row(256, _T(128, 64, 4, 2, reason=_GLUON_OPTS_256), causal=True, min_seqlen_k=1024),
     ],
+}
+# What a FWD_GLUON_OPTIONS row of (arch, head dim) takes: softcap or not, and the shortest left window bound
+# (windows without one take any); measured as above.
+GLUON_OPTION_LIMITS: dict[tuple[str, int], dict] = {
+    ("sm90", 128): dict(softcap=False, min_window=1024),
+    ("sm90", 256): dict(softcap=True, min_window=0),
 }
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
