@@ -115,15 +115,33 @@ def test_serves_ring_chunks():
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(causal=True, diag_offset=-2049), False) is not None
 
 
-def test_declines_other_archs_varlen_and_strides():
+def test_declines_other_archs_and_strides():
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
     for arch in (None, "sm80", "gfx942", "gfx1100"):
         assert "no FWD_GLUON row" in fwd_gluon.gluon_reason(arch, q, k, v, params(), False)
-    assert "varlen" in fwd_gluon.gluon_reason("sm90", q, k, v, params(), True)
     odd = torch.randn(1, 2048, 2, 256, dtype=torch.bfloat16)[..., ::2]  # last dim strided
     assert "strides" in fwd_gluon.gluon_reason("sm90", odd, k, v, params(), False)
     odd = torch.randn(1, 2048, 2, 132, dtype=torch.bfloat16)[..., :128]  # head stride 132: not 16-byte multiples
     assert "strides" in fwd_gluon.gluon_reason("sm90", odd, k, v, params(), False)
+
+
+def test_varlen_rule(monkeypatch):
+    """Packed varlen calls are served with one cu_seqlens for queries and keys (self-attention: no row without
+    a key), the longest sequence past the row's length rule, and the host-made descriptors ([total, cols])."""
+    q, k, v = (torch.randn(8192, 4, 128, dtype=torch.bfloat16) for _ in range(3))
+    cu = torch.tensor([0, 3000, 8192], dtype=torch.int32)
+    same = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5192, max_seqlen_k=5192, causal=True)
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, same, True) is None
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(cu_seqlens_q=cu, cu_seqlens_k=cu), True, 5192) is None
+    other = params(cu_seqlens_q=cu, cu_seqlens_k=cu.clone(), max_seqlen_q=5192, max_seqlen_k=5192)
+    assert "packed differently" in fwd_gluon.gluon_reason("sm90", q, k, v, other, True)
+    short = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=1500, max_seqlen_k=1500, causal=True)
+    assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, short, True)
+    late = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5192, causal=True, diag_offset=-1)
+    assert "rows without keys" in fwd_gluon.gluon_reason("sm90", q, k, v, late, True)
+    assert fwd_gluon.rows_view(q) == (8192, 4 * 128)
+    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", False)
+    assert "host-made" in fwd_gluon.gluon_reason("sm90", q, k, v, same, True)
 
 
 def test_rows_view():
@@ -206,9 +224,10 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     rows = json.loads(path.read_text())["rows"]
     # per row: bf16 / fp16, causal or not where the row serves both (the options rows: every option at once),
     # descriptors made on the device / on the host
-    expected = sum(4 if r.causal is not None else 8 for r in tiles.FWD_GLUON["sm90"])
-    assert rc == 0 and len(rows) == expected + 4 * len(tiles.FWD_GLUON_OPTIONS["sm90"])
-    assert {r["label"].rsplit(" ", 1)[1] for r in rows} == {"device-desc", "host-desc"}
+    # (the host-made ones dense and varlen)
+    variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
+    assert rc == 0 and len(rows) == (variants + len(tiles.FWD_GLUON_OPTIONS["sm90"])) * 2 * 3
+    assert {r["label"].split(" s2 ", 1)[1] for r in rows} == {"device-desc", "host-desc", "host-desc varlen"}
     for r in rows:
         assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
         assert any(name.startswith("wgmma") for name in r["matrix"]), r
@@ -331,6 +350,51 @@ def test_options_match_reference(any_length, d, sq, sk, change):
                softcap=p.softcap, alibi_slopes=p.alibi_slopes)
     ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
     assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("d,lens,change", [
+    (128, (300, 1, 128, 517), dict(causal=True)),
+    (128, (640, 77), dict()),
+    (256, (200, 333, 64), dict(causal=True, softcap=30.0, window_left=100)),
+    (128, (129, 400), dict(causal=True, alibi="1d")),
+])
+def test_varlen_matches_reference(any_length, d, lens, change):
+    """Packed sequences (one cu_seqlens): each sequence against the float64 oracle; a block past a sequence's
+    end reads the next one's rows, which the key mask and the row mask must keep out."""
+    from flash_attention_amd.reference import attention_ref_varlen
+
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=DEVICE)
+    total, h, hk = cu[-1].item(), 4, 2
+    q = torch.randn(total, h, d, dtype=torch.bfloat16, device=DEVICE)
+    k, v = (torch.randn(total, hk, d, dtype=torch.bfloat16, device=DEVICE) for _ in range(2))
+    change = dict(change)
+    if change.pop("alibi", None):
+        change["alibi_slopes"] = torch.rand(h, device=DEVICE)
+    p = params(d, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens), max_seqlen_k=max(lens), **change)
+    plan = launch.plan_forward(q, k, v, p)
+    assert plan.gluon is not None and plan.gluon.host, fwd_gluon.gluon_reason("sm90", q, k, v, p, True)
+    out = torch.full((total, h, d), math.nan, dtype=q.dtype, device=DEVICE)
+    lse = torch.full((h, total), math.nan, dtype=torch.float32, device=DEVICE)
+    launched = {}
+    real = fwd_gluon.launch_gluon
+
+    def spy(*a, **kw):
+        launched["gluon"] = real(*a, **kw)
+        return launched["gluon"]
+
+    launch.launch_gluon = spy
+    try:
+        launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
+    finally:
+        launch.launch_gluon = real
+    assert launched.get("gluon") is True and not out.isnan().any() and not lse.isnan().any()
+    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
+               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
+    ro, rl = attention_ref_varlen(q.double(), k.double(), v.double(), cu, cu, **ref)
+    assert_matches(out, ro, attention_ref_varlen(q, k, v, cu, cu, **ref)[0])
     assert rel_err(lse, rl) < 1e-3
 
 

@@ -199,12 +199,14 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
 
 @gluon.jit
 def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b, off_h,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+             q_row0, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
              PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers, the key blocks and the three partitions of one program (query rows
-    start_m .. + 127 of sequence off_b, head off_h). sizes = (nheads, group, seqlen_q, seqlen_k, limit,
-    stride_alibi); scores = (sm_scale, softcap, window_left, window_right)."""
-    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
+    start_m .. + 127 of sequence off_b, head off_h). sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset,
+    stride_alibi), the lengths this sequence's; scores = (sm_scale, softcap, window_left, window_right); q_row0:
+    the sequence's first row in Out and Lse (varlen; else 0)."""
+    nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
+    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     sm_scale, softcap, window_left, window_right = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
@@ -238,8 +240,8 @@ def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, size
         mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, k_ready, v_ready, k_empty, v_empty)
     b64 = off_b.to(gl.int64)
-    out_ptr = Out + b64 * o_str[0] + off_h * o_str[2]
-    lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1]
+    out_ptr = Out + b64 * o_str[0] + q_row0 * o_str[1] + off_h * o_str[2]  # q_row0: int64
+    lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + q_row0
     sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k)
     gl.warp_specialize([
         (_consumer, (q_smem.index(0), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m, seqlen_q, sc,
@@ -257,10 +259,10 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
     strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes = (nheads,
-    group, seqlen_q, seqlen_k, limit, stride_alibi); scores = (sm_scale, softcap, window_left, window_right);
+    group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left, window_right);
     Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI)."""
     q_str, k_str, v_str, o_str, l_str = strides
-    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
+    nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads
@@ -275,26 +277,38 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     v_desc = tma.make_tensor_descriptor(V + b64 * v_str[0] + off_hk * v_str[2], [seqlen_k, HEAD_DIM],
                                         [v_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
     _forward(q_desc, k_desc, v_desc, (0, 0, 0, 0, 0), Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b,
-             off_h, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
+             off_h, b64 * 0, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
-def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, strides, sizes, scores,
+def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
                              CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
-    each over the 2-D view [b * seqlen, cols] of its tensor (rows of all sequences in a row, cols = the
-    head-dim columns of every head), which the launcher makes only for tensors whose batch stride is
-    seqlen x row stride. A block past a sequence's end reads the next sequence's rows: keys past seqlen_k
-    are masked, query rows past seqlen_q never stored. strides = (out (batch, row, head), lse (batch,
-    head), head strides (q, k, v)); sizes, scores, Alibi and FLAGS as in ``attn_fwd_gluon_kernel``."""
+    each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
+    columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
+    stride, and for packed varlen tensors [total, h, d]. A block past a sequence's end reads the next
+    sequence's rows: keys past seqlen_k are masked, query rows past seqlen_q never stored. strides = (out
+    (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi and FLAGS as in
+    ``attn_fwd_gluon_kernel``. CuSeqlens (varlen, [b + 1] int32, None when dense): the sequences' first
+    rows, the same for queries and keys (self-attention over packed sequences; the launcher asks it), and
+    sizes' seqlen_q / seqlen_k are then unused; a program past its sequence's end does nothing."""
     o_str, l_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, limit, stride_alibi = sizes
+    nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     start_m = gl.program_id(0) * (2 * ROWS)
     off_bh = gl.program_id(1)
     off_b = off_bh // nheads
     off_h = off_bh % nheads
     off_hk = off_h // group
-    origin = (off_b * seqlen_q, off_b * seqlen_k, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
-    _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b, off_h,
-             BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
+    if CuSeqlens is not None:
+        row0 = gl.load(CuSeqlens + off_b)
+        seqlen_q = gl.load(CuSeqlens + off_b + 1) - row0
+        seqlen_k = seqlen_q
+        q_row0, k_row0, out_row0 = row0, row0, row0.to(gl.int64)
+    else:
+        q_row0, k_row0, out_row0 = off_b * seqlen_q, off_b * seqlen_k, off_b.to(gl.int64) * 0
+    if start_m < seqlen_q:
+        origin = (q_row0, k_row0, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
+        _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str,
+                 (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi), scores, start_m, off_b, off_h,
+                 out_row0, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)

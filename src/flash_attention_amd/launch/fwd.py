@@ -288,9 +288,9 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         plan.ws = plan_ws(q, k, v, params, ws_tile(arch, d), o_str, l_str, flags["IEEE_DOT"])
     # the Gluon forward (launch/fwd_gluon.py) first where the call qualifies, unless the caller chose a tile
     plan.gluon = None
-    if not explicit and gluon_reason(arch, q, k, v, params, varlen) is None:
+    if not explicit and gluon_reason(arch, q, k, v, params, varlen, max_sq) is None:
         row = gluon_row(arch, d, bool(params.causal), options_of(params))
-        plan.gluon = plan_gluon(q, k, v, params, row.config, o_str, l_str)
+        plan.gluon = plan_gluon(q, k, v, params, row.config, o_str, l_str, max_sq)
     return plan
 
 
@@ -321,7 +321,8 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     if plan.v_t:  # [b, sk, hk, dv] -> [b, hk, dv, sk] contiguous (plan.scalars holds its strides)
         v = v.permute(0, 2, 3, 1).contiguous()
     same_out = not given or scalars[0][3:5] == plan.scalars[0][3:5]  # the plan's out / lse strides
-    if plan.gluon is not None and same_out and launch_gluon(plan.gluon, q, k, v, out, lse, alibi, plan.device):
+    if plan.gluon is not None and same_out and launch_gluon(plan.gluon, q, k, v, out, lse, alibi,
+                                                            params.cu_seqlens_q, plan.device):
         return out, lse
     if plan.ws is not None and same_out and launch_ws(plan.ws, q, k, v, out, lse, plan.device):
         return out, lse

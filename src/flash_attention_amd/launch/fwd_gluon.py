@@ -69,8 +69,15 @@ def gluon_triton_reason() -> str | None:
     return _gluon_triton[0]
 
 
-def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) -> str | None:
-    """None when the Gluon forward computes this call exactly (and was measured faster for it), else why not."""
+def _same(a, b) -> bool:
+    """The same cu_seqlens: one tensor, or two views of the same memory (no value is read: no sync)."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+                      and a.dtype == b.dtype)
+
+
+def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool, max_seqlen: int = 0) -> str | None:
+    """None when the Gluon forward computes this call exactly (and was measured faster for it), else why not.
+    max_seqlen: varlen's longest sequence where the caller knows it (else params.max_seqlen_q)."""
     if config.gluon_off():
         return "FLASH_ATTENTION_GLUON=0"
     d = q.shape[-1]
@@ -82,8 +89,10 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
     reason = gluon_triton_reason()
     if reason is not None:
         return reason
-    if varlen or q.dim() != 4:
-        return "varlen calls"
+    if varlen and not _same(params.cu_seqlens_q, params.cu_seqlens_k):
+        return "varlen calls whose queries and keys are packed differently (one cu_seqlens for both is served)"
+    if varlen and not HOST_DESCRIPTORS:
+        return "varlen calls need the host-made descriptors"
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         return f"dtype {q.dtype}"
     if params.attn_bias is not None or params.sinks is not None or params.dropout_p > 0 \
@@ -98,15 +107,19 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool) ->
                     "kernel measured faster: launch/tiles.py)")
     if not params.softmax_scale > 0:
         return "softmax_scale <= 0"
-    seqlen_q, seqlen_k = q.shape[1], k.shape[1]
-    if seqlen_q == 0 or seqlen_k == 0:
-        return "empty sequences"
-    limit = seqlen_k - seqlen_q + params.diag_offset  # query i sits at key i + limit
+    if varlen:  # every sequence as long in keys as in queries (one cu_seqlens)
+        seqlen_q = seqlen_k = max_seqlen or params.max_seqlen_q or 0
+    else:
+        seqlen_q, seqlen_k = q.shape[1], k.shape[1]
+        if seqlen_q == 0 or seqlen_k == 0:
+            return "empty sequences"
+    # query i sits at key i + limit (varlen: the offset alone); every row must see a key
+    limit = (0 if varlen else seqlen_k - seqlen_q) + params.diag_offset
+    last_left = (0 if varlen else seqlen_q - 1 - (seqlen_k - 1)) + limit - params.window_left  # the last row's
     mask_left, mask_right, _, _ = flags_of(params)
-    right = 0 if params.causal else params.window_right
-    if (mask_right and limit + right < 0) or (mask_left and seqlen_q - 1 + limit - params.window_left > seqlen_k - 1):
+    if (mask_right and limit + (0 if params.causal else params.window_right) < 0) or (mask_left and last_left > 0):
         return "rows without keys (the causal diagonal or the window, with a chunk's offset, leaves a row no key)"
-    if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
+    if min(seqlen_q, seqlen_k) < row.min_seqlen_k:  # varlen: the longest sequence
         return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other kernels were "
                 "measured faster")
     for t in (q, k, v):  # TMA: 16-byte aligned strides (the base addresses are checked per call)
@@ -123,7 +136,11 @@ HOST_DESCRIPTORS = True
 
 def rows_view(t) -> tuple[int, int] | None:
     """(rows, cols) of the 2-D view [b * seqlen, cols] of a [b, seqlen, h, d] tensor whose sequences follow
-    one another row by row (batch stride = seqlen x row stride, or one sequence), else None."""
+    one another row by row (batch stride = seqlen x row stride, or one sequence), or [total, cols] of a packed
+    varlen [total, h, d] tensor; else None. The view's row stride is t.stride(-3), its head stride t.stride(-2)."""
+    if t.dim() == 3:
+        total, h, d = t.shape
+        return total, (h - 1) * t.stride(1) + d
     b, s, h, d = t.shape
     if b > 1 and t.stride(0) != s * t.stride(1):
         return None
@@ -134,18 +151,25 @@ class GluonPlan:
     __slots__ = ("slot", "grid", "tail", "host", "hd_slot", "hd_tail", "templates")
 
 
-def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple) -> GluonPlan:
-    """alibi: the slopes as run_forward passes them (fp32 contiguous [h] or [b, h]), whose shape sets the stride."""
+def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple,
+               max_seqlen_q: int = 0) -> GluonPlan:
+    """out_stride / lse_stride: as plan_forward lays out out and lse (varlen: (0, row, head) and (0, total_q));
+    max_seqlen_q: varlen's longest sequence (the grid)."""
     from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
-    batch, seqlen_q, nheads, d = q.shape
+    varlen = q.dim() == 3
+    nheads, d = q.shape[-2], q.shape[-1]
+    if varlen:
+        batch, seqlen_q, seqlen_k = params.cu_seqlens_q.numel() - 1, max_seqlen_q, max_seqlen_q
+    else:
+        batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     plan = GluonPlan()
     plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
-    strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3], out_stride, lse_stride)
+    strides = (q.stride()[-4:-1] if not varlen else (0, 0, 0), k.stride()[-4:-1] if not varlen else (0, 0, 0),
+               v.stride()[-4:-1] if not varlen else (0, 0, 0), out_stride, lse_stride)
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
-    sizes = (nheads, nheads // k.shape[2], seqlen_q, k.shape[1], k.shape[1] - seqlen_q + int(params.diag_offset),
-             stride_alibi)
+    sizes = (nheads, nheads // k.shape[-2], seqlen_q, seqlen_k, int(params.diag_offset), stride_alibi)
     scores = (float(params.softmax_scale), float(params.softcap), int(params.window_left),
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
@@ -154,14 +178,15 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
     views = tuple(rows_view(t) for t in (q, k, v))
-    plan.host = HOST_DESCRIPTORS and None not in views
+    plan.host = HOST_DESCRIPTORS and None not in views  # varlen: always (gluon_reason)
     # the descriptors of this call signature, made (and checked) once: a call copies them with its own bases
     plan.templates = tuple(_descriptor(t, view, rows) for t, view, rows in
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    plan.hd_tail = ((out_stride, lse_stride, (q.stride(2), k.stride(2), v.stride(2))), sizes, scores)
-    hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse", "Alibi"))
+    plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores)
+    hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse", "Alibi",
+                                                          "CuSeqlens"))
     plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, common, {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
 
@@ -171,7 +196,7 @@ def _descriptor(t, view: tuple[int, int], block_rows: int):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)  # the kernel's
-    return TensorDescriptor(t, list(view), [t.stride(1), 1], [block_rows, t.shape[-1]], layout)
+    return TensorDescriptor(t, list(view), [t.stride(-3), 1], [block_rows, t.shape[-1]], layout)
 
 
 def _rebase(template, t):
@@ -183,16 +208,16 @@ def _rebase(template, t):
     return desc
 
 
-def launch_gluon(plan: GluonPlan, q, k, v, out, lse, alibi, device: torch.device) -> bool:
+def launch_gluon(plan: GluonPlan, q, k, v, out, lse, alibi, cu_seqlens, device: torch.device) -> bool:
     """Launch when q, k, v and out are 16-byte aligned (TMA's base addresses) -> launched. alibi: fp32
-    contiguous slopes or None (run_forward makes them so)."""
+    contiguous slopes or None (run_forward makes them so); cu_seqlens: varlen's (int32), else None."""
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()) & 15:
         return False
     if plan.host:  # new descriptors each call (the base addresses); Triton's C launcher encodes them
         tq, tk, tv = plan.templates
         descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v))
         # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
-        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, alibi, *plan.hd_tail), fast=True)
+        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, alibi, cu_seqlens, *plan.hd_tail), fast=True)
         return True
     launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, alibi, *plan.tail), True)
     return True
@@ -233,7 +258,11 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
         hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
                   for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n), ("v_desc", cfg.block_n))}
-        hd_sig.update(common, strides=(S3, ("i32", "i32"), S3))
-        specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, hd_sig, consts,
-                                 {"num_warps": cfg.num_warps}, label=label + " host-desc"))
+        for varlen in (False, True):
+            sig_v = dict(hd_sig, **common, CuSeqlens="*i32" if varlen else "constexpr",
+                         strides=(S3, ("i32", "i32"), S3))
+            consts_v = dict(consts) if varlen else dict(consts, CuSeqlens=None)
+            specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, sig_v, consts_v,
+                                     {"num_warps": cfg.num_warps},
+                                     label=label + (" host-desc varlen" if varlen else " host-desc")))
     return specs
