@@ -125,6 +125,39 @@ def _peers(q, k, v, causal):
     return out
 
 
+def varlen_table(args) -> None:
+    """On / off for packed varlen calls: sequences of s/2 .. s tokens (a fixed pattern) up to 16k tokens."""
+    print("\n| varlen | d | causal | sequences | gluon on | off | on / off | max abs diff |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d in args.headdims:
+        for s in args.seqlens:
+            lens = []
+            while sum(lens) + s <= TOKENS:
+                lens.append(s - (len(lens) * 997) % (s // 2))
+            cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+            total, h = int(cu[-1]), HIDDEN // d
+            q, k, v = (torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            for causal in (False, True):
+                flop = sum(4 * h * n * n * d * (0.5 if causal else 1.0) for n in lens)
+
+                longest = max(lens)
+
+                def ours(q=q, k=k, v=v, cu=cu, m=longest, causal=causal):
+                    with fa.use_backend("triton"):
+                        return fa.flash_attn_varlen_func(q, k, v, cu, cu, m, m, causal=causal)
+                times, outs = {True: [], False: []}, {}
+                for _ in range(args.reps):
+                    for on in (True, False):
+                        _set(on)
+                        outs[on] = ours()
+                        times[on].append(_ms(ours))
+                _set(True)
+                on, off = (flop / statistics.median(times[m]) * 1e-9 for m in (True, False))
+                diff = (outs[True].float() - outs[False].float()).abs().max().item()
+                print(f"| packed | {d} | {'yes' if causal else 'no'} | {len(lens)} of {min(lens)}-{max(lens)} | "
+                      f"{on:.0f} | {off:.0f} | {on / off:.2f}x | {diff:.1e} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
@@ -134,6 +167,8 @@ def main() -> None:
     ap.add_argument("--options", action="store_true",
                     help="causal calls with a window, softcap, ALiBi (and Gemma 2's softcap + window at d=256) in "
                          "place of the plain grid; FLOP of the visible pairs; the plain causal call as the cost's base")
+    ap.add_argument("--varlen", action="store_true",
+                    help="packed varlen calls instead (one cu_seqlens, lengths s/2 to s, 16k tokens), causal or not")
     ap.add_argument("--any-length", action="store_true")
     ap.add_argument("--probe", action="store_true",
                     help="also benchmarks/gluon_fwd_probe.py's kernel (host-side descriptors, no masks but causal) at "
@@ -161,6 +196,8 @@ def main() -> None:
                 if d == 256:
                     opts.append("softcap 50 + window 1024")
                 cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, o) for o in opts]
+    if args.varlen:
+        cases = []
     base = {}
     rows = []
     for d, causal, b, s, h, hk, opt in cases:
@@ -214,6 +251,8 @@ def main() -> None:
               + (f" probe {peers['probe']:.0f}" if "probe" in peers else "")
               + (f" device-desc {peers['device-desc']:.0f} (diff {dev_diff:.1e})" if dev_diff is not None else ""),
               flush=True)
+    if args.varlen:
+        varlen_table(args)
     if args.host:
         host_table([(16, 1024, 16, 128, False), (16, 1024, 16, 128, True), (4, 4096, 16, 128, True),
                     (4, 4096, 8, 256, False)])
