@@ -366,6 +366,8 @@ def test_varlen_matches_reference(any_length, d, lens, change):
     end reads the next one's rows, which the key mask and the row mask must keep out."""
     from flash_attention_amd.reference import attention_ref_varlen
 
+    if not any_length:
+        pytest.skip("varlen calls take the host-made descriptors only (test_varlen_rule)")
     cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=DEVICE)
     total, h, hk = cu[-1].item(), 4, 2
     q = torch.randn(total, h, d, dtype=torch.bfloat16, device=DEVICE)
