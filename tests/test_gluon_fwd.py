@@ -201,6 +201,8 @@ def test_rows_and_explain():
     triton_backend = dispatch.registry()["triton"]
     assert any("Gluon kernel" in line for line in triton_backend.describe_plan(Problem(arch="sm90", **base)))
     assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm80", **base)))
+    varlen = triton_backend.describe_plan(Problem(arch="sm90", is_varlen=True, **base))
+    assert any("Gluon kernel" in line and "one cu_seqlens" in line for line in varlen)
     assert any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", has_alibi=True, **base)))
     assert not any("Gluon" in line for line in triton_backend.describe_plan(Problem(arch="sm90", softcap=30.0,
                                                                                     **base)))  # d=128: no softcap

@@ -131,15 +131,15 @@ class TritonBackend(KernelBackend):
         ws = fwd_ws.ws_tile(problem.arch, problem.headdim) if gpu_ws else None
         gluon = fwd_gluon.gluon_row(problem.arch, problem.headdim, problem.causal, options)
         limits = tiles.GLUON_OPTION_LIMITS.get((problem.arch, problem.headdim), {})
-        gluon_ok = (dense and not bias and not problem.has_sinks and not dropout and not problem.fp8
+        gluon_ok = (not bias and not problem.has_sinks and not dropout and not problem.fp8
                     and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16)
                     and not (options and problem.softcap > 0 and not limits.get("softcap", True))
                     and not (options and 0 <= problem.window_left < limits.get("min_window", 0)))
         if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off():
             lines.append(f"triton forward: the Gluon kernel (BLOCK {fwd_gluon.BLOCK_M}x{gluon.config.block_n}, "
                          f"{gluon.config.num_stages}-slot ring; {gluon.config.reason}) instead, from "
-                         f"{gluon.min_seqlen_k} queries and keys, where the tensors' layout and lengths allow "
-                         "(launch/fwd_gluon.py)")
+                         f"{gluon.min_seqlen_k} queries and keys, where the tensors' layout and lengths allow"
+                         + (" and queries and keys share one cu_seqlens" if varlen else "") + " (launch/fwd_gluon.py)")
         elif plain and ws is not None:
             lines.append(f"triton forward: the warp-specialised kernel ({ws.label()}) instead, where the tensors' "
                          "layout and lengths allow (launch/fwd_ws.py)")
