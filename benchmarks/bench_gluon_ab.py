@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 import torch
@@ -25,7 +24,6 @@ from flash_attention_amd import core
 from flash_attention_amd.launch import fwd_gluon, tiles
 
 TOKENS, HIDDEN = 16384, 2048
-sys.path.insert(0, __file__.rsplit('/', 1)[0])  # --probe: benchmarks/gluon_fwd_probe.py
 
 
 MODES = {"host": (True, True), "device": (True, False), "off": (False, True)}  # (Gluon on, host descriptors)
@@ -170,9 +168,6 @@ def main() -> None:
     ap.add_argument("--varlen", action="store_true",
                     help="packed varlen calls instead (one cu_seqlens, lengths s/2 to s, 16k tokens), causal or not")
     ap.add_argument("--any-length", action="store_true")
-    ap.add_argument("--probe", action="store_true",
-                    help="also benchmarks/gluon_fwd_probe.py's kernel (host-side descriptors, no masks but causal) at "
-                         "d=128 / 256 where its shapes allow")
     ap.add_argument("--desc", action="store_true", help="on with host- and with device-made descriptors, and off")
     ap.add_argument("--host", action="store_true", help="also the host time per call (issue 10's loop)")
     ap.add_argument("--json", default="")
@@ -227,12 +222,6 @@ def main() -> None:
             peers["device-desc"] = flop / statistics.median(times["device"]) * 1e-9
             dev_diff = (outs["device"].float() - outs["host"].float()).abs().max().item()
         _set(True)
-        if args.probe and h == hk and s % 128 == 0:
-            import gluon_fwd_probe as probe
-
-            cfg = "ws128:2" if d == 128 else "ws64:2"
-            args_ = (q, k, v, causal, cfg)
-            peers["probe"] = flop / _ms(lambda a=args_: probe.gluon_forward(*a)) * 1e-9
         on = flop / statistics.median(times[True]) * 1e-9
         off = flop / statistics.median(times[False]) * 1e-9
         diff = (outs[True].float() - outs[False].float()).abs().max().item()
@@ -243,12 +232,11 @@ def main() -> None:
             shape += f" (cost {on / base[(d, s)]:.2f} on, plain call on)"
         cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
-                         probe=peers.get("probe"), device_desc=peers.get("device-desc"),
+                         device_desc=peers.get("device-desc"),
                          on_all=[flop / t * 1e-9 for t in times[True]],
                          off_all=[flop / t * 1e-9 for t in times[False]]))
         print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
               f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |"
-              + (f" probe {peers['probe']:.0f}" if "probe" in peers else "")
               + (f" device-desc {peers['device-desc']:.0f} (diff {dev_diff:.1e})" if dev_diff is not None else ""),
               flush=True)
     if args.varlen:

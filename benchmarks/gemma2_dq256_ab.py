@@ -7,13 +7,9 @@ back into every sm90 backward table in place and the plans cleared.
 """
 from __future__ import annotations
 
-import argparse
-
 import model_ab
-import torch
 
 from flash_attention_amd import core
-from flash_attention_amd.bench import models
 from flash_attention_amd.launch import bwd, tiles_bwd
 
 NEW = tiles_bwd._D256_DQ128
@@ -37,20 +33,8 @@ def dq_tile(cfg) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--shapes", type=int, default=2, help="the first N of (b=2 s=4096, b=4 s=2048 padded)")
-    args = ap.parse_args()
-    models.register_hf()
-    cfg = models.GEMMA2_8L
-    print(f"# {torch.cuda.get_device_name()}: Gemma 2-style training step, ms ({args.steps} steps per round, "
-          f"{args.rounds} rounds)")
-    model = models.hf_gemma2(cfg, 4096, "cuda", torch.bfloat16).train()
-    models.set_impl(model, "fa_amd")
-    model_ab.run(model, cfg["vocab_size"], lambda name: use(NEW if name == "new" else OLD),
-                 model_ab.SHAPES[:args.shapes], args.rounds, args.steps,
-                 on_first=lambda name: print(f"{name}: dQ {dq_tile(NEW if name == 'new' else OLD)}"))
+    model_ab.gemma2_ab("", lambda name: use(NEW if name == "new" else OLD),
+                       on_first=lambda name: print(f"{name}: dQ {dq_tile(NEW if name == 'new' else OLD)}"))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,31 @@ from flash_attention_amd.bench import models
 SHAPES = ((2, 4096, "none"), (4, 2048, "padded"))  # (batch, seqlen, mask)
 
 
+def gemma2_ab(title: str, switch, on_first=None) -> None:
+    """The Gemma 2-style model's A/B from the command line (--rounds, --steps, --shapes): build it, then ``run``."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--shapes", type=int, default=2, help="the first N of (b=2 s=4096, b=4 s=2048 padded)")
+    args = ap.parse_args()
+    model, vocab = gemma2(title, args.steps, args.rounds)
+    run(model, vocab, switch, SHAPES[:args.shapes], args.rounds, args.steps, on_first=on_first)
+
+
+def gemma2(title: str, steps: int, rounds: int):
+    """The Gemma 2-style model (bench/models.py GEMMA2_8L) on the GPU in training mode with attn_implementation
+    fa_amd, after printing the table's title line -> (model, vocab size)."""
+    models.register_hf()
+    cfg = models.GEMMA2_8L
+    print(f"# {torch.cuda.get_device_name()}: Gemma 2-style training step, ms ({steps} steps per round, "
+          f"{rounds} rounds){title}", flush=True)
+    model = models.hf_gemma2(cfg, 4096, "cuda", torch.bfloat16).train()
+    models.set_impl(model, "fa_amd")
+    return model, cfg["vocab_size"]
+
+
 def run(model, vocab: int, switch, shapes=SHAPES, rounds: int = 4, steps: int = 5, on_first=None) -> None:
     """For each (b, s, mask): ``rounds`` rounds, each timing ``steps`` training steps under switch("new") and
     switch("old") (the order alternating per round, 2 warm-up steps after each switch); prints the medians and

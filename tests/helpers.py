@@ -68,3 +68,20 @@ def ws_any_length(monkeypatch) -> None:
 
     monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 0)
     monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
+
+
+def spied(module, name: str, fn):
+    """fn() with ``module.name`` (a launcher that returns whether it launched) wrapped so that its return value
+    is recorded -> (fn's result, what the launcher returned, or None when it was not called)."""
+    real = getattr(module, name)
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen["ret"] = real(*args, **kwargs)
+        return seen["ret"]
+
+    setattr(module, name, spy)
+    try:
+        return fn(), seen.get("ret")
+    finally:
+        setattr(module, name, real)

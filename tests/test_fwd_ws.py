@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from helpers import DEVICE, assert_matches, rel_err, ws_any_length
+from helpers import DEVICE, assert_matches, rel_err, spied, ws_any_length
 from helpers import WS_SERVED as SERVED
 
 pytest.importorskip("triton")
@@ -52,19 +52,8 @@ def run_ws(q, k, v, p):
     b, sq, h, d = q.shape
     out = torch.full((b, sq, h, d), math.nan, dtype=q.dtype, device=q.device)
     lse = torch.full((b, h, sq), math.nan, dtype=torch.float32, device=q.device)
-    launched = {}
-    real = fwd_ws.launch_ws
-
-    def spy(*a, **kw):
-        launched["ws"] = real(*a, **kw)
-        return launched["ws"]
-
-    launch.launch_ws = spy
-    try:
-        o, l_out = launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
-    finally:
-        launch.launch_ws = real
-    assert launched.get("ws") is True, "the main kernel served the call"
+    (o, _), launched = spied(launch, "launch_ws", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
+    assert launched is True, "the main kernel served the call"
     assert o is out and not out.isnan().any() and not lse.isnan().any()
     return out, lse
 

@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from helpers import DEVICE, ON_SM90, assert_matches, rel_err
+from helpers import DEVICE, ON_SM90, assert_matches, rel_err, spied
 
 pytest.importorskip("triton")
 
@@ -273,19 +273,8 @@ def run_gluon(q, k, v, p):
     b, sq, h, d = q.shape
     out = torch.full((b, sq, h, d), math.nan, dtype=q.dtype, device=q.device)
     lse = torch.full((b, h, sq), math.nan, dtype=torch.float32, device=q.device)
-    launched = {}
-    real = fwd_gluon.launch_gluon
-
-    def spy(*a, **kw):
-        launched["gluon"] = real(*a, **kw)
-        return launched["gluon"]
-
-    launch.launch_gluon = spy
-    try:
-        o, _ = launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
-    finally:
-        launch.launch_gluon = real
-    assert launched.get("gluon") is True, "another kernel served the call"
+    (o, _), launched = spied(launch, "launch_gluon", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
+    assert launched is True, "another kernel served the call"
     assert o is out and not out.isnan().any() and not lse.isnan().any()
     return out, lse
 
@@ -382,19 +371,8 @@ def test_varlen_matches_reference(any_length, d, lens, change):
     assert plan.gluon is not None and plan.gluon.host, fwd_gluon.gluon_reason("sm90", q, k, v, p, True)
     out = torch.full((total, h, d), math.nan, dtype=q.dtype, device=DEVICE)
     lse = torch.full((h, total), math.nan, dtype=torch.float32, device=DEVICE)
-    launched = {}
-    real = fwd_gluon.launch_gluon
-
-    def spy(*a, **kw):
-        launched["gluon"] = real(*a, **kw)
-        return launched["gluon"]
-
-    launch.launch_gluon = spy
-    try:
-        launch.run_forward(plan, q, k, v, p, out=out, lse=lse)
-    finally:
-        launch.launch_gluon = real
-    assert launched.get("gluon") is True and not out.isnan().any() and not lse.isnan().any()
+    _, launched = spied(launch, "launch_gluon", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
+    assert launched is True and not out.isnan().any() and not lse.isnan().any()
     ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
                softcap=p.softcap, alibi_slopes=p.alibi_slopes)
     ro, rl = attention_ref_varlen(q.double(), k.double(), v.double(), cu, cu, **ref)

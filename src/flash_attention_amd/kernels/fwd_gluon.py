@@ -5,7 +5,7 @@ tensor cores compute the P V product of block j - 1. Each consumer warp group is
 PV(j - 1) as asynchronous wgmma groups, waits for the first alone (``warpgroup_mma_wait(1)``), computes
 softmax(j), then waits for the second and rescales the accumulator. (A ``tl.dot`` whose result is read by
 anything but another dot's accumulator gets ``wgmma.wait_group 0`` right after it from Triton's
-pipeliner: benchmarks/gluon_fwd_probe.py ``--compile`` shows it.)
+pipeliner, even with QK^T issued a block ahead by hand: benchmarks/wgmma_wait_probe.py shows it.)
 
 Partitions (``gl.warp_specialize``): two consumer warp groups of 64 query rows each (the default
 partition and a 4-warp worker, 232 registers each) and a producer warp (24 registers) that issues the
@@ -253,6 +253,14 @@ def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, size
 
 
 @gluon.jit
+def _program(nheads, group):
+    """This program's first query row, sequence, query head and KV head (grid: query blocks, b * h)."""
+    off_bh = gl.program_id(1)
+    off_h = off_bh % nheads
+    return gl.program_id(0) * (2 * ROWS), off_bh // nheads, off_h, off_h // group
+
+
+@gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
                           CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
@@ -263,11 +271,7 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m = gl.program_id(0) * (2 * ROWS)
-    off_bh = gl.program_id(1)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    off_hk = off_h // group
+    start_m, off_b, off_h, off_hk = _program(nheads, group)
     b64 = off_b.to(gl.int64)
     smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     q_desc = tma.make_tensor_descriptor(Q + b64 * q_str[0] + off_h * q_str[2], [seqlen_q, HEAD_DIM], [q_str[1], 1],
@@ -295,11 +299,7 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens,
     sizes' seqlen_q / seqlen_k are then unused; a program past its sequence's end does nothing."""
     o_str, l_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m = gl.program_id(0) * (2 * ROWS)
-    off_bh = gl.program_id(1)
-    off_b = off_bh // nheads
-    off_h = off_bh % nheads
-    off_hk = off_h // group
+    start_m, off_b, off_h, off_hk = _program(nheads, group)
     if CuSeqlens is not None:
         row0 = gl.load(CuSeqlens + off_b)
         seqlen_q = gl.load(CuSeqlens + off_b + 1) - row0
