@@ -237,6 +237,27 @@ def test_one_sequence_batch_runs_one_dense_call(side, monkeypatch):
         torch.testing.assert_close(got[name], ref[name], atol=2e-5, rtol=2e-4, msg=name)
 
 
+def test_packed_position_ids_pass_one_cu_seqlens(monkeypatch):
+    """HF's packed batches (position_ids, no mask: one cu_seq_lens tensor for queries and keys, int64) reach the
+    attention as one int32 tensor for both (the Gluon forward's varlen path asks it), with the right values;
+    two different tensors stay two."""
+    from flash_attention_amd import core
+    from flash_attention_amd.integrations import hf
+
+    calls = []
+    monkeypatch.setattr(core, "attention", lambda q, k, v, **kw: calls.append(kw) or torch.zeros_like(q))
+    module = torch.nn.Module()
+    q, k, v = (torch.randn(1, 2, 10, 8) for _ in range(3))
+    cu = torch.tensor([0, 4, 10])
+    hf.attention_forward(module, q, k, v, None, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=6, max_length_k=6)
+    hf.attention_forward(module, q, k, v, None, cu_seq_lens_q=cu, cu_seq_lens_k=cu.clone(), max_length_q=6,
+                         max_length_k=6)
+    one, two = calls
+    assert one["cu_seqlens_q"] is one["cu_seqlens_k"] and one["cu_seqlens_q"].dtype == torch.int32
+    assert one["cu_seqlens_q"].tolist() == [0, 4, 10]
+    assert two["cu_seqlens_q"] is not two["cu_seqlens_k"] and two["cu_seqlens_k"].tolist() == [0, 4, 10]
+
+
 def test_one_sequence_call_equals_the_varlen_call():
     """The dense call on one packed sequence against the varlen call it replaces, at the attention function:
     the same outputs and input gradients (float64), exactly 0 in the rows after the sequence and in their

@@ -164,7 +164,11 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
     if attention_mask is None and cu_q is not None and cu_k is not None and b == 1:
         max_q, max_k = kwargs.get("max_length_q") or sq, kwargs.get("max_length_k") or sk
-        out = core.attention(q[0], k[0], v[0], cu_seqlens_q=cu_q.to(torch.int32), cu_seqlens_k=cu_k.to(torch.int32),
+        cu_q32 = cu_q.to(torch.int32)
+        # one tensor for both when HF passes one (self-attention over packed sequences): the Gluon forward's
+        # varlen path takes such calls (launch/fwd_gluon.py), two int32 copies of one int64 tensor it would not
+        cu_k32 = cu_q32 if cu_k is cu_q else cu_k.to(torch.int32)
+        out = core.attention(q[0], k[0], v[0], cu_seqlens_q=cu_q32, cu_seqlens_k=cu_k32,
                              max_seqlen_q=int(max_q), max_seqlen_k=int(max_k), **options)
         return out[None], None
     if attention_mask is None:
