@@ -14,6 +14,7 @@ import torch
 from gemma2_gluon_ab import use
 
 from flash_attention_amd.bench import models
+from flash_attention_amd.launch import fwd
 
 
 def main() -> None:
@@ -27,7 +28,11 @@ def main() -> None:
           f"steps per round, {args.rounds} rounds); new = the Gluon forward on, old = off", flush=True)
     model = models.hf_llama(cfg, 2048, "cuda", torch.bfloat16).train()
     models.set_impl(model, "fa_amd")
+    launched = []  # what each Gluon launch attempt returned (it served the call when True)
+    real = fwd.launch_gluon
+    fwd.launch_gluon = lambda *a: launched.append(real(*a)) or launched[-1]
     model_ab.run(model, cfg["vocab_size"], use, ((4, 2048, "padded"),), args.rounds, args.steps)
+    print(f"Gluon launches: {sum(launched)} of {len(launched)} attempts", flush=True)
 
 
 if __name__ == "__main__":
