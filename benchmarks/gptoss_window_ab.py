@@ -8,8 +8,6 @@ window layers' tiles under each.
 """
 from __future__ import annotations
 
-import argparse
-
 import model_ab
 import torch
 
@@ -41,10 +39,7 @@ def tiles_of_window_call(cfg) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=5)
-    args = ap.parse_args()
+    args = model_ab.parse_args()
     models.register_hf()
     cfg = models.GPTOSS_8L
     print(f"# {torch.cuda.get_device_name()}: GPT-OSS-style training step, ms (median of {args.steps} steps per round)")

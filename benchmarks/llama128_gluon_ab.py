@@ -7,8 +7,6 @@ queries and keys, which the Gluon forward takes (launch/fwd_gluon.py); the backw
 """
 from __future__ import annotations
 
-import argparse
-
 import model_ab
 import torch
 from gemma2_gluon_ab import use
@@ -18,10 +16,7 @@ from flash_attention_amd.launch import fwd
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=5)
-    args = ap.parse_args()
+    args = model_ab.parse_args()
     models.register_hf()
     cfg = dict(models.LLAMA_8L, num_attention_heads=16, num_key_value_heads=4)
     print(f"# {torch.cuda.get_device_name()}: Llama-style training step, {models.describe(cfg)}, ms ({args.steps} "

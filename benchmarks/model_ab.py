@@ -12,15 +12,21 @@ from flash_attention_amd.bench import models
 SHAPES = ((2, 4096, "none"), (4, 2048, "padded"))  # (batch, seqlen, mask)
 
 
-def gemma2_ab(title: str, switch, on_first=None) -> None:
-    """The Gemma 2-style model's A/B from the command line (--rounds, --steps, --shapes): build it, then ``run``."""
+def parse_args(shapes: bool = False):
+    """The A/B scripts' command line: --rounds, --steps and, with shapes, --shapes (the first N of SHAPES)."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--shapes", type=int, default=2, help="the first N of (b=2 s=4096, b=4 s=2048 padded)")
-    args = ap.parse_args()
+    if shapes:
+        ap.add_argument("--shapes", type=int, default=2, help="the first N of (b=2 s=4096, b=4 s=2048 padded)")
+    return ap.parse_args()
+
+
+def gemma2_ab(title: str, switch, on_first=None) -> None:
+    """The Gemma 2-style model's A/B from the command line (--rounds, --steps, --shapes): build it, then ``run``."""
+    args = parse_args(shapes=True)
     model, vocab = gemma2(title, args.steps, args.rounds)
     run(model, vocab, switch, SHAPES[:args.shapes], args.rounds, args.steps, on_first=on_first)
 
