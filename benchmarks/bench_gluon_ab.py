@@ -29,11 +29,28 @@ TOKENS, HIDDEN = 16384, 2048
 MODES = {"host": (True, True), "device": (True, False), "off": (False, True)}  # (Gluon on, host descriptors)
 
 
+_ROWS = {name: list(getattr(tiles, name)["sm90"]) for name in ("FWD_GLUON", "FWD_GLUON_OPTIONS")}
+
+
+def _tile(spec: str | None) -> None:
+    """Every sm90 Gluon row takes block_n:stages from spec ("128:3"), or the committed rows (None)."""
+    for name, rows in _ROWS.items():
+        if spec is None:
+            getattr(tiles, name)["sm90"] = list(rows)
+        else:
+            n, st = (int(x) for x in spec.split(":"))
+            getattr(tiles, name)["sm90"] = [r._replace(config=tiles.Tile(128, n, 4, st, reason="bench"))
+                                            for r in rows]
+
+
 def _set(mode) -> None:
-    """mode: True / False (Gluon on / off) or a MODES key."""
-    on, host = MODES[mode] if isinstance(mode, str) else (mode, True)
+    """mode: True / False (Gluon on / off), a MODES key, "asc" (on, query blocks in ascending order) or
+    "t<block_n>:<stages>" (on, that ring for every row)."""
+    on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
     fwd_gluon.HOST_DESCRIPTORS = host
+    fwd_gluon.DESCENDING_CAUSAL = mode != "asc"
+    _tile(mode[1:] if isinstance(mode, str) and mode.startswith("t") else None)
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
@@ -74,6 +91,12 @@ def host_table(shapes) -> None:
         print(f"| b={b} s={s} h={h} d={d}{' causal' if causal else ''} | "
               + " | ".join(f"{statistics.median(res[m]):.1f}" for m in (*MODES, "raw")) + " |", flush=True)
     _set(True)
+
+
+def _fits(spec: str, d: int) -> bool:
+    """Whether a block_n:stages ring fits the 227 KB of shared memory at head dim d (Q's 128 rows and the ring)."""
+    n, st = (int(x) for x in spec.split(":"))
+    return 2 * d * (128 + 2 * st * n) <= 227 * 1024
 
 
 def _ms(fn) -> float:
@@ -170,10 +193,15 @@ def main() -> None:
     ap.add_argument("--any-length", action="store_true")
     ap.add_argument("--desc", action="store_true", help="on with host- and with device-made descriptors, and off")
     ap.add_argument("--host", action="store_true", help="also the host time per call (issue 10's loop)")
+    ap.add_argument("--order", action="store_true",
+                    help="also on with each head's query blocks in ascending order (causal calls start the last first)")
+    ap.add_argument("--tiles", nargs="*", default=[], metavar="BLOCK_N:STAGES",
+                    help="also on with these rings for every row (e.g. 128:3 64:2): the tile check on another GPU")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.any_length:
-        tiles.FWD_GLUON["sm90"] = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
+        for rows in _ROWS.values():
+            rows[:] = [r._replace(min_seqlen_k=0) for r in rows]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon "
           f"forward on / off, bf16, {TOKENS} tokens, hidden {HIDDEN}; TFLOP/s, median of {args.reps} alternating "
           f"rounds{' (length rule lifted)' if args.any_length else ''}", flush=True)
@@ -210,6 +238,9 @@ def main() -> None:
             with fa.use_backend("triton"):
                 return fa.flash_attn_func(q, k, v, causal=causal, **kw)
         modes = list(MODES) if args.desc else [True, False]
+        extra = (["asc"] if args.order and causal else []) + [f"t{t}" for t in args.tiles
+                                                              if _fits(t, d)]
+        modes += extra
         times = {m: [] for m in modes}
         outs = {}
         for _ in range(args.reps):
@@ -230,14 +261,17 @@ def main() -> None:
             base[(d, s)] = on
         elif (d, s) in base:
             shape += f" (cost {on / base[(d, s)]:.2f} on, plain call on)"
+        ext = {m: flop / statistics.median(times[m]) * 1e-9 for m in extra}
+        ext_diff = {m: (outs[m].float() - outs[True].float()).abs().max().item() for m in extra}
         cu, f2 = peers.get("cuDNN", float("nan")), peers.get("FA2", float("nan"))
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
-                         device_desc=peers.get("device-desc"),
+                         device_desc=peers.get("device-desc"), variants=ext,
                          on_all=[flop / t * 1e-9 for t in times[True]],
                          off_all=[flop / t * 1e-9 for t in times[False]]))
         print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
               f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {diff:.1e} |"
-              + (f" device-desc {peers['device-desc']:.0f} (diff {dev_diff:.1e})" if dev_diff is not None else ""),
+              + (f" device-desc {peers['device-desc']:.0f} (diff {dev_diff:.1e})" if dev_diff is not None else "")
+              + "".join(f" {m} {ext[m]:.0f} (on / {m} {on / ext[m]:.3f}, diff {ext_diff[m]:.1e})" for m in extra),
               flush=True)
     if args.varlen:
         varlen_table(args)

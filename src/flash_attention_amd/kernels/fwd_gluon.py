@@ -253,25 +253,31 @@ def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, size
 
 
 @gluon.jit
-def _program(nheads, group):
-    """This program's first query row, sequence, query head and KV head (grid: query blocks, b * h)."""
+def _program(nheads, group, DESCENDING: gl.constexpr):
+    """This program's first query row, sequence, query head and KV head (grid: query blocks, b * h; the query
+    blocks of one head are neighbours, so they share K / V in L2). DESCENDING: the last query block first (causal:
+    the blocks with the most keys start first, the light ones fill the tail)."""
     off_bh = gl.program_id(1)
     off_h = off_bh % nheads
-    return gl.program_id(0) * (2 * ROWS), off_bh // nheads, off_h, off_h // group
+    block = gl.program_id(0)
+    if DESCENDING:
+        block = gl.num_programs(0) - 1 - block
+    return block * (2 * ROWS), off_bh // nheads, off_h, off_h // group
 
 
 @gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                          DESCENDING: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
     strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes = (nheads,
     group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left, window_right);
-    Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI)."""
+    Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI);
+    DESCENDING: program order (``_program``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m, off_b, off_h, off_hk = _program(nheads, group)
+    start_m, off_b, off_h, off_hk = _program(nheads, group, DESCENDING)
     b64 = off_b.to(gl.int64)
     smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     q_desc = tma.make_tensor_descriptor(Q + b64 * q_str[0] + off_h * q_str[2], [seqlen_q, HEAD_DIM], [q_str[1], 1],
@@ -287,19 +293,19 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
 @gluon.jit
 def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                             CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                             DESCENDING: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
     stride, and for packed varlen tensors [total, h, d]. A block past a sequence's end reads the next
     sequence's rows: keys past seqlen_k are masked, query rows past seqlen_q never stored. strides = (out
-    (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi and FLAGS as in
-    ``attn_fwd_gluon_kernel``. CuSeqlens (varlen, [b + 1] int32, None when dense): the sequences' first
+    (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi, FLAGS and DESCENDING as
+    in ``attn_fwd_gluon_kernel``. CuSeqlens (varlen, [b + 1] int32, None when dense): the sequences' first
     rows, the same for queries and keys (self-attention over packed sequences; the launcher asks it), and
     sizes' seqlen_q / seqlen_k are then unused; a program past its sequence's end does nothing."""
     o_str, l_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m, off_b, off_h, off_hk = _program(nheads, group)
+    start_m, off_b, off_h, off_hk = _program(nheads, group, DESCENDING)
     if CuSeqlens is not None:
         row0 = gl.load(CuSeqlens + off_b)
         seqlen_q = gl.load(CuSeqlens + off_b + 1) - row0

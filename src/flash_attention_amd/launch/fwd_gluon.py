@@ -147,6 +147,17 @@ def rows_view(t) -> tuple[int, int] | None:
     return b * s, (h - 1) * t.stride(2) + d
 
 
+# Program order (the kernel's DESCENDING): calls with a right bound (causal) start each head's last query block
+# first, the one with the most keys, so the light blocks fill the tail of the grid. A module attribute for
+# benchmarks/bench_gluon_ab.py (--order), not a user setting.
+DESCENDING_CAUSAL = True
+
+
+def descending(flags: tuple) -> bool:
+    """The kernel's DESCENDING for these FLAGS: a right bound without a left one (a left window evens the work)."""
+    return DESCENDING_CAUSAL and flags[1] and not flags[0]
+
+
 class GluonPlan:
     __slots__ = ("slot", "grid", "tail", "host", "hd_slot", "hd_tail", "templates")
 
@@ -173,7 +184,8 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     scores = (float(params.softmax_scale), float(params.softcap), int(params.window_left),
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
-    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags_of(params),
+    flags = flags_of(params)
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, DESCENDING=descending(flags),
                   CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
@@ -246,8 +258,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
-        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS)
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, DESCENDING=descending(flags),
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
         label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
