@@ -29,6 +29,7 @@ import torch
 from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
+from .bwd_gluon import dkdv_gluon_reason, dkdv_gluon_tile, launch_dkdv_gluon, plan_dkdv_gluon
 from .bwd_ws import dkdv_ws_reason, dkdv_ws_tile, launch_dkdv_ws, plan_dkdv_ws
 from .fwd import bias_arg, bias_strides, fast_tanh, key_mask
 from .runtime import KernelSlot, launch_context
@@ -205,7 +206,7 @@ class BwdPlan:
     __slots__ = ("cfg", "use_atomic", "varlen", "empty", "zero_tensors", "dropout", "grids", "constexprs",
                  "options", "head", "tail_dkdv", "tail_dq", "pre_tail", "drop", "grad_str", "kernels", "q_str",
                  "k_str", "v_str", "lse_str", "device", "bias_str", "dbias", "dbias_dtype", "dbias_str",
-                 "dkdv_kernels", "zero_in_pre", "delta_in_dq", "ws")
+                 "dkdv_kernels", "zero_in_pre", "delta_in_dq", "ws", "gluon")
 
 
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
@@ -317,7 +318,12 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                               for const in plan.constexprs[1])
     # the warp-specialised dK/dV kernel (launch/bwd_ws.py) where the call qualifies, unless the caller chose
     # a config; it computes dK and dV only (not the atomic path's dQ) in one launch, delta already made
-    plan.ws = None
+    plan.ws = plan.gluon = None
+    if config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1 and plan.delta_in_dq:
+        # the Gluon dK/dV kernel (launch/bwd_gluon.py) first, where the call qualifies (delta from the dQ kernel)
+        if not flags["IEEE_DOT"] and dkdv_gluon_reason(arch, q, k, v, params, plan.grad_str[1:]) is None:
+            plan.gluon = plan_dkdv_gluon(q, k, v, params, dkdv_gluon_tile(arch, headdim, bool(params.causal),
+                                                                          group > 1), plan.lse_str, plan.grad_str[1])
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
         plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])
@@ -397,7 +403,9 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
                  (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                  *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
-    if plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device):
+    if plan.gluon is not None and launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device):
+        pass
+    elif plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device):
         for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
             k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
     if plan.use_atomic:

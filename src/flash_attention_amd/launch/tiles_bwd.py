@@ -494,6 +494,17 @@ BWD_WS: dict[str, list[Row]] = {
     "sm90": [Row(128, Tile(64, 128, 4, 2, reason=_WS_BWD_H100), causal=False)],
 }
 
+# The Gluon dK/dV kernel (kernels/bwd_gluon.py, sm90): one row per exact head dim; block_n 128 key rows (two
+# consumer warp groups of 64), block_m the query rows of one step, num_warps 4 (the first consumer; the second and
+# the producer warp are added by the kernel), num_stages the Q / dO ring's depth.
+_BWD_GLUON_CANDIDATE = "candidate: spill-free by static check (check-kernels --kernel bwd_gluon), not timed"
+BWD_GLUON: dict[str, list[Row]] = {
+    "sm90": [
+        Row(128, Tile(64, 128, 4, 2, reason=_BWD_GLUON_CANDIDATE)),
+        Row(64, Tile(128, 128, 4, 2, reason=_BWD_GLUON_CANDIDATE)),
+    ],
+}
+
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
     """The preprocess kernel (delta = rowsum(dout * out) - dlse): 4096 elements of out and dout

@@ -22,6 +22,7 @@ LAUNCHERS = (
     "flash_attention_amd.launch.fwd_gluon",
     "flash_attention_amd.launch.bwd",
     "flash_attention_amd.launch.bwd_ws",
+    "flash_attention_amd.launch.bwd_gluon",
     "flash_attention_amd.launch.decode",
 )
 QUICK_PER_KERNEL = 2  # configs per (kernel, arch) in --quick: the heaviest and the lightest

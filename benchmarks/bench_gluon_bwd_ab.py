@@ -1,0 +1,104 @@
+"""The Gluon dK/dV kernel on and off (launch/bwd_gluon.py ENABLED), same process, same calls: our backward through
+``flash_attn_func`` with the triton backend (off: the warp-specialised or main dK/dV kernel the table picks; the
+dQ kernel is the same either way), with cuDNN's and FA2's (SDPA) backward in the same run, and the gradients of
+the two paths compared.
+
+bf16; TFLOP/s = 2.5 x 4 b h s^2 d (x0.5 causal) / median time of the backward alone (``torch.autograd.grad`` of a
+kept forward, triton.testing.do_bench); on / off alternate (--reps rounds), the table gives the median of the rounds.
+
+    PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+import triton
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+from flash_attention_amd.launch import bwd_gluon
+
+TOKENS, HIDDEN = 16384, 2048
+
+
+def _set(on: bool) -> None:
+    bwd_gluon.ENABLED = on
+    core.clear_plans()  # the choice is made when a call signature is planned
+
+
+def _ms(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median")
+
+
+def _sdpa_bwd(q, k, v, do, causal, backend):
+    from torch.nn.attention import sdpa_kernel
+
+    qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
+    with sdpa_kernel([backend]):
+        out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal,
+                                                               enable_gqa=q.shape[2] != k.shape[2])
+    dot = do.transpose(1, 2)
+    return lambda: torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True)
+
+
+def main() -> None:
+    from torch.nn.attention import SDPBackend
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--headdims", type=int, nargs="+", default=[64, 128])
+    ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 16384])
+    ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
+          f"kernel on / off, backward alone, bf16, {TOKENS} tokens, hidden {HIDDEN}; TFLOP/s, median of {args.reps} "
+          "alternating rounds", flush=True)
+    print("| d | causal | shape | gluon on | off | on / off | cuDNN | on / cuDNN | FA2 | on / FA2 "
+          "| rel diff dq/dk/dv |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d) for d in args.headdims
+             for causal in (False, True) for s in args.seqlens]
+    if args.gqa:
+        cases += [(128, causal, 4, 4096, 32, 8) for causal in (False, True)]
+    rows = []
+    for d, causal, b, s, h, hk in cases:
+        g = torch.Generator(device="cuda").manual_seed(s * h + d)
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
+        k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
+                for _ in range(2))
+        do = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        flop = 2.5 * 4 * b * h * d * s * s * (0.5 if causal else 1.0)
+        peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
+                 for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
+        times, grads = {True: [], False: []}, {}
+        for _ in range(args.reps):
+            for on in (True, False):
+                _set(on)
+                with fa.use_backend("triton"):
+                    out = fa.flash_attn_func(q, k, v, causal=causal)
+
+                def bwd(out=out, ins=(q, k, v), do=do):
+                    return torch.autograd.grad(out, ins, do, retain_graph=True)
+                grads[on] = bwd()
+                times[on].append(_ms(bwd))
+        _set(True)
+        on, off = (flop / statistics.median(times[m]) * 1e-9 for m in (True, False))
+        diff = [((a.float() - c.float()).norm() / c.float().norm()).item() for a, c in zip(grads[True], grads[False])]
+        cu, f2 = peers["cuDNN"], peers["FA2"]
+        shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
+        rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
+                         on_all=[flop / t * 1e-9 for t in times[True]],
+                         off_all=[flop / t * 1e-9 for t in times[False]]))
+        print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
+              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {'/'.join(f'{x:.1e}' for x in diff)} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

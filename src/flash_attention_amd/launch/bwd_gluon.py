@@ -1,0 +1,149 @@
+"""Launcher of the Gluon dK/dV kernel (``kernels/bwd_gluon.py``, NVIDIA sm90): which calls it serves
+(``dkdv_gluon_reason``), their plan (``plan_dkdv_gluon``) and the launch (``launch_dkdv_gluon``).
+``launch/bwd.py`` plans it next to the other dK/dV kernels (it replaces the warp-specialised one where both
+serve) and runs it when the call's tensors allow (dout's layout and every base address are checked per call);
+every other call runs the others. The dQ kernel runs first either way (it writes delta).
+
+The descriptors are made on the host over each tensor's 2-D rows view (launch/fwd_gluon.py ``rows_view``),
+copied per call from templates the plan made once, like the Gluon forward's.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from .. import config
+from ..params import AttnParams
+from .fwd_gluon import _descriptor, _rebase, gluon_triton_reason, rows_view
+from .runtime import KernelSlot
+from .spec import S3, CompileSpec, arg_positions
+from .tiles import Tile, cdiv
+from .tiles_bwd import BWD_GLUON
+
+_DTYPES = (torch.float16, torch.bfloat16)
+BLOCK_N = 128  # key rows of a program: two consumer warp groups of 64 (kernels/bwd_gluon.py ROWS)
+KV_ROWS = 64  # the K / V descriptors' block
+CONSUMER_REGS = 232
+PRODUCER_REGS = 24
+
+
+# Whether the kernel serves at all: a module attribute for benchmarks/bench_gluon_bwd_ab.py (on / off in one
+# process), not a user setting (FLASH_ATTENTION_GLUON=0 is).
+ENABLED = True
+
+
+def dkdv_gluon_tile(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Tile | None:
+    """The first BWD_GLUON row of this exact arch for exactly this head dim, causal flag and GQA flag, or None
+    (the interpreter, arch None, has no Gluon)."""
+    for row in BWD_GLUON.get(arch, ()) if arch is not None else ():
+        if row.max_d == headdim and row.causal in (None, causal) and row.gqa in (None, gqa):
+            return row.config
+    return None
+
+
+def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: tuple) -> str | None:
+    """None when the Gluon dK/dV kernel computes this call exactly (and was measured faster for it), else why not.
+    grad_str: the (batch, row, head) strides of the dk and dv the backward allocates."""
+    if config.gluon_off() or not ENABLED:
+        return "FLASH_ATTENTION_GLUON=0"
+    d = q.shape[-1]
+    causal = bool(params.causal)
+    if dkdv_gluon_tile(arch, d, causal, q.shape[-2] != k.shape[-2]) is None or k.shape[-1] != d or v.shape[-1] != d:
+        return f"no BWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+    reason = gluon_triton_reason()
+    if reason is not None:
+        return reason
+    if params.is_varlen:
+        return "varlen calls (the Gluon dK/dV kernel takes dense ones)"
+    if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        return f"dtype {q.dtype}"
+    if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
+            or params.sinks is not None or params.dropout_p > 0 or params.softcap > 0 or params.q_descale is not None:
+        return "a window, ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
+    if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
+        return "an empty call"
+    if causal and seqlen_k - seqlen_q + params.diag_offset < 0:
+        return "rows without keys (the causal diagonal, with a chunk's offset, leaves a query row no key)"
+    if grad_str[0] != grad_str[1]:
+        return "dk and dv laid out differently"
+    for t in (q, k, v):
+        if rows_view(t) is None or t.stride(-1) != 1 or any(st % 8 for st in t.stride()[:-1]):
+            return "q / k / v without a TMA rows view (last dim contiguous, sequences one after another)"
+    return None
+
+
+class DkdvGluonPlan:
+    __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m")
+
+
+def _view_key(t) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.dtype
+
+
+def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad_str: tuple) -> DkdvGluonPlan:
+    """lse_str: (batch, head) strides of the fp32 LSE / delta; grad_str: the (batch, row, head) strides of dk / dv."""
+    from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
+
+    batch, seqlen_q, nheads, d = q.shape
+    seqlen_k, nheads_k = k.shape[1], k.shape[2]
+    plan = DkdvGluonPlan()
+    plan.block_m = cfg.block_m
+    plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
+    # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
+    plan.templates = tuple(_descriptor(t, rows_view(t), rows) for t, rows in
+                           ((q, cfg.block_m), (k, KV_ROWS), (v, KV_ROWS), (q, cfg.block_m)))
+    for desc in plan.templates:
+        desc.base = None  # the plan (cached) holds no tensor of the call that made it
+    plan.do_key = _view_key(q)
+    sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset))
+    strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
+    plan.tail = (strides, sizes, float(params.softmax_scale))
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
+    dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "LSE", "Delta", "DK",
+                                                    "DV"))
+    plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
+    return plan
+
+
+def launch_dkdv_gluon(plan: DkdvGluonPlan, q, k, v, dout, lse, delta, dk, dv, device: torch.device) -> bool:
+    """Launch when dout is laid out like q and every tensor is 16-byte aligned -> launched."""
+    if _view_key(dout) != plan.do_key:
+        return False
+    if (q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr() | lse.data_ptr() | delta.data_ptr()
+            | dk.data_ptr() | dv.data_ptr()) & 15:
+        return False
+    tq, tk, tv, tdo = plan.templates
+    descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v), _rebase(tdo, dout))
+    # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
+    plan.slot.launch(plan.grid, device, (*descs, lse, delta, dk, dv, *plan.tail), fast=True)
+    return True
+
+
+COMPILE_ARCHS = tuple(BWD_GLUON)  # check-kernels compiles this launcher for these archs only
+
+
+def compile_specs(arch: str) -> list[CompileSpec]:
+    """Every launchable build of the Gluon dK/dV kernel on ``arch`` (check-kernels): each row, bf16 and fp16."""
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
+
+    specs = []
+    for row, dtype in itertools.product(BWD_GLUON.get(arch, ()), ("bf16", "fp16")):
+        cfg, d = row.config, row.max_d
+        base = torch.empty(8, 8 * d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16).view(1, 8, 8, d)
+        sig = {name: mangle_type(_descriptor(base, (8, 8 * d), rows)) for name, rows in
+               (("q_desc", cfg.block_m), ("k_desc", KV_ROWS), ("v_desc", KV_ROWS), ("do_desc", cfg.block_m))}
+        sig.update(LSE="*fp32", Delta="*fp32", DK=f"*{dtype}", DV=f"*{dtype}",
+                   strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5, sm_scale="fp32")
+        for causal in (False, True) if row.causal is None else (row.causal,):
+            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, CONSUMER_REGS=CONSUMER_REGS,
+                          PRODUCER_REGS=PRODUCER_REGS)
+            label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV "
+                     f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
+            specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
+                                     label=label))
+    return specs
