@@ -19,13 +19,24 @@ import triton
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
-from flash_attention_amd.launch import bwd_gluon
+from flash_attention_amd.launch import bwd_gluon, tiles_bwd
+from flash_attention_amd.launch.tiles import Row, Tile
 
 TOKENS, HIDDEN = 16384, 2048
 
 
-def _set(on: bool) -> None:
-    bwd_gluon.ENABLED = on
+_ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
+
+
+def _set(mode) -> None:
+    """mode: True / False (the kernel on / off with the committed rows) or "d:block_m:stages" (on, that tile for
+    head dim d, causal or not)."""
+    bwd_gluon.ENABLED = mode is not False
+    rows = list(_ROWS)
+    if isinstance(mode, str):
+        d, m, st = (int(x) for x in mode.split(":"))
+        rows = [Row(d, Tile(m, 128, 4, st, reason="bench"))]
+    tiles_bwd.BWD_GLUON["sm90"][:] = rows
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
@@ -52,6 +63,8 @@ def main() -> None:
     ap.add_argument("--headdims", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 16384])
     ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
+    ap.add_argument("--tiles", nargs="*", default=[], metavar="D:BLOCK_M:STAGES",
+                    help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
@@ -74,9 +87,10 @@ def main() -> None:
         flop = 2.5 * 4 * b * h * d * s * s * (0.5 if causal else 1.0)
         peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
-        times, grads = {True: [], False: []}, {}
+        extra = [t for t in args.tiles if int(t.split(":")[0]) == d]
+        times, grads = {m: [] for m in (True, False, *extra)}, {}
         for _ in range(args.reps):
-            for on in (True, False):
+            for on in (True, False, *extra):
                 _set(on)
                 with fa.use_backend("triton"):
                     out = fa.flash_attn_func(q, k, v, causal=causal)
@@ -88,13 +102,18 @@ def main() -> None:
         _set(True)
         on, off = (flop / statistics.median(times[m]) * 1e-9 for m in (True, False))
         diff = [((a.float() - c.float()).norm() / c.float().norm()).item() for a, c in zip(grads[True], grads[False])]
+        ext = {m: flop / statistics.median(times[m]) * 1e-9 for m in extra}
+        ext_diff = {m: max(((a.float() - c.float()).norm() / c.float().norm()).item()
+                           for a, c in zip(grads[m], grads[False])) for m in extra}
         cu, f2 = peers["cuDNN"], peers["FA2"]
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
                          on_all=[flop / t * 1e-9 for t in times[True]],
-                         off_all=[flop / t * 1e-9 for t in times[False]]))
+                         off_all=[flop / t * 1e-9 for t in times[False]], variants=ext))
         print(f"| {d} | {'yes' if causal else 'no'} | {shape} | {on:.0f} | {off:.0f} | {on / off:.2f}x | {cu:.0f} | "
-              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {'/'.join(f'{x:.1e}' for x in diff)} |", flush=True)
+              f"{on / cu:.2f}x | {f2:.0f} | {on / f2:.2f}x | {'/'.join(f'{x:.1e}' for x in diff)} |"
+              + "".join(f" t{m} {ext[m]:.0f} ({ext[m] / off:.2f}x off, diff {ext_diff[m]:.1e})" for m in extra),
+              flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

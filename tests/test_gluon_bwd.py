@@ -121,6 +121,18 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
 
 # --- against the float64 oracle (sm90 GPU) ------------------------------------------------------
 
+@pytest.fixture(params=["64:2", "32:3"], ids=["m64s2", "m32s3"])
+def any_tile(request, monkeypatch):
+    """Every Gluon dK/dV build under test serves d=64 and d=128, causal or not, with block_m:stages as the param
+    (d=64 takes block_m 64), whatever the committed table holds."""
+    from flash_attention_amd.launch import tiles_bwd
+    from flash_attention_amd.launch.tiles import Row, Tile
+
+    m, st = (int(x) for x in request.param.split(":"))
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(64, 128, 4, st))])
+    return request.param
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,causal", [
@@ -132,7 +144,7 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
     (1, 513, 513, 2, 1, 64, True),    # MQA
     (1, 130, 130, 2, 2, 64, True),
 ])
-def test_gradients_match_reference(monkeypatch, b, sq, sk, h, hk, d, causal):
+def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, causal):
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
