@@ -150,7 +150,12 @@ def test_explain_names_the_tiles_and_why(monkeypatch):
                                                                  headdim_v=128)
     monkeypatch.delenv("FLASH_ATTENTION_GLUON")
     causal = text("triton", headdim=128, headdim_v=128)
-    assert "warp-specialised" not in causal and "the Gluon kernel" in causal  # causal: Gluon or the main kernels
+    assert not any(f"triton {p}: the warp-specialised" in causal for p in ("forward", "backward"))
+    assert "the Gluon kernel" in causal  # causal: Gluon or the main kernels
+    assert "the Gluon dK/dV kernel" in causal and "the Gluon dK/dV kernel" not in ws  # its row: causal d=128
+    monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
+    assert "Gluon" not in text("triton", headdim=128, headdim_v=128)
+    monkeypatch.delenv("FLASH_ATTENTION_GLUON")
     rdna = text("triton", is_rocm=True, arch="gfx1100", nheads_k=32, headdim=128, headdim_v=128)
     assert "(gfx1100, plain tier)" in rdna and "static check only" in rdna and "two launches" in rdna
     assert text("sdpa").count("\n") == 0

@@ -44,14 +44,18 @@ def grad_str(k):
 
 # --- which calls it takes (CPU) -------------------------------------------------------------------
 
-def test_serves_dense_calls_causal_or_not_and_gqa():
-    for d in (64, 128):
-        for h, hk in ((4, 4), (8, 2)):
-            q, k, v = qkv(2, 1000, 1000, h, hk, d=d, device="cpu")
-            for causal in (False, True):
-                assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(d, causal=causal), grad_str(k)) is None
-    q, k, v = qkv(1, 300, 700, 4, 2, device="cpu")  # bottom-right causal: every row sees a key
+def test_serves_the_measured_calls():
+    """The table's row: d=128 causal (MHA or GQA) from 2048 queries and keys; the rest measured no faster."""
+    for h, hk in ((4, 4), (8, 2)):
+        q, k, v = qkv(2, 2048, 2048, h, hk, device="cpu")
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is None
+        assert "not causal" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k))
+    q, k, v = qkv(1, 2048, 4096, 4, 2, device="cpu")  # bottom-right causal: every row sees a key
     assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is None
+    q, k, v = qkv(2, 1000, 1000, 4, 4, device="cpu")
+    assert "below 2048" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k))
+    q, k, v = qkv(2, 2048, 2048, 4, 4, d=64, device="cpu")
+    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64, causal=True), grad_str(k))
 
 
 @pytest.mark.parametrize("change,why", [
@@ -62,38 +66,42 @@ def test_serves_dense_calls_causal_or_not_and_gqa():
     (dict(sinks=torch.zeros(4)), "sinks"),
 ])
 def test_declines_options(change, why):
-    q, k, v = qkv(1, 512, 512, 4, 4, device="cpu")
-    assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(**change), grad_str(k))
+    q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
+    assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, **change), grad_str(k))
 
 
 def test_declines_other_calls():
-    q, k, v = qkv(1, 512, 512, 4, 4, device="cpu")
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm80", q, k, v, params(), grad_str(k))
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason(None, q, k, v, params(), grad_str(k))
-    q2, k2, v2 = qkv(1, 512, 512, 4, 4, d=96, device="cpu")
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm90", q2, k2, v2, params(96), grad_str(k2))
-    assert "dtype" in bwd_gluon.dkdv_gluon_reason("sm90", q.float(), k.float(), v.float(), params(), grad_str(k))
-    q3, k3, v3 = qkv(1, 700, 300, 4, 4, device="cpu")  # causal, more queries than keys: rows without keys
-    assert "rows without keys" in bwd_gluon.dkdv_gluon_reason("sm90", q3, k3, v3, params(causal=True), grad_str(k3))
-    qb = torch.randn(2, 4, 512, 128, dtype=torch.bfloat16).transpose(1, 2)  # [b, s, h, d] view of [b, h, s, d]
-    assert "rows view" in bwd_gluon.dkdv_gluon_reason("sm90", qb, qb, qb, params(), grad_str(k))
-    assert "laid out differently" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), GRAD)
+    causal = params(causal=True)
+    q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
+    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm80", q, k, v, causal, grad_str(k))
+    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason(None, q, k, v, causal, grad_str(k))
+    q2, k2, v2 = qkv(1, 2048, 2048, 4, 4, d=96, device="cpu")
+    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm90", q2, k2, v2, params(96, causal=True),
+                                                              grad_str(k2))
+    assert "dtype" in bwd_gluon.dkdv_gluon_reason("sm90", q.float(), k.float(), v.float(), causal, grad_str(k))
+    q3, k3, v3 = qkv(1, 2048, 2048, 4, 4, device="cpu")  # a chunk whose offset leaves rows without keys
+    assert "rows without keys" in bwd_gluon.dkdv_gluon_reason("sm90", q3, k3, v3, params(causal=True, diag_offset=-1),
+                                                              grad_str(k3))
+    qb = torch.randn(2, 4, 2048, 128, dtype=torch.bfloat16).transpose(1, 2)  # [b, s, h, d] view of [b, h, s, d]
+    assert "rows view" in bwd_gluon.dkdv_gluon_reason("sm90", qb, qb, qb, causal, grad_str(k))
+    assert "laid out differently" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, GRAD)
 
 
 def test_switches_turn_it_off(monkeypatch):
-    q, k, v = qkv(1, 512, 512, 4, 4, device="cpu")
+    q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is None
     monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k)) == "FLASH_ATTENTION_GLUON=0"
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) == "FLASH_ATTENTION_GLUON=0"
     monkeypatch.delenv("FLASH_ATTENTION_GLUON")
     monkeypatch.setattr(bwd_gluon, "ENABLED", False)
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k)) is not None
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is not None
 
 
 def test_plan_keeps_no_tensor():
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     q, k, v = qkv(2, 256, 384, 4, 2, device="cpu")
-    cfg = bwd_gluon.dkdv_gluon_tile("sm90", 128, False, True)
-    plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(), cfg, (4 * 256, 256), k.stride()[:3])
+    cfg = bwd_gluon.dkdv_gluon_row("sm90", 128, True, True).config
+    plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), cfg, (4 * 256, 256), k.stride()[:3])
     assert plan.grid == (3, 2 * 2, 1)
     assert all(t.base is None for t in plan.templates)
     assert [t.block_shape for t in plan.templates] == [[cfg.block_m, 128], [64, 128], [64, 128], [cfg.block_m, 128]]

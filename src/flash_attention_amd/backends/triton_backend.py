@@ -103,7 +103,7 @@ class TritonBackend(KernelBackend):
         the dK/dV kernel where the tensors' layout allows, which the metadata alone cannot tell."""
         if problem.kind != "attn":
             return ()
-        from ..launch import bwd, bwd_ws, fwd, fwd_gluon, fwd_ws, tiles
+        from ..launch import bwd, bwd_gluon, bwd_ws, fwd, fwd_gluon, fwd_ws, tiles
 
         options = problem.has_window or problem.has_alibi or problem.softcap > 0
         names = {v: k for k, v in vars(tiles).items() if k in ("PLAIN", "OPTIONS", "DROPOUT", "BIAS_OPTIONS",
@@ -158,7 +158,16 @@ class TritonBackend(KernelBackend):
                 lines.append(f"triton backward ({family}, {names[bwd_tier].lower()} tier): dK/dV {b.dkdv.label()}, "
                              f"dQ {b.dq.label()}{how}" + (f"; {b.reason}" if b.reason else ""))
                 ws = bwd_ws.dkdv_ws_tile(problem.arch, problem.headdim) if gpu_ws else None
-                if plain and ws is not None:
+                row = bwd_gluon.dkdv_gluon_row(problem.arch, problem.headdim, problem.causal,
+                                               problem.nheads != problem.nheads_k)
+                if (row is not None and dense and not options and not bias and not problem.has_sinks and not dropout
+                        and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16)
+                        and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off()):
+                    lines.append(f"triton backward: the Gluon dK/dV kernel ({bwd_gluon.BLOCK_N}x{row.config.block_m}, "
+                                 f"{row.config.num_stages}-slot ring; {row.config.reason}) instead, from "
+                                 f"{row.min_seqlen_k} queries and keys, where the tensors' layout allows "
+                                 "(launch/bwd_gluon.py)")
+                elif plain and ws is not None:
                     lines.append(f"triton backward: the warp-specialised dK/dV kernel ({ws.label()}) instead, where "
                                  "the tensors' layout allows (launch/bwd_ws.py)")
         if problem.device_type == "cuda":

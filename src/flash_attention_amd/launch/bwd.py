@@ -29,7 +29,7 @@ import torch
 from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .bwd_gluon import dkdv_gluon_reason, dkdv_gluon_tile, launch_dkdv_gluon, plan_dkdv_gluon
+from .bwd_gluon import dkdv_gluon_reason, dkdv_gluon_row, launch_dkdv_gluon, plan_dkdv_gluon
 from .bwd_ws import dkdv_ws_reason, dkdv_ws_tile, launch_dkdv_ws, plan_dkdv_ws
 from .fwd import bias_arg, bias_strides, fast_tanh, key_mask
 from .runtime import KernelSlot, launch_context
@@ -322,8 +322,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     if config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1 and plan.delta_in_dq:
         # the Gluon dK/dV kernel (launch/bwd_gluon.py) first, where the call qualifies (delta from the dQ kernel)
         if not flags["IEEE_DOT"] and dkdv_gluon_reason(arch, q, k, v, params, plan.grad_str[1:]) is None:
-            plan.gluon = plan_dkdv_gluon(q, k, v, params, dkdv_gluon_tile(arch, headdim, bool(params.causal),
-                                                                          group > 1), plan.lse_str, plan.grad_str[1])
+            row = dkdv_gluon_row(arch, headdim, bool(params.causal), group > 1)
+            plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1])
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
         plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])

@@ -18,7 +18,7 @@ from ..params import AttnParams
 from .fwd_gluon import _descriptor, _rebase, gluon_triton_reason, rows_view
 from .runtime import KernelSlot
 from .spec import S3, CompileSpec, arg_positions
-from .tiles import Tile, cdiv
+from .tiles import Row, Tile, cdiv
 from .tiles_bwd import BWD_GLUON
 
 _DTYPES = (torch.float16, torch.bfloat16)
@@ -33,12 +33,12 @@ PRODUCER_REGS = 24
 ENABLED = True
 
 
-def dkdv_gluon_tile(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Tile | None:
+def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Row | None:
     """The first BWD_GLUON row of this exact arch for exactly this head dim, causal flag and GQA flag, or None
     (the interpreter, arch None, has no Gluon)."""
     for row in BWD_GLUON.get(arch, ()) if arch is not None else ():
         if row.max_d == headdim and row.causal in (None, causal) and row.gqa in (None, gqa):
-            return row.config
+            return row
     return None
 
 
@@ -49,8 +49,10 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
         return "FLASH_ATTENTION_GLUON=0"
     d = q.shape[-1]
     causal = bool(params.causal)
-    if dkdv_gluon_tile(arch, d, causal, q.shape[-2] != k.shape[-2]) is None or k.shape[-1] != d or v.shape[-1] != d:
-        return f"no BWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+    row = dkdv_gluon_row(arch, d, causal, q.shape[-2] != k.shape[-2])
+    if row is None or k.shape[-1] != d or v.shape[-1] != d:
+        return (f"no BWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+                f"{' causal' if causal else ' not causal'}")
     reason = gluon_triton_reason()
     if reason is not None:
         return reason
@@ -64,6 +66,9 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
+    if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
+        return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other dK/dV kernels were "
+                "measured as fast")
     if causal and seqlen_k - seqlen_q + params.diag_offset < 0:
         return "rows without keys (the causal diagonal, with a chunk's offset, leaves a query row no key)"
     if grad_str[0] != grad_str[1]:
@@ -145,5 +150,5 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV "
                      f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
             specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
-                                     label=label))
+                                     label=label, accepted_spills=cfg.spills_ok))
     return specs

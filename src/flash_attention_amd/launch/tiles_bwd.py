@@ -496,12 +496,23 @@ BWD_WS: dict[str, list[Row]] = {
 
 # The Gluon dK/dV kernel (kernels/bwd_gluon.py, sm90): one row per exact head dim; block_n 128 key rows (two
 # consumer warp groups of 64), block_m the query rows of one step, num_warps 4 (the first consumer; the second and
-# the producer warp are added by the kernel), num_stages the Q / dO ring's depth.
-_BWD_GLUON_CANDIDATE = "candidate: spill-free by static check (check-kernels --kernel bwd_gluon), not timed"
+# the producer warp are added by the kernel), num_stages the Q / dO ring's depth. H100, b*s = 16384, hidden 2048,
+# the backward alone with the kernel on and off in one process (off: the warp-specialised or main dK/dV kernel; the
+# dQ kernel is the same; benchmarks/bench_gluon_bwd_ab.py, benchmarks/results/run26/h100_gluon_bwd_*.md):
+# - d=128 causal, 64x128 two slots: 1.00 / 1.05-1.06 / 1.02-1.03x at 1k / 4k / 16k, GQA 32/8 4k 1.04-1.06x (two
+#   runs); three slots 1.00-1.05x, 32 query rows a step 0.88-0.96x;
+# - d=128 not causal: 0.94-1.02x against the warp-specialised kernel (no row);
+# - d=64: 0.77-0.95x with 128 query rows a step (it spills), 0.94-0.99x with 64 (no row).
+# ptxas (check-kernels --kernel bwd_gluon): the products stay asynchronous; the causal build spills 120 B of scalars,
+# 3-11 local loads / stores a step in the second consumer's loops (none in the first's), measured as above.
+_BWD_GLUON_128 = ("H100 (run26/h100_gluon_bwd_ab.md, _tiles.md): d=128 causal 1.03-1.06x the warp-specialised / main "
+                  "dK/dV kernel from 4k keys (1.00x at 1k), GQA 32/8 1.04-1.06x")
 BWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, Tile(64, 128, 4, 2, reason=_BWD_GLUON_CANDIDATE)),
-        Row(64, Tile(128, 128, 4, 2, reason=_BWD_GLUON_CANDIDATE)),
+        Row(128, Tile(64, 128, 4, 2, reason=_BWD_GLUON_128,
+                      spills_ok=_BWD_GLUON_128 + "; ptxas spills 120 B of scalars (3-11 local accesses a step in "
+                                                 "the second consumer's loops)"),
+            causal=True, min_seqlen_k=2048),
     ],
 }
 
