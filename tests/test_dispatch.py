@@ -54,7 +54,17 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, needs_grad=True, **d256_drop))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm80", nheads_k=16, **base))[0] == "triton"  # not measured
     d256 = dict(base, headdim=256, headdim_v=256)
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d256))[0] == "sdpa"  # cuDNN 1.5x / 2.2x
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **d256))[0] == "sdpa"
+    # forward without grads: the Gluon forward as fast or faster (run26/h100_route_fwd_no_grad.txt)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d256))[0] == "triton"
+    assert "Gluon forward measured" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, **d256))
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(d256, seqlen_q=2048, seqlen_k=2048)))[0] == (
+        "sdpa")
+    long_causal = dict(base, seqlen_q=16384, seqlen_k=16384, batch=1, causal=True)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **long_causal))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **long_causal))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **long_causal))[0] == "sdpa"  # GQA not measured
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(long_causal, causal=False)))[0] == "sdpa"
     # causal with more keys than queries (bottom-right): ours measured faster (run16/h100_bottom_right_causal_route)
     prefill = dict(base, seqlen_q=1024, seqlen_k=3072, causal=True)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **prefill))[0] == "triton"

@@ -196,8 +196,28 @@ def forward_flop(problem: Problem) -> float:
     return flop * 0.5 if problem.causal else flop
 
 
+# Forward-only calls (no gradients: inference, prefill) that the Gluon forward (launch/fwd_gluon.py) serves as fast as
+# SDPA or faster: plain dense MHA, as many queries as keys. Through our API with each backend forced, ms per forward
+# call without grads, 16k tokens, hidden 2048 (benchmarks/bench_gqa_route.py --fwd-no-grad, H100,
+# benchmarks/results/run26/h100_route_fwd_no_grad.txt): d=256 triton / sdpa 0.95 / 1.00x not causal and 0.98 /
+# 0.90x causal at 4k / 16k keys; d=128 causal 1.02x at 4k, 0.94x at 16k; d=128 not causal 1.01-1.02x (stays with
+# sdpa). The kernels grid agrees on an H200 (run26/h200x4_kernels.md: forward / cuDNN 1.03-1.15x at d=256, 1.07x
+# d=128 causal 16k). With gradients SDPA keeps these calls: its backward is faster (dispatch rule above).
+_TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384}  # (head dim, causal): from keys
+
+
+def _triton_first_forward(problem: Problem) -> bool:
+    p = problem
+    least = _TRITON_FIRST_FWD.get((p.headdim, bool(p.causal)))
+    return (least is not None and not p.needs_grad and p.arch in _SDPA_FIRST_NVIDIA["arch"] and p.headdim == p.headdim_v
+            and p.nheads == p.nheads_k and p.seqlen_q == p.seqlen_k and p.seqlen_k >= least and not p.bias
+            and p.dropout_p == 0 and not p.fp8 and not p.offsets and not p.is_varlen)
+
+
 def _sdpa_measured_faster(problem: Problem) -> bool:
     if problem.bias:  # masked calls stay with triton (_MASKED_CALLS)
+        return False
+    if _triton_first_forward(problem):
         return False
     if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
             and problem.headdim in _SDPA_FIRST_NVIDIA["headdim"]
@@ -285,6 +305,9 @@ def order_rule(problem: Problem) -> str:
 def _order_rule_sdpa(problem: Problem) -> str:
     if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
         return "sm90, " + _MASKED_CALLS
+    if _triton_first_forward(problem):
+        return ("sm90, plain dense forward without gradients at this head dim and length: triton first (the Gluon "
+                "forward measured as fast as SDPA or faster; dispatch.py)")
     if _sdpa_measured_faster(problem):
         kind = "dense call with dropout" if problem.dropout_p > 0 else "plain dense call"
         return f"sm90, {kind}: sdpa first (SDPA measured faster; dispatch.py)"
