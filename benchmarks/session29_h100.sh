@@ -9,7 +9,7 @@ set -x
 export PYTHONPATH=$PWD/src
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$OUT/gpu_$PART.txt" 2>&1
 if [ "$PART" = a ]; then
-  mkdir -p .fa4stash && cp .fa4a/ir.tar.xz .fa4stash/
+  mkdir -p /tmp/fa4a && cp .fa4a/ir.tar.xz /tmp/fa4a/  # /tmp stays on the warm machine, the checkout's copy does not
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_gluon_bwd.py > "$OUT/h100_gpu_tests_gluon_bwd.txt" 2>&1
   echo "rc $?" >> "$OUT/h100_gpu_tests_gluon_bwd.txt"
   timeout 200 python3 benchmarks/bench_gluon_bwd_ab.py --headdims 64 128 --seqlens 1024 4096 16384 --reps 2 --gqa \
@@ -21,7 +21,7 @@ if [ "$PART" = a ]; then
   timeout 200 python3 -m pytest -q -n 12 -p no:cacheprovider -m gpu tests > "$OUT/h100_gpu_tests_marked.txt" 2>&1
   echo "rc $?" >> "$OUT/h100_gpu_tests_marked.txt"
 else
-  bash benchmarks/fa4_install.sh /tmp/fa4site .fa4stash .fa4b || exit 4
+  bash benchmarks/fa4_install.sh /tmp/fa4site /tmp/fa4a .fa4b || exit 4
   export PYTHONPATH=$PWD/src:/tmp/fa4site:/tmp/fa4site/nvidia_cutlass_dsl/dsl_packages
   python3 -c "import flash_attn.cute; print('fa4 ok')" > "$OUT/fa4_import.txt" 2>&1
   timeout 330 python3 -m flash_attention_amd bench --suite kernels --device cuda --quick --headdims 64 128 256 \
