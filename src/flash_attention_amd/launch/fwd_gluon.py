@@ -148,8 +148,10 @@ def rows_view(t) -> tuple[int, int] | None:
 
 
 # Program order (the kernel's DESCENDING): calls with a right bound (causal) start each head's last query block
-# first, the one with the most keys, so the light blocks fill the tail of the grid. A module attribute for
-# benchmarks/bench_gluon_ab.py (--order), not a user setting.
+# first, the one with the most keys, so the light blocks fill the tail of the grid. Against the ascending order,
+# causal, 16k tokens (benchmarks/results/run26/h100_gluon_order.md, h200x4_gluon_tiles.md): H100 d=128 / 256 0.99 /
+# 0.99x at 2k, 1.01 / 1.02x at 4k, 1.08 / 1.13x at 16k; H200 1.00 / 1.01x, 1.06 / 1.00x, 1.10 / 1.10x. A module
+# attribute for benchmarks/bench_gluon_ab.py (--order), not a user setting.
 DESCENDING_CAUSAL = True
 
 

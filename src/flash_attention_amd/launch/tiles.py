@@ -718,7 +718,9 @@ FWD_WS: dict[str, list[Row]] = {
 # the producer warp are added by the kernel), num_stages the ring's depth; min_seqlen_k: from this many queries
 # and keys. ptxas (check-kernels --kernel fwd_gluon): 0 local memory in every build. H100, b*s = 16384, hidden
 # 2048, bf16, the same calls with it on and off in one process (benchmarks/results/run25/h100_gluon_ab_*.md; off:
-# the warp-specialised or main kernel). At d=64 it lost (0.61-0.98x): no row.
+# the warp-specialised or main kernel). At d=64 it lost (0.61-0.98x): no row. H200 check (run26/h200x4_gluon_tiles.md,
+# every ring that fits, same process): the rows' rings are the fastest on every d=128 row (three slots 0.93-1.00x,
+# 64-key blocks 0.89-0.96x); at d=256 128x64 two slots is the only ring that fits.
 _GLUON_128 = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 not causal 1.06-1.09x at s = 1k-16k (556 / 587 "
               "TFLOP/s at 4k / 16k, cuDNN 598 / 624), GQA 32/8 1.09x")
 _GLUON_128_CAUSAL = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 causal 1.09-1.23x from 2k (479 / 557 TFLOP/s "
