@@ -85,3 +85,15 @@ def spied(module, name: str, fn):
         return fn(), seen.get("ret")
     finally:
         setattr(module, name, real)
+
+
+def attn_params(d=128, **kw):
+    """AttnParams of a call at head dim d (softmax scale d^-1/2) with the options in kw; causal sets the right bound
+    to 0, as the public API normalises it."""
+    from flash_attention_amd.params import AttnParams
+
+    opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
+    opts.update(kw)
+    if opts["causal"]:
+        opts["window_right"] = 0
+    return AttnParams(**opts)

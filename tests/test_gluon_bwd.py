@@ -10,25 +10,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import DEVICE, ON_SM90, rel_err, spied
+from helpers import DEVICE, ON_SM90, attn_params, rel_err, spied
 
 pytest.importorskip("triton")
 
 from flash_attention_amd.launch import bwd as launch  # noqa: E402
 from flash_attention_amd.launch import bwd_gluon  # noqa: E402
-from flash_attention_amd.params import AttnParams  # noqa: E402
 from flash_attention_amd.reference import attention_ref  # noqa: E402
 
 pytestmark = pytest.mark.triton
 GRAD = ((1, 4096, 4 * 128), (4096 * 4 * 128, 4 * 128, 128))  # dk / dv strides of a [1, 4096, 4, 128] call
 
 
-def params(d=128, **kw):
-    opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
-    opts.update(kw)
-    if opts["causal"]:
-        opts["window_right"] = 0
-    return AttnParams(**opts)
+params = attn_params
 
 
 def qkv(b, sq, sk, h, hk, dtype=torch.bfloat16, d=128, device=DEVICE):

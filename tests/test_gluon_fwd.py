@@ -13,24 +13,18 @@ import math
 import pytest
 import torch
 
-from helpers import DEVICE, ON_SM90, assert_matches, rel_err, spied
+from helpers import DEVICE, ON_SM90, assert_matches, attn_params, rel_err, spied
 
 pytest.importorskip("triton")
 
 from flash_attention_amd.launch import fwd as launch  # noqa: E402
 from flash_attention_amd.launch import fwd_gluon, tiles  # noqa: E402
-from flash_attention_amd.params import AttnParams  # noqa: E402
 from flash_attention_amd.reference import attention_ref  # noqa: E402
 
 pytestmark = pytest.mark.triton
 
 
-def params(d=128, **kw):
-    opts = dict(softmax_scale=d ** -0.5, causal=False, window_left=-1, window_right=-1)
-    opts.update(kw)
-    if opts["causal"]:
-        opts["window_right"] = 0
-    return AttnParams(**opts)
+params = attn_params
 
 
 def qkv(b, sq, sk, h, hk, dtype, d=128, device=DEVICE):
