@@ -172,3 +172,30 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
         assert torch.isfinite(g).all(), name
         assert rel_err(g, r) < max(2e-2, 1.5 * rel_err(o, r)), (name, rel_err(g, r), rel_err(o, r))
     core.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+def test_chunk_diagonal_offset(any_tile):
+    """Causal with a chunk's diagonal offset (ring attention's pieces), through forward_pass / backward_pass: row i
+    sees keys j <= i + sk - sq + offset. (Added in session 29 after its last GPU run: not run on a GPU yet.)"""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    q, k, v = qkv(2, 200, 600, 4, 2)
+    dout = torch.randn_like(q)
+    for offset in (-400, -150, 0, 77):
+        core.clear_plans()
+        kw = dict(dropout_p=0.0, softmax_scale=128 ** -0.5, causal=True, window_size=(-1, -1), softcap=0.0,
+                  alibi_slopes=None, diag_offset=offset)
+        with fa.use_backend("triton"):
+            out, lse, _, rng = core.forward_pass(q, k, v, return_softmax=False, **kw)
+            grads, served = spied(launch, "launch_dkdv_gluon", lambda out=out, lse=lse, rng=rng, kw=kw:
+                                  core.backward_pass(dout, q, k, v, out, lse, deterministic=False, rng_state=rng, **kw))
+        assert served is True, offset
+        q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+        ro, _ = attention_ref(q64, k64, v64, causal=True, diag_offset=offset)
+        ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
+        for g, r, name in zip(grads, ref, "qkv"):
+            assert rel_err(g, r) < 2e-2, (name, offset, rel_err(g, r))
+    core.clear_plans()
