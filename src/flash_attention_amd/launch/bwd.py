@@ -316,11 +316,12 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                     KernelSlot(KQ.bwd_dq, plan.constexprs[2], plan.options[2], arg_positions(KQ.bwd_dq, _DYNAMIC)))
     plan.dkdv_kernels = tuple(KernelSlot(K.bwd_dkdv, const, plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC))
                               for const in plan.constexprs[1])
-    # the warp-specialised dK/dV kernel (launch/bwd_ws.py) where the call qualifies, unless the caller chose
-    # a config; it computes dK and dV only (not the atomic path's dQ) in one launch, delta already made
+    # the Gluon dK/dV kernel (launch/bwd_gluon.py), else the warp-specialised one (launch/bwd_ws.py), where the call
+    # qualifies, unless the caller chose a config; each computes dK and dV only (not the atomic path's dQ) in one
+    # launch, delta already made (the Gluon kernel: by the dQ kernel); a launch that the call's dout or alignment
+    # refuses falls to the next
     plan.ws = plan.gluon = None
     if config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1 and plan.delta_in_dq:
-        # the Gluon dK/dV kernel (launch/bwd_gluon.py) first, where the call qualifies (delta from the dQ kernel)
         if not flags["IEEE_DOT"] and dkdv_gluon_reason(arch, q, k, v, params, plan.grad_str[1:]) is None:
             row = dkdv_gluon_row(arch, headdim, bool(params.causal), group > 1)
             plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1])
@@ -403,9 +404,8 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
                  (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                  *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
-    if plan.gluon is not None and launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device):
-        pass
-    elif plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device):
+    launched = plan.gluon is not None and launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device)
+    if not launched and (plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device)):
         for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
             k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
     if plan.use_atomic:
