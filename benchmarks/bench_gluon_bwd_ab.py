@@ -26,17 +26,23 @@ TOKENS, HIDDEN = 16384, 2048
 
 
 _ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
+_DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 
 
 def _set(mode) -> None:
-    """mode: True / False (the kernel on / off with the committed rows) or "d:block_m:stages" (on, that tile for
-    head dim d, causal or not)."""
+    """mode: True / False (the kernel on / off with the committed rows), "nodq" (on, its dQ off: the committed
+    dK/dV-only rows and the dQ kernel), "d:block_m:stages" (on without dQ, that tile for head dim d, causal or not)
+    or "dq:d:block_m:stages" (on with dQ, that tile)."""
     bwd_gluon.ENABLED = mode is not False
-    rows = list(_ROWS)
-    if isinstance(mode, str):
-        d, m, st = (int(x) for x in mode.split(":"))
-        rows = [Row(d, Tile(m, 128, 4, st, reason="bench"))]
+    bwd_gluon.WITH_DQ = mode != "nodq"
+    rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
+    if isinstance(mode, str) and mode != "nodq":
+        dq = mode.startswith("dq:")
+        d, m, st = (int(x) for x in mode.split(":")[dq:])
+        rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
+            ([Row(d, Tile(m, 128, 4, st, reason="bench"))], [])
     tiles_bwd.BWD_GLUON["sm90"][:] = rows
+    tiles_bwd.BWD_GLUON_DQ["sm90"][:] = dq_rows
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
@@ -64,7 +70,9 @@ def main() -> None:
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 16384])
     ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="D:BLOCK_M:STAGES",
-                    help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3")
+                    help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3; "
+                         "dq:D:BLOCK_M:STAGES: with the kernel's dQ")
+    ap.add_argument("--nodq", action="store_true", help="also on without the kernel's dQ (the dQ kernel instead)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
@@ -87,7 +95,7 @@ def main() -> None:
         flop = 2.5 * 4 * b * h * d * s * s * (0.5 if causal else 1.0)
         peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
-        extra = [t for t in args.tiles if int(t.split(":")[0]) == d]
+        extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq
         times, grads = {m: [] for m in (True, False, *extra)}, {}
         for _ in range(args.reps):
             for on in (True, False, *extra):

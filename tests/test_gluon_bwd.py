@@ -132,7 +132,42 @@ def any_tile(request, monkeypatch):
 
     m, st = (int(x) for x in request.param.split(":"))
     monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(64, 128, 4, st))])
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [])
     return request.param
+
+
+@pytest.fixture(params=["64:2"], ids=["m64s2"])
+def dq_tile(request, monkeypatch):
+    """The kernel with dQ (BWD_GLUON_DQ) serving d=64 and d=128, causal or not, from any length, with
+    block_m:stages as the param; no dK/dV-only row."""
+    from flash_attention_amd.launch import tiles_bwd
+    from flash_attention_amd.launch.tiles import Row, Tile
+
+    m, st = (int(x) for x in request.param.split(":"))
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [])
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(m, 128, 4, st))])
+    return request.param
+
+
+def _dq_spy(monkeypatch) -> list:
+    """Record, for each launch of the Gluon kernel, whether it computed dQ (its plan's dQ descriptor)."""
+    seen = []
+    real = launch.launch_dkdv_gluon
+
+    def spy(plan, *args, **kwargs):
+        seen.append(plan.dq_template is not None)
+        return real(plan, *args, **kwargs)
+
+    monkeypatch.setattr(launch, "launch_dkdv_gluon", spy)
+    return seen
+
+
+def _poison(monkeypatch):
+    """dq / dk / dv and the fp32 dQ accumulator allocated NaN (the preprocess kernel must zero the accumulator)."""
+    monkeypatch.setattr(launch, "_empty_like",
+                        lambda t: torch.full_like(t, float("nan"), memory_format=torch.contiguous_format))
+    monkeypatch.setattr(launch, "_empty", lambda shape, dtype, device: torch.full(shape, float("nan"), dtype=dtype,
+                                                                                  device=device))
 
 
 @pytest.mark.gpu
@@ -198,4 +233,97 @@ def test_chunk_diagonal_offset(any_tile):
         ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
         for g, r, name in zip(grads, ref, "qkv"):
             assert rel_err(g, r) < 2e-2, (name, offset, rel_err(g, r))
+    core.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal", [
+    (2, 1000, 1000, 4, 4, 128, False),  # 1000 keys: the last program's second consumer holds 40 of 64 rows
+    (2, 1000, 1000, 4, 4, 128, True),
+    (1, 300, 700, 4, 2, 128, True),   # GQA, bottom-right causal, partial blocks
+    (2, 777, 513, 6, 2, 128, False),  # 513 keys: the last program's second consumer holds none
+    (2, 777, 513, 6, 2, 64, False),
+    (1, 513, 513, 2, 1, 64, True),    # MQA
+    (3, 130, 130, 2, 2, 64, True),
+    (2, 64, 64, 2, 2, 128, False),    # one query block, one program, its second consumer empty
+])
+def test_dq_gradients_match_reference(dq_tile, monkeypatch, b, sq, sk, h, hk, d, causal):
+    """The kernel with dQ: dq / dk / dv against the float64 oracle, every output (and the fp32 dQ accumulator)
+    allocated NaN, no less exact than the other kernels (the dQ kernel and the dK/dV kernels) on the same call."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    core.clear_plans()
+    _poison(monkeypatch)
+    seen = _dq_spy(monkeypatch)
+    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
+    dout = torch.randn_like(q)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=causal)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    assert seen == [True]
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ro, _ = attention_ref(q64, k64, v64, causal=causal)
+    ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
+    monkeypatch.setattr(bwd_gluon, "ENABLED", False)
+    core.clear_plans()
+    with fa.use_backend("triton"):
+        out_off = fa.flash_attn_func(q, k, v, causal=causal)
+    off = torch.autograd.grad(out_off, (q, k, v), dout)
+    for g, o, r, name in zip(grads, off, ref, "qkv"):
+        assert torch.isfinite(g).all(), name
+        assert rel_err(g, r) < max(2e-2, 1.5 * rel_err(o, r)), (name, rel_err(g, r), rel_err(o, r))
+    core.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+def test_dq_chunk_diagonal_offset_and_dlse(dq_tile, monkeypatch):
+    """With dQ: causal chunks with a diagonal offset through forward_pass / backward_pass, and a gradient reaching
+    the LSE (delta - dlse comes from the preprocess kernel on this path)."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    q, k, v = qkv(2, 200, 600, 4, 2)
+    dout = torch.randn_like(q)
+    dlse = torch.randn(2, 4, 200, device=q.device)
+    seen = _dq_spy(monkeypatch)
+    for offset, lse_grad in ((-400, False), (0, False), (77, False), (0, True)):
+        core.clear_plans()
+        kw = dict(dropout_p=0.0, softmax_scale=128 ** -0.5, causal=True, window_size=(-1, -1), softcap=0.0,
+                  alibi_slopes=None, diag_offset=offset)
+        with fa.use_backend("triton"):
+            out, lse, _, rng = core.forward_pass(q, k, v, return_softmax=False, **kw)
+            grads = core.backward_pass(dout, q, k, v, out, lse, deterministic=False, rng_state=rng,
+                                       dlse=dlse if lse_grad else None, **kw)
+        q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+        ro, rl = attention_ref(q64, k64, v64, causal=True, diag_offset=offset)
+        ref = torch.autograd.grad((ro, rl) if lse_grad else ro, (q64, k64, v64),
+                                  (dout.double(), dlse.double()) if lse_grad else dout.double())
+        for g, r, name in zip(grads, ref, "qkv"):
+            assert rel_err(g, r) < 2e-2, (name, offset, lse_grad, rel_err(g, r))
+    assert seen == [True] * 4
+    core.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+def test_dq_not_for_deterministic_calls(dq_tile, monkeypatch):
+    """deterministic=True: the reduce-adds' order varies, so the kernel runs without dQ (no dK/dV-only row here:
+    the other kernels serve) and dq is bitwise the same on a second run."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    core.clear_plans()
+    seen = _dq_spy(monkeypatch)
+    q, k, v = (t.requires_grad_() for t in qkv(1, 1024, 1024, 4, 4))
+    dout = torch.randn_like(q)
+    runs = []
+    for _ in range(2):
+        with fa.use_backend("triton"):
+            out = fa.flash_attn_func(q, k, v, causal=True, deterministic=True)
+        runs.append(torch.autograd.grad(out, (q, k, v), dout))
+    assert True not in seen
+    assert all(torch.equal(a, c) for a, c in zip(*runs))
     core.clear_plans()

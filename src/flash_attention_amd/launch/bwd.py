@@ -29,7 +29,7 @@ import torch
 from ..kernels.features import pack
 from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
-from .bwd_gluon import dkdv_gluon_reason, dkdv_gluon_row, launch_dkdv_gluon, plan_dkdv_gluon
+from .bwd_gluon import dkdv_gluon_reason, gluon_launchable, gluon_pick, launch_dkdv_gluon, plan_dkdv_gluon
 from .bwd_ws import dkdv_ws_reason, dkdv_ws_tile, launch_dkdv_ws, plan_dkdv_ws
 from .fwd import bias_arg, bias_strides, fast_tanh, key_mask
 from .runtime import KernelSlot, launch_context
@@ -317,14 +317,14 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.dkdv_kernels = tuple(KernelSlot(K.bwd_dkdv, const, plan.options[1], arg_positions(K.bwd_dkdv, _DYNAMIC))
                               for const in plan.constexprs[1])
     # the Gluon dK/dV kernel (launch/bwd_gluon.py), else the warp-specialised one (launch/bwd_ws.py), where the call
-    # qualifies, unless the caller chose a config; each computes dK and dV only (not the atomic path's dQ) in one
-    # launch, delta already made (the Gluon kernel: by the dQ kernel); a launch that the call's dout or alignment
-    # refuses falls to the next
+    # qualifies, unless the caller chose a config; each runs in one launch, delta already made (by the dQ kernel, or
+    # with the Gluon kernel's dQ by the preprocess kernel, which zeroes its fp32 accumulator); a launch that the
+    # call's dout or alignment refuses falls to the next (and the dQ kernel)
     plan.ws = plan.gluon = None
     if config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1 and plan.delta_in_dq:
         if not flags["IEEE_DOT"] and dkdv_gluon_reason(arch, q, k, v, params, plan.grad_str[1:]) is None:
-            row = dkdv_gluon_row(arch, headdim, bool(params.causal), group > 1)
-            plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1])
+            row, dq_mode = gluon_pick(arch, q, k, params)
+            plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1], dq_mode)
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
         plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])
@@ -396,22 +396,30 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         q, k, v, dout, lse, delta, out, dlse, dq, alibi, cu_q, cu_k,
         (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head, o_str),
         *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str)
-    if plan.delta_in_dq:  # dQ first: it writes delta for dK/dV
-        k_dq.launch(g_dq, device, dq_args, ctx, fast)
+    gluon = plan.gluon is not None and gluon_launchable(plan.gluon, q, k, v, dout, lse)
+    if gluon and plan.gluon.dq_template is not None:  # dK, dV and dQ in the Gluon kernel
+        dq_acc = _empty(q.shape, torch.float32, q.device)  # zeroed by the preprocess kernel
+        k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_acc, o_str, do_str, *plan.pre_tail), ctx, fast)
+        launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device, dq_acc)
+        torch.mul(dq_acc, params.softmax_scale, out=dq)  # scaled and cast in one op
     else:
-        k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None, o_str,
-                                     do_str, *plan.pre_tail), ctx, fast)
-    dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
-                 (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
-                 *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
-    launched = plan.gluon is not None and launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device)
-    if not launched and (plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device)):
-        for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
-            k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
-    if plan.use_atomic:
-        torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
-    elif not plan.delta_in_dq:
-        k_dq.launch(g_dq, device, dq_args[:6] + (None, None) + dq_args[8:], ctx, fast)
+        if plan.delta_in_dq:  # dQ first: it writes delta for dK/dV
+            k_dq.launch(g_dq, device, dq_args, ctx, fast)
+        else:
+            k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None,
+                                         o_str, do_str, *plan.pre_tail), ctx, fast)
+        dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
+                     (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
+                     *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
+        if gluon and plan.gluon.dq_template is None:
+            launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device)
+        elif plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device):
+            for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
+                k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
+        if plan.use_atomic:
+            torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
+        elif not plan.delta_in_dq:
+            k_dq.launch(g_dq, device, dq_args[:6] + (None, None) + dq_args[8:], ctx, fast)
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:

@@ -2,7 +2,12 @@
 (``dkdv_gluon_reason``), their plan (``plan_dkdv_gluon``) and the launch (``launch_dkdv_gluon``).
 ``launch/bwd.py`` plans it next to the other dK/dV kernels (it replaces the warp-specialised one where both
 serve) and runs it when the call's tensors allow (dout's layout and every base address are checked per call);
-every other call runs the others. The dQ kernel runs first either way (it writes delta).
+every other call runs the others. Two ways to run it:
+
+- dK / dV only (``BWD_GLUON`` rows): the dQ kernel runs first (it writes delta);
+- with dQ (``BWD_GLUON_DQ`` rows, calls that need no bitwise-reproducible dQ): the preprocess kernel writes delta
+  and zeroes an fp32 dQ accumulator, this kernel adds every query block's dS K to it (TMA reduce-adds) and one
+  torch op scales and casts it: 5 matrix products a block pair instead of 7 (the dQ kernel recomputes S and dP).
 
 The descriptors are made on the host over each tensor's 2-D rows view (launch/fwd_gluon.py ``rows_view``),
 copied per call from templates the plan made once, like the Gluon forward's.
@@ -19,7 +24,7 @@ from .fwd_gluon import _descriptor, _rebase, gluon_triton_reason, rows_view
 from .runtime import KernelSlot
 from .spec import S3, CompileSpec, arg_positions
 from .tiles import Row, Tile, cdiv
-from .tiles_bwd import BWD_GLUON
+from .tiles_bwd import BWD_GLUON, BWD_GLUON_DQ
 
 _DTYPES = (torch.float16, torch.bfloat16)
 BLOCK_N = 128  # key rows of a program: two consumer warp groups of 64 (kernels/bwd_gluon.py ROWS)
@@ -28,18 +33,41 @@ CONSUMER_REGS = 232
 PRODUCER_REGS = 24
 
 
-# Whether the kernel serves at all: a module attribute for benchmarks/bench_gluon_bwd_ab.py (on / off in one
-# process), not a user setting (FLASH_ATTENTION_GLUON=0 is).
+# Whether the kernel serves at all, and with dQ: module attributes for benchmarks/bench_gluon_bwd_ab.py (on / off
+# in one process), not user settings (FLASH_ATTENTION_GLUON=0 is).
 ENABLED = True
+WITH_DQ = True
+
+# the kernel's DQ modes (kernels/bwd_gluon.py)
+OWN_KEYS, HALF_D = 1, 2
 
 
-def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Row | None:
-    """The first BWD_GLUON row of this exact arch for exactly this head dim, causal flag and GQA flag, or None
-    (the interpreter, arch None, has no Gluon)."""
-    for row in BWD_GLUON.get(arch, ()) if arch is not None else ():
+def dq_mode(headdim: int) -> int:
+    """How the kernel splits the dQ product between its two consumers: d=128 by head-dim halves over the
+    program's 128 keys (HALF_D: a [BLOCK_M, 64] accumulator each, on top of dK / dV's 128 registers); below,
+    each its own 64 keys over the whole head dim (OWN_KEYS: no exchange of dS^T between them)."""
+    return HALF_D if headdim >= 128 else OWN_KEYS
+
+
+def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
+    """The first BWD_GLUON (with_dq: BWD_GLUON_DQ) row of this exact arch for exactly this head dim, causal flag
+    and GQA flag, or None (the interpreter, arch None, has no Gluon)."""
+    table = BWD_GLUON_DQ if with_dq else BWD_GLUON
+    for row in table.get(arch, ()) if arch is not None else ():
         if row.max_d == headdim and row.causal in (None, causal) and row.gqa in (None, gqa):
             return row
     return None
+
+
+def gluon_dq_row(arch: str | None, q, k, params: AttnParams) -> Row | None:
+    """The BWD_GLUON_DQ row of a call that ``dkdv_gluon_reason`` accepted, or None: none for its shape, the kernel's
+    dQ turned off (WITH_DQ), or a call asking for a deterministic backward (the reduce-adds' order varies)."""
+    if not WITH_DQ or params.deterministic:
+        return None
+    row = dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2], with_dq=True)
+    if row is None or min(q.shape[1], k.shape[1]) < row.min_seqlen_k:
+        return None
+    return row
 
 
 def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: tuple) -> str | None:
@@ -50,9 +78,11 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     d = q.shape[-1]
     causal = bool(params.causal)
     row = dkdv_gluon_row(arch, d, causal, q.shape[-2] != k.shape[-2])
-    if row is None or k.shape[-1] != d or v.shape[-1] != d:
-        return (f"no BWD_GLUON row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
-                f"{' causal' if causal else ' not causal'}")
+    dq_row = gluon_dq_row(arch, q, k, params)
+    if (row is None and dq_row is None) or k.shape[-1] != d or v.shape[-1] != d:
+        return (f"no BWD_GLUON / BWD_GLUON_DQ row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
+                f"{' causal' if causal else ' not causal'} (with dQ: "
+                f"{'a deterministic call' if params.deterministic else 'none from these lengths'})")
     reason = gluon_triton_reason()
     if reason is not None:
         return reason
@@ -66,7 +96,7 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
-    if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
+    if dq_row is None and min(seqlen_q, seqlen_k) < row.min_seqlen_k:
         return (f"seqlen_q / seqlen_k {seqlen_q} / {seqlen_k}: below {row.min_seqlen_k} the other dK/dV kernels were "
                 "measured as fast")
     if causal and seqlen_k - seqlen_q + params.diag_offset < 0:
@@ -79,21 +109,49 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     return None
 
 
+def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, int]:
+    """(row, DQ mode) of a call ``dkdv_gluon_reason`` accepted: the kernel with dQ where a BWD_GLUON_DQ row
+    serves, else dK / dV only (mode 0)."""
+    row = gluon_dq_row(arch, q, k, params)
+    if row is not None:
+        return row, dq_mode(q.shape[-1])
+    return dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2]), 0
+
+
 class DkdvGluonPlan:
-    __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m")
+    __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m", "dq_template")
 
 
 def _view_key(t) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.dtype
 
 
-def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad_str: tuple) -> DkdvGluonPlan:
-    """lse_str: (batch, head) strides of the fp32 LSE / delta; grad_str: the (batch, row, head) strides of dk / dv."""
+def _dq_descriptor(base, rows: int, cols: int, block_m: int, block_cols: int):
+    """The descriptor over the fp32 dQ accumulator's rows view [rows, cols] (contiguous), block [block_m,
+    block_cols]; base None: a plan's template (made without the dataclass's checks, which read the base)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)  # the staging tile's
+    if base is not None:
+        return TensorDescriptor(base, [rows, cols], [cols, 1], [block_m, block_cols], layout)
+    desc = object.__new__(TensorDescriptor)
+    desc.__dict__.update(base=None, shape=[rows, cols], strides=[cols, 1], block_shape=[block_m, block_cols],
+                         layout=layout, padding="zero")
+    return desc
+
+
+def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad_str: tuple,
+                    dq: int = 0) -> DkdvGluonPlan:
+    """lse_str: (batch, head) strides of the fp32 LSE / delta; grad_str: the (batch, row, head) strides of dk / dv;
+    dq: the kernel's DQ mode (0: dK / dV only)."""
     from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
 
     batch, seqlen_q, nheads, d = q.shape
     seqlen_k, nheads_k = k.shape[1], k.shape[2]
     plan = DkdvGluonPlan()
+    plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m,
+                                                          d // 2 if dq == HALF_D else d)
     plan.block_m = cfg.block_m
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
@@ -105,24 +163,29 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
-    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), CONSUMER_REGS=CONSUMER_REGS,
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                       PRODUCER_REGS=PRODUCER_REGS)
-    dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "LSE", "Delta", "DK",
-                                                    "DV"))
+    dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
+                                                    "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
     return plan
 
 
-def launch_dkdv_gluon(plan: DkdvGluonPlan, q, k, v, dout, lse, delta, dk, dv, device: torch.device) -> bool:
-    """Launch when dout is laid out like q and every tensor is 16-byte aligned -> launched."""
-    if _view_key(dout) != plan.do_key:
-        return False
-    if (q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr() | lse.data_ptr() | delta.data_ptr()
-            | dk.data_ptr() | dv.data_ptr()) & 15:
-        return False
+def gluon_launchable(plan: DkdvGluonPlan, q, k, v, dout, lse) -> bool:
+    """Whether this call's tensors take the plan: dout laid out like q, q / k / v / dout / lse 16-byte aligned (the
+    tensors the backward allocates are)."""
+    return _view_key(dout) == plan.do_key and not (q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr()
+                                                   | lse.data_ptr()) & 15
+
+
+def launch_dkdv_gluon(plan: DkdvGluonPlan, q, k, v, dout, lse, delta, dk, dv, device: torch.device,
+                      dq_acc=None) -> bool:
+    """Launch on tensors that ``gluon_launchable`` accepted -> True (launched); dq_acc: the zeroed fp32 dQ
+    accumulator (a plan with dQ), contiguous like q."""
     tq, tk, tv, tdo = plan.templates
-    descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v), _rebase(tdo, dout))
-    # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
+    descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v), _rebase(tdo, dout),
+             None if plan.dq_template is None else _rebase(plan.dq_template, dq_acc))
+    # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked by the caller
     plan.slot.launch(plan.grid, device, (*descs, lse, delta, dk, dv, *plan.tail), fast=True)
     return True
 
@@ -137,17 +200,25 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
 
     specs = []
-    for row, dtype in itertools.product(BWD_GLUON.get(arch, ()), ("bf16", "fp16")):
+    tables = [(row, 0) for row in BWD_GLUON.get(arch, ())] + [(row, dq_mode(row.max_d))
+                                                              for row in BWD_GLUON_DQ.get(arch, ())]
+    for (row, dq), dtype in itertools.product(tables, ("bf16", "fp16")):
         cfg, d = row.config, row.max_d
         base = torch.empty(8, 8 * d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16).view(1, 8, 8, d)
         sig = {name: mangle_type(_descriptor(base, (8, 8 * d), rows)) for name, rows in
                (("q_desc", cfg.block_m), ("k_desc", KV_ROWS), ("v_desc", KV_ROWS), ("do_desc", cfg.block_m))}
+        acc = torch.empty(8, 8 * d, dtype=torch.float32)
+        sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2 if dq == HALF_D else d)) \
+            if dq else "constexpr"
         sig.update(LSE="*fp32", Delta="*fp32", DK=f"*{dtype}", DV=f"*{dtype}",
                    strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5, sm_scale="fp32")
         for causal in (False, True) if row.causal is None else (row.causal,):
-            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, CONSUMER_REGS=CONSUMER_REGS,
+            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS)
-            label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV "
+            if not dq:
+                consts["dq_desc"] = None
+            label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
+                     f"{' + dQ ' + ('half-d' if dq == HALF_D else 'own-keys') if dq else ''} "
                      f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
             specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
                                      label=label, accepted_spills=cfg.spills_ok))

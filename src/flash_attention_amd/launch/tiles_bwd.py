@@ -516,6 +516,15 @@ BWD_GLUON: dict[str, list[Row]] = {
     ],
 }
 
+# The same kernel computing dQ too (launch/bwd_gluon.py: BWD_GLUON_DQ rows come before BWD_GLUON's): candidates
+# until measured
+BWD_GLUON_DQ: dict[str, list[Row]] = {
+    "sm90": [
+        Row(128, Tile(64, 128, 4, 2, reason="candidate: not measured")),
+        Row(64, Tile(64, 128, 4, 2, reason="candidate: not measured")),
+    ],
+}
+
 
 def bwd_preprocess_tile(family: str, block_dv: int) -> Tile:
     """The preprocess kernel (delta = rowsum(dout * out) - dlse): 4096 elements of out and dout
