@@ -1,18 +1,18 @@
 #!/bin/bash
 # Session 30 on one H100: the Gluon backward kernel with dQ (kernels/bwd_gluon.py DQ modes).
-# STEP=1: its GPU tests (every output NaN-poisoned, against float64) and, if they pass, the on / off benchmark:
+# STEP=1: its GPU tests (every output NaN-poisoned, against float64) and the on / off benchmark:
 #   on = the committed tables (BWD_GLUON_DQ candidates: dK, dV and dQ in one kernel), nodq = the Gluon kernel
 #   without dQ plus the dQ kernel, off = the warp-specialised / main dK/dV kernel plus the dQ kernel.
+# STEP=2: the same after the staging tiles were doubled, with d=64 split by head-dim halves as a variant.
 set -x
 export PYTHONPATH=$PWD/src
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$OUT/gpu_$STEP.txt" 2>&1
-if [ "$STEP" = 1 ]; then
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_gluon_bwd.py -k "dq or gradients or chunk" \
-      > "$OUT/h100_gpu_tests_gluon_dq.txt" 2>&1
-  rc=$?
-  echo "rc $rc" >> "$OUT/h100_gpu_tests_gluon_dq.txt"
-  timeout 300 python3 benchmarks/bench_gluon_bwd_ab.py --headdims 64 128 --seqlens 1024 4096 16384 --reps 2 --gqa \
-      --nodq --json "$OUT/h100_gluon_dq_ab.json" > "$OUT/h100_gluon_dq_ab.md" 2>&1
-  echo "rc $?" >> "$OUT/h100_gluon_dq_ab.md"
-fi
+timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_gluon_bwd.py -k "dq or gradients or chunk" \
+    > "$OUT/h100_gpu_tests_gluon_dq_$STEP.txt" 2>&1
+echo "rc $?" >> "$OUT/h100_gpu_tests_gluon_dq_$STEP.txt"
+extra=""
+[ "$STEP" = 2 ] && extra="--tiles dq:64:64:2:2"
+timeout 300 python3 benchmarks/bench_gluon_bwd_ab.py --headdims 64 128 --seqlens 1024 4096 16384 --reps 2 --gqa \
+    --nodq $extra --json "$OUT/h100_gluon_dq_ab_$STEP.json" > "$OUT/h100_gluon_dq_ab_$STEP.md" 2>&1
+echo "rc $?" >> "$OUT/h100_gluon_dq_ab_$STEP.md"
 ls -la "$OUT"

@@ -133,7 +133,7 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
     else:
         dv, dk_tok, dq_tok = _dq_issue(t, ds.to(dtype), q_smem.index(slot), k_half, dv_tok, dk, dq, DQ, WG)
         dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
-        _dq_reduce(dq_acc, dq, start_m, dq_col, DQ, WG)
+        _dq_reduce(t, dq_acc, dq, start_m, dq_col, DQ, WG)
     mbarrier.arrive(q_empty.index(slot), count=1)
     mbarrier.arrive(do_empty.index(slot), count=1)
     return warpgroup_mma_init(dv), warpgroup_mma_init(dk)
@@ -147,11 +147,11 @@ def _dq_issue(t, ds, q_tile, k_half, dv_tok, dk, dq, DQ: gl.constexpr, WG: gl.co
     half] [BLOCK_M, HEAD_DIM / 2] over both consumers' keys -> (dV, dK token, dQ token).
     dq = (ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row): dS^T buffers (HALF_D [2 steps, 2 * ROWS, BLOCK_M],
     OWN_KEYS [2 consumers, ROWS, BLOCK_M]), their barriers (HALF_D: one arrive from each consumer per use), the
-    program's K [2, ROWS, HEAD_DIM], this consumer's fp32 staging tile, the fp32 dQ accumulator's descriptor and
-    the sequence's first row in it."""
+    program's K [2, ROWS, HEAD_DIM], this consumer's fp32 staging tiles [BUFS, BLOCK_M, DQ_COLS], the fp32 dQ
+    accumulator's descriptor and the sequence's first row in it."""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
-    BLOCK_M: gl.constexpr = dq_stage.shape[0]
-    DQ_COLS: gl.constexpr = dq_stage.shape[1]
+    BLOCK_M: gl.constexpr = dq_stage.shape[1]
+    DQ_COLS: gl.constexpr = dq_stage.shape[2]
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                         instr_shape=[16, DQ_COLS, 16])
     zero = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, layout=dq_layout)
@@ -179,21 +179,24 @@ def _dq_issue(t, ds, q_tile, k_half, dv_tok, dk, dq, DQ: gl.constexpr, WG: gl.co
 
 
 @gluon.jit
-def _dq_reduce(dq_acc, dq, start_m, dq_col, DQ: gl.constexpr, WG: gl.constexpr):
-    """Add this step's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through the consumer's staging
-    tile and a TMA reduce-add (rows past the tensor are clipped by TMA; rows past the sequence get zeros: their
-    dS^T columns are masked). dq_col: the query head's first column in the accumulator."""
+def _dq_reduce(t, dq_acc, dq, start_m, dq_col, DQ: gl.constexpr, WG: gl.constexpr):
+    """Add step t's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through one of the consumer's
+    staging tiles (dq_stage [BUFS, BLOCK_M, DQ_COLS]; tile t % BUFS) and a TMA reduce-add (rows past the tensor
+    are clipped by TMA; rows past the sequence get zeros: their dS^T columns are masked). dq_col: the query head's
+    first column in the accumulator."""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
-    DQ_COLS: gl.constexpr = dq_stage.shape[1]
-    tma.store_wait(0)  # the last step's reduce has read the staging tile (the issuing thread) ...
+    BUFS: gl.constexpr = dq_stage.shape[0]
+    DQ_COLS: gl.constexpr = dq_stage.shape[2]
+    tile = dq_stage.index(t % BUFS)
+    tma.store_wait(BUFS - 1)  # the reduce that last read this tile is done reading (the issuing thread) ...
     gl.thread_barrier()  # ... before any thread writes it
-    dq_stage.store(dq_acc)
+    tile.store(dq_acc)
     fence_async_shared()
     gl.thread_barrier()
     col = dq_col
     if DQ == HALF_D:
         col = dq_col + WG * DQ_COLS
-    _reduce_add(dq_desc, [dq_row + start_m, col], dq_stage)
+    _reduce_add(dq_desc, [dq_row + start_m, col], tile)
 
 
 @gluon.jit
@@ -310,7 +313,11 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     dq1 = gl.constexpr(0)
     if DQ != 0:
         DQ_COLS: gl.constexpr = dq_desc.block_type.shape[1]
-        dq_stage = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, DQ_COLS], dq_desc.layout)
+        # two staging tiles per consumer where shared memory allows (a reduce then has a step to read its tile)
+        BUFS: gl.constexpr = 2 if (2 * STAGES * BLOCK_M + 4 * ROWS) * HEAD_DIM * 2 + 4 * BLOCK_M * DQ_COLS * 4 \
+            + 4 * ROWS * BLOCK_M * 2 <= 226 * 1024 else 1
+        stage0 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
+        stage1 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
         if DQ == HALF_D:
             ds_smem = gl.allocate_shared_memory(dtype, [2, 2 * ROWS, BLOCK_M], smem_layout)
@@ -318,8 +325,8 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
             ds_smem = gl.allocate_shared_memory(dtype, [2, ROWS, BLOCK_M], smem_layout)
         for i in gl.static_range(2):
             mbarrier.init(ds_bar.index(i), count=2)  # HALF_D: one arrive from each consumer
-        dq0 = (ds_smem, ds_bar, k_smem, dq_stage.index(0), dq_desc, off_b * seqlen_q)
-        dq1 = (ds_smem, ds_bar, k_smem, dq_stage.index(1), dq_desc, off_b * seqlen_q)
+        dq0 = (ds_smem, ds_bar, k_smem, stage0, dq_desc, off_b * seqlen_q)
+        dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
                      n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0)),

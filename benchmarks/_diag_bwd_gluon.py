@@ -1,0 +1,334 @@
+"""The Hopper dK/dV kernel of the backward in Gluon (Triton 3.6's explicit-layout dialect): a narrow fast path
+of ``bwd.py``'s ``bwd_dkdv`` and ``bwd_ws.py``, for dense calls without options, causal or not.
+
+What Triton's own language cannot say and this kernel does: the exponentials of query block i run while the
+tensor cores compute dP^T(i), and dS^T(i) while they compute dV(i). Per query block each consumer warp group
+issues S^T = K Q^T and dP^T = V dO^T, waits for S^T alone, computes P^T, issues dV += P^T dO, waits for dP^T,
+computes dS^T, issues dK += dS^T Q and waits for both (asynchronous wgmma groups throughout); the two warp
+groups interleave on the tensor cores. (kernels/fwd_gluon.py explains why a ``tl.dot`` cannot stay in flight.)
+
+Partitions (``gl.warp_specialize``): two consumer warp groups of 64 key rows each (the default partition and
+a 4-warp worker) and a producer warp that loads the program's K / V once and Q / dO per query block into a
+STAGES-deep ring through TMA (ready / empty mbarriers per slot; each consumer releases a slot once the
+products that read it retired). Descriptors are made on the host over each tensor's 2-D rows view
+[b * seqlen, cols] (launch/bwd_gluon.py): blocks past a sequence's end read the next sequence's rows, so
+query columns past seqlen_q are masked and key rows past seqlen_k are never stored.
+
+dQ is not computed here: the dQ kernel (``bwd_dq.py``) runs first and writes delta = rowsum(dO * O) - dlse.
+
+Shapes: Q / dO [b, sq, h, d], K / V / dK / dV [b, sk, hk, d]; LSE / Delta [b, h, sq] fp32 (natural-log LSE).
+Key j (a row of this program) is seen by query i (a column) when i < seqlen_q and, CAUSAL, j <= i + limit
+(limit = seqlen_k - seqlen_q + a chunk's diagonal offset). GQA: a program of KV head hk visits the query
+blocks of each of its group's query heads in turn. The launcher (``dkdv_gluon_reason``) asks that every
+query row see a key (its LSE is finite).
+"""
+from triton._C.libtriton import ir
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language._core import builtin
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_init,
+    warpgroup_mma_wait,
+)
+
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+ROWS: gl.constexpr = gl.constexpr(64)  # key rows of one consumer warp group (wgmma's M)
+# DQ (the kernel's dQ mode): 0 no dQ (the dQ kernel computes it); OWN_KEYS each consumer adds dS_half K_half, its
+# 64 keys' share over the whole head dim; HALF_D both consumers share dS^T through shared memory and each adds its
+# half of the head dim over the program's 128 keys (half the reduce traffic and half the accumulator)
+DIAG: gl.constexpr = gl.constexpr(int(__import__("os").environ.get("DIAG", "0")))
+OWN_KEYS: gl.constexpr = gl.constexpr(1)
+HALF_D: gl.constexpr = gl.constexpr(2)
+
+
+@builtin
+def _reduce_add(desc, coord, src, _semantic=None):
+    """TMA reduce-add of the shared-memory tile src into desc's tensor at coord (cp.reduce.async.bulk.tensor, fp32
+    add in L2; a bulk group like a TMA store, waited by ``tma.store_wait``). Triton 3.6's Gluon builder has the op
+    (``create_async_tma_reduce``) but its Hopper module exports no wrapper."""
+    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, desc.handle, coord, src.handle)
+
+
+@gluon.jit
+def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group):
+    """The TMA loads: the program's K / V rows (two 64-row halves each), then for t = 0 .. group * n_iter - 1
+    the Q and dO block of query head h0 + t // n_iter, query block m_first + t % n_iter, into ring slot
+    t % STAGES once both consumers released the block that held it. origin = (q_row, k_row, q_col, k_col,
+    v_col, do_col, q_step, do_step): where this sequence's row 0 and head h0 lie in the descriptors, and the
+    column step from one query head to the next."""
+    k_smem, v_smem, q_smem, do_smem = smem
+    kv_bar, q_ready, do_ready, q_empty, do_empty = bars
+    q_row, k_row, q_col, k_col, v_col, do_col, q_step, do_step = origin
+    STAGES: gl.constexpr = q_smem.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    mbarrier.expect(kv_bar.index(0), 2 * k_desc.block_type.nbytes + 2 * v_desc.block_type.nbytes)
+    for half in gl.static_range(2):
+        row = k_row + n0 + half * ROWS
+        tma.async_copy_global_to_shared(k_desc, [row, k_col], kv_bar.index(0), k_smem.index(half))
+        tma.async_copy_global_to_shared(v_desc, [row, v_col], kv_bar.index(0), v_smem.index(half))
+    for t in range(group * n_iter):
+        g = t // n_iter
+        row = q_row + (m_first + t - g * n_iter) * BLOCK_M
+        slot = t % STAGES
+        use = t // STAGES
+        mbarrier.wait(q_empty.index(slot), (use - 1) & 1, pred=use > 0)
+        mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [row, q_col + g * q_step], q_ready.index(slot), q_smem.index(slot))
+        mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
+        mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(do_desc, [row, do_col + g * do_step], do_ready.index(slot),
+                                        do_smem.index(slot))
+
+
+@gluon.jit
+def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
+          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+    """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
+    dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (and with DQ the dQ
+    share of block t, ``_dq_issue``), wait for all and release the ring slot. state = (dv, dk), the accumulators
+    [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key positions;
+    scores = (qk_scale (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq / dq_col: see
+    ``_dq_issue`` / ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the step made ptxas
+    serialise every wgmma of the loop.)"""
+    q_ready, do_ready, q_empty, do_empty = bars
+    k_half, v_half = kv
+    qk_scale, limit, seqlen_q, seqlen_k = scores
+    dv, dk = state
+    STAGES: gl.constexpr = q_smem.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    dtype: gl.constexpr = q_smem.dtype
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=dv.type.tensor_type.layout, k_width=2)
+    col_layout: gl.constexpr = gl.SliceLayout(0, st_layout)
+    flat: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # a [BLOCK_M] vector spread over the warp group
+    slot = t % STAGES
+    phase = (t // STAGES) & 1
+    cols_c = start_m + gl.arange(0, BLOCK_M, layout=flat)
+    lse_c = gl.load(lse_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M], in place when used
+    delta_c = gl.load(delta_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M]
+    zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
+    mbarrier.wait(q_ready.index(slot), phase)
+    s_tok = warpgroup_mma(k_half, q_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    mbarrier.wait(do_ready.index(slot), phase)
+    dp_tok = warpgroup_mma(v_half, do_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # [ROWS, BLOCK_M] S^T; dP^T in flight
+    p = gl.exp2(s * qk_scale - gl.convert_layout(lse_c * LOG2E, col_layout)[None, :])  # P^T
+    if MASK:
+        cols = start_m + gl.arange(0, BLOCK_M, layout=col_layout)  # [BLOCK_M] query positions
+        ok = (cols < seqlen_q)[None, :]
+        if CAUSAL:
+            ok = ok & (rows[:, None] <= cols[None, :] + limit)
+        if DQ != 0:  # key rows past the sequence (the next one's, or TMA's zeros) must not reach dQ
+            ok = ok & (rows < seqlen_k)[:, None]
+        p = gl.where(ok, p, 0.0)
+    dv_tok = warpgroup_mma(gl.convert_layout(p.to(dtype), a_layout), do_smem.index(slot), dv, is_async=True)
+    dp = warpgroup_mma_wait(num_outstanding=1, deps=[dp_tok])  # [ROWS, BLOCK_M] dP^T; dV in flight
+    ds = p * (dp - gl.convert_layout(delta_c, col_layout)[None, :])  # dS^T (unscaled)
+    if DQ == 0:
+        dk_tok = warpgroup_mma(gl.convert_layout(ds.to(dtype), a_layout), q_smem.index(slot), dk, is_async=True)
+        dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv_tok, dk_tok])
+    else:
+        dv, dk_tok, dq_tok = _dq_issue(t, ds.to(dtype), q_smem.index(slot), k_half, dv_tok, dk, dq, DQ, WG)
+        dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
+        _dq_reduce(dq_acc, dq, start_m, dq_col, DQ, WG)
+    mbarrier.arrive(q_empty.index(slot), count=1)
+    mbarrier.arrive(do_empty.index(slot), count=1)
+    return warpgroup_mma_init(dv), warpgroup_mma_init(dk)
+
+
+@gluon.jit
+def _dq_issue(t, ds, q_tile, k_half, dv_tok, dk, dq, DQ: gl.constexpr, WG: gl.constexpr):
+    """Store dS^T [ROWS, BLOCK_M] (ds, the data dtype) to shared memory, issue dK += dS^T Q from there, wait for dV
+    (dv_tok: its P^T operand's registers are free before the dQ accumulator takes some) and issue this step's dQ
+    share: OWN_KEYS dS K_half [BLOCK_M, HEAD_DIM]; HALF_D (once the other consumer's dS^T is stored too) dS K[:, WG
+    half] [BLOCK_M, HEAD_DIM / 2] over both consumers' keys -> (dV, dK token, dQ token).
+    dq = (ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row): dS^T buffers (HALF_D [2 steps, 2 * ROWS, BLOCK_M],
+    OWN_KEYS [2 consumers, ROWS, BLOCK_M]), their barriers (HALF_D: one arrive from each consumer per use), the
+    program's K [2, ROWS, HEAD_DIM], this consumer's fp32 staging tile, the fp32 dQ accumulator's descriptor and
+    the sequence's first row in it."""
+    ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
+    BLOCK_M: gl.constexpr = dq_stage.shape[0]
+    DQ_COLS: gl.constexpr = dq_stage.shape[1]
+    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                        instr_shape=[16, DQ_COLS, 16])
+    zero = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, layout=dq_layout)
+    if DQ == HALF_D:
+        ds_all = ds_smem.index(t % 2)  # [2 * ROWS, BLOCK_M]: both consumers' dS^T of this step
+        ds_own = ds_all.slice(WG * ROWS, ROWS, dim=0)
+    else:
+        ds_own = ds_smem.index(WG)  # [ROWS, BLOCK_M]
+    ds_own.store(ds)
+    fence_async_shared()
+    gl.thread_barrier()  # every thread's part stored before the products (and the other consumer) read it
+    if DQ == HALF_D:
+        mbarrier.arrive(ds_bar.index(t % 2), count=1)
+    dk_tok = warpgroup_mma(ds_own, q_tile, dk, is_async=True)
+    dv = warpgroup_mma_wait(num_outstanding=1, deps=[dv_tok])  # dK in flight
+    if DQ == HALF_D:
+        if DIAG != 3:
+            mbarrier.wait(ds_bar.index(t % 2), (t // 2) & 1)
+        dq_tok = warpgroup_mma(ds_all.slice(0, ROWS, dim=0).permute((1, 0)),
+                               k_all.index(0).slice(WG * DQ_COLS, DQ_COLS, dim=1), zero, use_acc=False, is_async=True)
+        dq_tok = warpgroup_mma(ds_all.slice(ROWS, ROWS, dim=0).permute((1, 0)),
+                               k_all.index(1).slice(WG * DQ_COLS, DQ_COLS, dim=1), dq_tok, is_async=True)
+    else:
+        dq_tok = warpgroup_mma(ds_own.permute((1, 0)), k_half, zero, use_acc=False, is_async=True)
+    return dv, dk_tok, dq_tok
+
+
+@gluon.jit
+def _dq_reduce(dq_acc, dq, start_m, dq_col, DQ: gl.constexpr, WG: gl.constexpr):
+    """Add this step's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through the consumer's staging
+    tile and a TMA reduce-add (rows past the tensor are clipped by TMA; rows past the sequence get zeros: their
+    dS^T columns are masked). dq_col: the query head's first column in the accumulator."""
+    ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
+    DQ_COLS: gl.constexpr = dq_stage.shape[1]
+    if DIAG != 2:
+        tma.store_wait(0)  # the last step's reduce has read the staging tile (the issuing thread) ...
+        gl.thread_barrier()  # ... before any thread writes it
+        dq_stage.store(dq_acc)
+        fence_async_shared()
+        gl.thread_barrier()
+        col = dq_col
+        if DQ == HALF_D:
+            col = dq_col + WG * DQ_COLS
+        if DIAG != 1:
+            _reduce_add(dq_desc, [dq_row + start_m, col], dq_stage)
+
+
+@gluon.jit
+def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
+              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+    """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
+    u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
+    diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M;
+    the ones between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
+    the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
+    pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_dq_issue``'s, and the group's first query
+    head's first column in the dQ accumulator."""
+    kv_bar, q_ready, do_ready, q_empty, do_empty = bars
+    qk_scale, limit, seqlen_q, seqlen_k = scores
+    dk_ptr, dv_ptr, stride_row, sm_scale = out
+    HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                        instr_shape=[16, BLOCK_M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, HEAD_DIM, 16])
+    rows = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, st_layout))  # [ROWS] key positions
+    dv = warpgroup_mma_init(gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout))
+    dk = warpgroup_mma_init(gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout))
+    # u in [0, a) and [b, n_iter) masked, [a, b) whole for every row of the group
+    a = n_iter * 0
+    if CAUSAL:  # query blocks before the one whose first row sees this group's last key cut the diagonal
+        a = gl.minimum(gl.maximum(gl.cdiv(gl.maximum(first + ROWS - 1 - limit, 0), BLOCK_M) - m_first, 0), n_iter)
+    if DQ != 0:
+        if first + ROWS > seqlen_k:
+            a = n_iter
+    b = gl.minimum(gl.maximum(n_iter - (seqlen_q % BLOCK_M != 0).to(gl.int32), a), n_iter)
+    mbarrier.wait(kv_bar.index(0), 0)
+    state = (dv, dk)
+    ring = (q_ready, do_ready, q_empty, do_empty)
+    for g in range(group):
+        lse_g = lse_ptr + g * l_head
+        delta_g = delta_ptr + g * l_head
+        col_g = dq_col + g * HEAD_DIM
+        t0 = g * n_iter
+        for u in range(0, a):
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+        for u in range(a, b):
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG)
+        for u in range(b, n_iter):
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+    dv, dk = state
+    dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
+    rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
+    cols_o = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+    offs = rows_o.to(gl.int64)[:, None] * stride_row + cols_o[None, :]
+    keep = (rows_o < seqlen_k)[:, None]
+    gl.store(dv_ptr + offs, dv.to(dv_ptr.dtype.element_ty), mask=keep)  # [ROWS, HEAD_DIM]
+    gl.store(dk_ptr + offs, (dk * sm_scale).to(dk_ptr.dtype.element_ty), mask=keep)
+    if DQ != 0:
+        tma.store_wait(0)  # the last reduce has read the staging tile before the program ends
+
+
+@gluon.jit
+def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
+                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                          PRODUCER_REGS: gl.constexpr):
+    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
+    2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
+    dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d] OWN_KEYS,
+    [BLOCK_M, d / 2] HALF_D). strides = (lse (batch, head), dk / dv (batch, row, head) (the same: both allocated
+    alike), head strides of the rows views (q, k, v, do)); sizes = (nheads, group, seqlen_q, seqlen_k,
+    diag_offset); sm_scale fp32."""
+    l_str, g_str, h_str = strides
+    nheads, group, seqlen_q, seqlen_k, diag_offset = sizes
+    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
+    dtype: gl.constexpr = q_desc.dtype
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    n0 = gl.program_id(0) * (2 * ROWS)
+    off_bhk = gl.program_id(1)
+    nheads_k = nheads // group
+    off_b = off_bhk // nheads_k
+    off_hk = off_bhk % nheads_k
+    h0 = off_hk * group  # the group's first query head
+    m_first = 0
+    if CAUSAL:  # the first query block that sees key n0
+        m_first = gl.maximum(n0 - limit, 0) // BLOCK_M
+    n_iter = gl.maximum(gl.cdiv(seqlen_q, BLOCK_M) - m_first, 0)
+    smem_layout: gl.constexpr = q_desc.layout
+    k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
+    v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
+    q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], smem_layout)
+    do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], smem_layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar.index(0), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(do_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=2)  # one arrive from each consumer
+        mbarrier.init(do_empty.index(i), count=2)
+    bars = (kv_bar, q_ready, do_ready, q_empty, do_empty)
+    b64 = off_b.to(gl.int64)
+    lse_ptr = LSE + b64 * l_str[0] + h0 * l_str[1]
+    delta_ptr = Delta + b64 * l_str[0] + h0 * l_str[1]
+    g_off = b64 * g_str[0] + off_hk * g_str[2]
+    out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
+    scores = (sm_scale * LOG2E, limit, seqlen_q, seqlen_k)
+    origin = (off_b * seqlen_q, off_b * seqlen_k, h0 * h_str[0], off_hk * h_str[1], off_hk * h_str[2],
+              h0 * h_str[3], h_str[0], h_str[3])
+    dq0 = gl.constexpr(0)  # (warp_specialize takes no None)
+    dq1 = gl.constexpr(0)
+    if DQ != 0:
+        DQ_COLS: gl.constexpr = dq_desc.block_type.shape[1]
+        dq_stage = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, DQ_COLS], dq_desc.layout)
+        ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        if DQ == HALF_D:
+            ds_smem = gl.allocate_shared_memory(dtype, [2, 2 * ROWS, BLOCK_M], smem_layout)
+        else:
+            ds_smem = gl.allocate_shared_memory(dtype, [2, ROWS, BLOCK_M], smem_layout)
+        for i in gl.static_range(2):
+            mbarrier.init(ds_bar.index(i), count=2)  # HALF_D: one arrive from each consumer
+        dq0 = (ds_smem, ds_bar, k_smem, dq_stage.index(0), dq_desc, off_b * seqlen_q)
+        dq1 = (ds_smem, ds_bar, k_smem, dq_stage.index(1), dq_desc, off_b * seqlen_q)
+    gl.warp_specialize([
+        (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0)),
+        (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1)),
+        (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
+                     n_iter, group)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
