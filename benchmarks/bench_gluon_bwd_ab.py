@@ -32,24 +32,24 @@ _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 def _set(mode) -> None:
     """mode: True / False (the kernel on / off with the committed rows), "nodq" (on, its dQ off: the committed
     dK/dV-only rows and the dQ kernel), "d:block_m:stages" (on without dQ, that tile for head dim d, causal or not)
-    or "dq:d:block_m:stages[:split]" (on with dQ, that tile; split 1 / 2 forces the kernel's DQ mode)."""
+    or "dq:d:block_m:stages[:lag]" (on with dQ, that tile; lag 0 / 1 sets the kernel's LAG)."""
     bwd_gluon.ENABLED = mode is not False
     bwd_gluon.WITH_DQ = mode != "nodq"
-    bwd_gluon.dq_mode = _DQ_MODE
+    bwd_gluon.DQ_LAG = _LAG
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
     if isinstance(mode, str) and mode != "nodq":
         dq = mode.startswith("dq:")
-        d, m, st, *split = (int(x) for x in mode.split(":")[dq:])
+        d, m, st, *lag = (int(x) for x in mode.split(":")[dq:])
         rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
             ([Row(d, Tile(m, 128, 4, st, reason="bench"))], [])
-        if split:
-            bwd_gluon.dq_mode = lambda headdim, split=split[0]: split
+        if lag:
+            bwd_gluon.DQ_LAG = bool(lag[0])
     tiles_bwd.BWD_GLUON["sm90"][:] = rows
     tiles_bwd.BWD_GLUON_DQ["sm90"][:] = dq_rows
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
-_DQ_MODE = bwd_gluon.dq_mode
+_LAG = bwd_gluon.DQ_LAG
 
 
 def _ms(fn) -> float:

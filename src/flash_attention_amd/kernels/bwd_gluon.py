@@ -37,11 +37,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 ROWS: gl.constexpr = gl.constexpr(64)  # key rows of one consumer warp group (wgmma's M)
-# DQ (the kernel's dQ mode): 0 no dQ (the dQ kernel computes it); OWN_KEYS each consumer adds dS_half K_half, its
-# 64 keys' share over the whole head dim; HALF_D both consumers share dS^T through shared memory and each adds its
-# half of the head dim over the program's 128 keys (half the reduce traffic and half the accumulator)
-OWN_KEYS: gl.constexpr = gl.constexpr(1)
-HALF_D: gl.constexpr = gl.constexpr(2)
 
 
 @builtin
@@ -86,18 +81,20 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
 
 @gluon.jit
 def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
-          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr,
+          WG: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
-    dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (and with DQ the dQ
-    share of block t, ``_dq_issue``), wait for all and release the ring slot. state = (dv, dk), the accumulators
-    [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key positions;
-    scores = (qk_scale (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq / dq_col: see
-    ``_dq_issue`` / ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the step made ptxas
-    serialise every wgmma of the loop.)"""
+    dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
+    memory, then this consumer's dQ share of block t, or with LAG of block t - 1), wait for all and release the
+    ring slot. state = (dv, dk, prev): the accumulators [ROWS, HEAD_DIM] fp32 and (start_m, dq_col) of the last
+    block; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key positions; scores = (qk_scale
+    (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq / dq_col (DQ): see ``_ds_share``,
+    ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the step made ptxas serialise every
+    wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
     qk_scale, limit, seqlen_q, seqlen_k = scores
-    dv, dk = state
+    dv, dk, prev = state
     STAGES: gl.constexpr = q_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     dtype: gl.constexpr = q_smem.dtype
@@ -121,94 +118,100 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
         ok = (cols < seqlen_q)[None, :]
         if CAUSAL:
             ok = ok & (rows[:, None] <= cols[None, :] + limit)
-        if DQ != 0:  # key rows past the sequence (the next one's, or TMA's zeros) must not reach dQ
+        if DQ:  # key rows past the sequence (the next one's, or TMA's zeros) must not reach dQ
             ok = ok & (rows < seqlen_k)[:, None]
         p = gl.where(ok, p, 0.0)
     dv_tok = warpgroup_mma(gl.convert_layout(p.to(dtype), a_layout), do_smem.index(slot), dv, is_async=True)
     dp = warpgroup_mma_wait(num_outstanding=1, deps=[dp_tok])  # [ROWS, BLOCK_M] dP^T; dV in flight
     ds = p * (dp - gl.convert_layout(delta_c, col_layout)[None, :])  # dS^T (unscaled)
-    if DQ == 0:
+    if not DQ:
         dk_tok = warpgroup_mma(gl.convert_layout(ds.to(dtype), a_layout), q_smem.index(slot), dk, is_async=True)
         dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv_tok, dk_tok])
     else:
-        dv, dk_tok, dq_tok = _dq_issue(t, ds.to(dtype), q_smem.index(slot), k_half, dv_tok, dk, dq, DQ, WG)
-        dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
-        _dq_reduce(t, dq_acc, dq, start_m, dq_col, DQ, WG)
+        dv, dk_tok = _ds_share(t, ds.to(dtype), q_smem.index(slot), dv_tok, dk, dq, WG)
+        if LAG:  # block t - 1's dQ: the other consumer stored its dS^T a step ago (they need not run in step)
+            dq_tok = _dq_issue(t - 1, t > 0, dq, WG)
+            dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
+            if t > 0:
+                _dq_reduce(t - 1, dq_acc, dq, prev, WG)
+        else:
+            dq_tok = _dq_issue(t, True, dq, WG)
+            dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
+            _dq_reduce(t, dq_acc, dq, (start_m, dq_col), WG)
     mbarrier.arrive(q_empty.index(slot), count=1)
     mbarrier.arrive(do_empty.index(slot), count=1)
-    return warpgroup_mma_init(dv), warpgroup_mma_init(dk)
+    return warpgroup_mma_init(dv), warpgroup_mma_init(dk), (start_m, dq_col)
 
 
 @gluon.jit
-def _dq_issue(t, ds, q_tile, k_half, dv_tok, dk, dq, DQ: gl.constexpr, WG: gl.constexpr):
-    """Store dS^T [ROWS, BLOCK_M] (ds, the data dtype) to shared memory, issue dK += dS^T Q from there, wait for dV
-    (dv_tok: its P^T operand's registers are free before the dQ accumulator takes some) and issue this step's dQ
-    share: OWN_KEYS dS K_half [BLOCK_M, HEAD_DIM]; HALF_D (once the other consumer's dS^T is stored too) dS K[:, WG
-    half] [BLOCK_M, HEAD_DIM / 2] over both consumers' keys -> (dV, dK token, dQ token).
-    dq = (ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row): dS^T buffers (HALF_D [2 steps, 2 * ROWS, BLOCK_M],
-    OWN_KEYS [2 consumers, ROWS, BLOCK_M]), their barriers (HALF_D: one arrive from each consumer per use), the
-    program's K [2, ROWS, HEAD_DIM], this consumer's fp32 staging tiles [BUFS, BLOCK_M, DQ_COLS], the fp32 dQ
-    accumulator's descriptor and the sequence's first row in it."""
+def _ds_share(t, ds, q_tile, dv_tok, dk, dq, WG: gl.constexpr):
+    """Store this consumer's dS^T [ROWS, BLOCK_M] (ds, the data dtype) into dS^T buffer t % NB (rows WG * ROWS ..),
+    tell the other consumer, issue dK += dS^T Q from there and wait for dV (dv_tok: its P^T operand's registers
+    are free before the dQ accumulator takes some) -> (dV, dK token). dq = (ds_smem, ds_bar, k_all, dq_stage,
+    dq_desc, dq_row): the dS^T buffers [NB, 2 * ROWS, BLOCK_M] of both consumers and their barriers (one arrive
+    from each per use), the program's K [2, ROWS, HEAD_DIM], this consumer's fp32 staging tiles [BUFS, BLOCK_M,
+    HEAD_DIM / 2], the fp32 dQ accumulator's descriptor and the sequence's first row in it."""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
+    NB: gl.constexpr = ds_smem.shape[0]
+    ds_own = ds_smem.index(t % NB).slice(WG * ROWS, ROWS, dim=0)
+    ds_own.store(ds)
+    fence_async_shared()
+    gl.thread_barrier()  # every thread's part stored before the products (and the other consumer) read it
+    mbarrier.arrive(ds_bar.index(t % NB), count=1)
+    dk_tok = warpgroup_mma(ds_own, q_tile, dk, is_async=True)
+    dv = warpgroup_mma_wait(num_outstanding=1, deps=[dv_tok])  # dK in flight
+    return dv, dk_tok
+
+
+@gluon.jit
+def _dq_issue(u, ready, dq, WG: gl.constexpr):
+    """Issue this consumer's dQ share of block u: dS(u) K[:, WG half] [BLOCK_M, HEAD_DIM / 2] over both consumers'
+    keys, once both stored dS^T(u) (ready False: u < 0, nothing to wait for; the product's result is unused)
+    -> the dQ token."""
+    ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
+    NB: gl.constexpr = ds_smem.shape[0]
     BLOCK_M: gl.constexpr = dq_stage.shape[1]
     DQ_COLS: gl.constexpr = dq_stage.shape[2]
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                         instr_shape=[16, DQ_COLS, 16])
     zero = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, layout=dq_layout)
-    if DQ == HALF_D:
-        ds_all = ds_smem.index(t % 2)  # [2 * ROWS, BLOCK_M]: both consumers' dS^T of this step
-        ds_own = ds_all.slice(WG * ROWS, ROWS, dim=0)
-    else:
-        ds_own = ds_smem.index(WG)  # [ROWS, BLOCK_M]
-    ds_own.store(ds)
-    fence_async_shared()
-    gl.thread_barrier()  # every thread's part stored before the products (and the other consumer) read it
-    if DQ == HALF_D:
-        mbarrier.arrive(ds_bar.index(t % 2), count=1)
-    dk_tok = warpgroup_mma(ds_own, q_tile, dk, is_async=True)
-    dv = warpgroup_mma_wait(num_outstanding=1, deps=[dv_tok])  # dK in flight
-    if DQ == HALF_D:
-        mbarrier.wait(ds_bar.index(t % 2), (t // 2) & 1)
-        dq_tok = warpgroup_mma(ds_all.slice(0, ROWS, dim=0).permute((1, 0)),
-                               k_all.index(0).slice(WG * DQ_COLS, DQ_COLS, dim=1), zero, use_acc=False, is_async=True)
-        dq_tok = warpgroup_mma(ds_all.slice(ROWS, ROWS, dim=0).permute((1, 0)),
-                               k_all.index(1).slice(WG * DQ_COLS, DQ_COLS, dim=1), dq_tok, is_async=True)
-    else:
-        dq_tok = warpgroup_mma(ds_own.permute((1, 0)), k_half, zero, use_acc=False, is_async=True)
-    return dv, dk_tok, dq_tok
+    buf = (u + NB) % NB
+    mbarrier.wait(ds_bar.index(buf), (u // NB) & 1, pred=ready)
+    ds_all = ds_smem.index(buf)  # [2 * ROWS, BLOCK_M]: both consumers' dS^T of block u
+    dq_tok = warpgroup_mma(ds_all.slice(0, ROWS, dim=0).permute((1, 0)),
+                           k_all.index(0).slice(WG * DQ_COLS, DQ_COLS, dim=1), zero, use_acc=False, is_async=True)
+    return warpgroup_mma(ds_all.slice(ROWS, ROWS, dim=0).permute((1, 0)),
+                         k_all.index(1).slice(WG * DQ_COLS, DQ_COLS, dim=1), dq_tok, is_async=True)
 
 
 @gluon.jit
-def _dq_reduce(t, dq_acc, dq, start_m, dq_col, DQ: gl.constexpr, WG: gl.constexpr):
-    """Add step t's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through one of the consumer's
-    staging tiles (dq_stage [BUFS, BLOCK_M, DQ_COLS]; tile t % BUFS) and a TMA reduce-add (rows past the tensor
-    are clipped by TMA; rows past the sequence get zeros: their dS^T columns are masked). dq_col: the query head's
-    first column in the accumulator."""
+def _dq_reduce(u, dq_acc, dq, where, WG: gl.constexpr):
+    """Add block u's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through staging tile u % BUFS and a
+    TMA reduce-add (rows past the tensor are clipped by TMA; rows past the sequence get zeros: their dS^T columns
+    are masked). where = (start_m, dq_col): the block's first row and its query head's first column."""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
     BUFS: gl.constexpr = dq_stage.shape[0]
     DQ_COLS: gl.constexpr = dq_stage.shape[2]
-    tile = dq_stage.index(t % BUFS)
+    start_m, dq_col = where
+    tile = dq_stage.index(u % BUFS)
     tma.store_wait(BUFS - 1)  # the reduce that last read this tile is done reading (the issuing thread) ...
     gl.thread_barrier()  # ... before any thread writes it
     tile.store(dq_acc)
     fence_async_shared()
     gl.thread_barrier()
-    col = dq_col
-    if DQ == HALF_D:
-        col = dq_col + WG * DQ_COLS
-    _reduce_add(dq_desc, [dq_row + start_m, col], tile)
+    _reduce_add(dq_desc, [dq_row + start_m, dq_col + WG * DQ_COLS], tile)
 
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr, WG: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M;
     the ones between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
     the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
-    pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_dq_issue``'s, and the group's first query
-    head's first column in the dQ accumulator."""
+    pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
+    head's first column in the dQ accumulator; LAG: each step adds the last block's dQ (the last after the loop)."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
     qk_scale, limit, seqlen_q, seqlen_k = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
@@ -225,12 +228,12 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     a = n_iter * 0
     if CAUSAL:  # query blocks before the one whose first row sees this group's last key cut the diagonal
         a = gl.minimum(gl.maximum(gl.cdiv(gl.maximum(first + ROWS - 1 - limit, 0), BLOCK_M) - m_first, 0), n_iter)
-    if DQ != 0:
+    if DQ:
         if first + ROWS > seqlen_k:
             a = n_iter
     b = gl.minimum(gl.maximum(n_iter - (seqlen_q % BLOCK_M != 0).to(gl.int32), a), n_iter)
     mbarrier.wait(kv_bar.index(0), 0)
-    state = (dv, dk)
+    state = (dv, dk, (m_first * 0, dq_col))
     ring = (q_ready, do_ready, q_empty, do_empty)
     for g in range(group):
         lse_g = lse_ptr + g * l_head
@@ -239,33 +242,39 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, LAG, WG)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG)
+                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, LAG, WG)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
-    dv, dk = state
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, LAG, WG)
+    dv, dk, prev = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
+    if DQ:
+        if LAG:
+            last = group * n_iter - 1
+            if last >= 0:
+                dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[_dq_issue(last, True, dq, WG)])
+                _dq_reduce(last, dq_acc, dq, prev, WG)
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
     cols_o = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
     offs = rows_o.to(gl.int64)[:, None] * stride_row + cols_o[None, :]
     keep = (rows_o < seqlen_k)[:, None]
     gl.store(dv_ptr + offs, dv.to(dv_ptr.dtype.element_ty), mask=keep)  # [ROWS, HEAD_DIM]
     gl.store(dk_ptr + offs, (dk * sm_scale).to(dk_ptr.dtype.element_ty), mask=keep)
-    if DQ != 0:
+    if DQ:
         tma.store_wait(0)  # the last reduce has read the staging tile before the program ends
 
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
-                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr):
+                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
-    dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d] OWN_KEYS,
-    [BLOCK_M, d / 2] HALF_D). strides = (lse (batch, head), dk / dv (batch, row, head) (the same: both allocated
+    dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
+    consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv (batch, row, head) (the same: both allocated
     alike), head strides of the rows views (q, k, v, do)); sizes = (nheads, group, seqlen_q, seqlen_k,
     diag_offset); sm_scale fp32."""
     l_str, g_str, h_str = strides
@@ -311,27 +320,25 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
               h0 * h_str[3], h_str[0], h_str[3])
     dq0 = gl.constexpr(0)  # (warp_specialize takes no None)
     dq1 = gl.constexpr(0)
-    if DQ != 0:
+    if DQ:
         DQ_COLS: gl.constexpr = dq_desc.block_type.shape[1]
+        NB: gl.constexpr = 4 if LAG else 2  # dS^T buffers (LAG: a consumer may read block t - 1's at step t + 1)
         # two staging tiles per consumer where shared memory allows (a reduce then has a step to read its tile)
         BUFS: gl.constexpr = 2 if (2 * STAGES * BLOCK_M + 4 * ROWS) * HEAD_DIM * 2 + 4 * BLOCK_M * DQ_COLS * 4 \
-            + 4 * ROWS * BLOCK_M * 2 <= 226 * 1024 else 1
+            + NB * 2 * ROWS * BLOCK_M * 2 <= 226 * 1024 else 1
         stage0 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         stage1 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
-        ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        if DQ == HALF_D:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, 2 * ROWS, BLOCK_M], smem_layout)
-        else:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, ROWS, BLOCK_M], smem_layout)
-        for i in gl.static_range(2):
-            mbarrier.init(ds_bar.index(i), count=2)  # HALF_D: one arrive from each consumer
+        ds_smem = gl.allocate_shared_memory(dtype, [NB, 2 * ROWS, BLOCK_M], smem_layout)
+        ds_bar = gl.allocate_shared_memory(gl.int64, [NB, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(NB):
+            mbarrier.init(ds_bar.index(i), count=2)  # one arrive from each consumer
         dq0 = (ds_smem, ds_bar, k_smem, stage0, dq_desc, off_b * seqlen_q)
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, LAG, 0)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, LAG, 1)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
                      n_iter, group)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

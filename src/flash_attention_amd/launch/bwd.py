@@ -323,8 +323,8 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.ws = plan.gluon = None
     if config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1 and plan.delta_in_dq:
         if not flags["IEEE_DOT"] and dkdv_gluon_reason(arch, q, k, v, params, plan.grad_str[1:]) is None:
-            row, dq_mode = gluon_pick(arch, q, k, params)
-            plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1], dq_mode)
+            row, with_dq = gluon_pick(arch, q, k, params)
+            plan.gluon = plan_dkdv_gluon(q, k, v, params, row.config, plan.lse_str, plan.grad_str[1], with_dq)
     if (config is None and not plan.use_atomic and len(plan.dkdv_kernels) == 1
             and dkdv_ws_reason(arch, q, k, v, params) is None):
         plan.ws = plan_dkdv_ws(q, k, v, params, dkdv_ws_tile(arch, headdim), plan.grad_str[1:], flags["IEEE_DOT"])

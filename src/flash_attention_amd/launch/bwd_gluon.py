@@ -37,16 +37,9 @@ PRODUCER_REGS = 24
 # in one process), not user settings (FLASH_ATTENTION_GLUON=0 is).
 ENABLED = True
 WITH_DQ = True
-
-# the kernel's DQ modes (kernels/bwd_gluon.py)
-OWN_KEYS, HALF_D = 1, 2
-
-
-def dq_mode(headdim: int) -> int:
-    """How the kernel splits the dQ product between its two consumers: d=128 by head-dim halves over the
-    program's 128 keys (HALF_D: a [BLOCK_M, 64] accumulator each, on top of dK / dV's 128 registers); below,
-    each its own 64 keys over the whole head dim (OWN_KEYS: no exchange of dS^T between them)."""
-    return HALF_D if headdim >= 128 else OWN_KEYS
+# the kernel's LAG (each step adds the last block's dQ, so the two consumers need not run in step): a module
+# attribute for the benchmark's A / B
+DQ_LAG = True
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -109,13 +102,13 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     return None
 
 
-def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, int]:
-    """(row, DQ mode) of a call ``dkdv_gluon_reason`` accepted: the kernel with dQ where a BWD_GLUON_DQ row
-    serves, else dK / dV only (mode 0)."""
+def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
+    """(row, with dQ) of a call ``dkdv_gluon_reason`` accepted: the kernel with dQ where a BWD_GLUON_DQ row
+    serves, else dK / dV only."""
     row = gluon_dq_row(arch, q, k, params)
     if row is not None:
-        return row, dq_mode(q.shape[-1])
-    return dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2]), 0
+        return row, True
+    return dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2]), False
 
 
 class DkdvGluonPlan:
@@ -142,16 +135,15 @@ def _dq_descriptor(base, rows: int, cols: int, block_m: int, block_cols: int):
 
 
 def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad_str: tuple,
-                    dq: int = 0) -> DkdvGluonPlan:
+                    dq: bool = False) -> DkdvGluonPlan:
     """lse_str: (batch, head) strides of the fp32 LSE / delta; grad_str: the (batch, row, head) strides of dk / dv;
-    dq: the kernel's DQ mode (0: dK / dV only)."""
+    dq: the kernel computes dQ too."""
     from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
 
     batch, seqlen_q, nheads, d = q.shape
     seqlen_k, nheads_k = k.shape[1], k.shape[2]
     plan = DkdvGluonPlan()
-    plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m,
-                                                          d // 2 if dq == HALF_D else d)
+    plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m, d // 2)
     plan.block_m = cfg.block_m
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
@@ -163,8 +155,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
-    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS)
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), LAG=bool(dq) and DQ_LAG,
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -200,25 +192,23 @@ def compile_specs(arch: str) -> list[CompileSpec]:
     from ..kernels.bwd_gluon import bwd_dkdv_gluon_kernel
 
     specs = []
-    tables = [(row, 0) for row in BWD_GLUON.get(arch, ())] + [(row, dq_mode(row.max_d))
-                                                              for row in BWD_GLUON_DQ.get(arch, ())]
+    tables = [(row, False) for row in BWD_GLUON.get(arch, ())] + [(row, True) for row in BWD_GLUON_DQ.get(arch, ())]
     for (row, dq), dtype in itertools.product(tables, ("bf16", "fp16")):
         cfg, d = row.config, row.max_d
         base = torch.empty(8, 8 * d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16).view(1, 8, 8, d)
         sig = {name: mangle_type(_descriptor(base, (8, 8 * d), rows)) for name, rows in
                (("q_desc", cfg.block_m), ("k_desc", KV_ROWS), ("v_desc", KV_ROWS), ("do_desc", cfg.block_m))}
         acc = torch.empty(8, 8 * d, dtype=torch.float32)
-        sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2 if dq == HALF_D else d)) \
-            if dq else "constexpr"
+        sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         sig.update(LSE="*fp32", Delta="*fp32", DK=f"*{dtype}", DV=f"*{dtype}",
                    strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5, sm_scale="fp32")
         for causal in (False, True) if row.causal is None else (row.causal,):
-            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
+            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, LAG=dq and DQ_LAG, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
-                     f"{' + dQ ' + ('half-d' if dq == HALF_D else 'own-keys') if dq else ''} "
+                     f"{' + dQ' + (' lag' if DQ_LAG else '') if dq else ''} "
                      f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
             specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
                                      label=label, accepted_spills=cfg.spills_ok))
