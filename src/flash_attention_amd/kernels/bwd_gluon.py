@@ -274,9 +274,9 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
-    consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv (batch, row, head) (the same: both allocated
-    alike), head strides of the rows views (q, k, v, do)); sizes = (nheads, group, seqlen_q, seqlen_k,
-    diag_offset); sm_scale fp32."""
+    consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
+    (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
+    (nheads, group, seqlen_q, seqlen_k, diag_offset); sm_scale fp32."""
     l_str, g_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset = sizes
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
