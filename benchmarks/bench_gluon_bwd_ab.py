@@ -117,8 +117,9 @@ def main() -> None:
         on, off = (flop / statistics.median(times[m]) * 1e-9 for m in (True, False))
         diff = [((a.float() - c.float()).norm() / c.float().norm()).item() for a, c in zip(grads[True], grads[False])]
         ext = {m: flop / statistics.median(times[m]) * 1e-9 for m in extra}
-        ext_diff = {m: max(((a.float() - c.float()).norm() / c.float().norm()).item()
-                           for a, c in zip(grads[m], grads[False])) for m in extra}
+        ext_diff = {m: max((((a.float() - c.float()).norm() / c.float().norm()).item()
+                            for a, c in zip(grads[m], grads[False])), key=lambda x: (x != x, x))  # NaN shows
+                    for m in extra}
         cu, f2 = peers["cuDNN"], peers["FA2"]
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
