@@ -1,12 +1,15 @@
 """Repeat the backward of a few calls through each Gluon backward variant and count non-finite gradients (a race
 shows up as an occasional NaN). Variants: lag (the kernel with dQ and LAG), dq (with dQ, no LAG), nodq (the Gluon
-kernel without dQ + the dQ kernel), off (the warp-specialised / main dK/dV kernel + the dQ kernel).
+kernel without dQ + the dQ kernel), off (the warp-specialised / main dK/dV kernel + the dQ kernel), main
+(FLASH_ATTENTION_WARP_SPEC=0: the main dK/dV kernel + the dQ kernel). --forward: the forward instead, through the
+Gluon, warp-specialised (FLASH_ATTENTION_GLUON=0) and main (both off) kernels, each output against the first.
 
     PYTHONPATH=src python benchmarks/check_gluon_bwd_finite.py [--iters 20]
 """
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 
@@ -19,7 +22,8 @@ ROWS, DQ_ROWS = list(tiles_bwd.BWD_GLUON["sm90"]), list(tiles_bwd.BWD_GLUON_DQ["
 
 
 def _set(variant: str, d: int) -> None:
-    bwd_gluon.ENABLED = variant != "off"
+    os.environ["FLASH_ATTENTION_WARP_SPEC"] = "0" if variant == "main" else "1"
+    bwd_gluon.ENABLED = variant not in ("off", "main")
     bwd_gluon.WITH_DQ = variant in ("lag", "dq")
     bwd_gluon.DQ_LAG = variant == "lag"
     tiles_bwd.BWD_GLUON["sm90"][:] = [Row(d, Tile(64, 128, 4, 2))] if variant == "nodq" else ROWS
@@ -30,7 +34,11 @@ def _set(variant: str, d: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--variants", nargs="+", default=["off", "nodq", "dq", "lag"])
+    ap.add_argument("--forward", action="store_true")
     args = ap.parse_args()
+    if args.forward:
+        return forward(args.iters)
     print(f"# {torch.cuda.get_device_name()}: non-finite gradients in {args.iters} backward calls per variant")
     print("| d | causal | shape | variant | calls with NaN dq / dk / dv | max rel diff vs off |")
     print("|---|---|---|---|---|---|")
@@ -43,7 +51,7 @@ def main() -> None:
                 for _ in range(2))
         do = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         ref = None
-        for variant in ("off", "nodq", "dq", "lag"):
+        for variant in args.variants:
             _set(variant, d)
             with fa.use_backend("triton"):
                 out = fa.flash_attn_func(q, k, v, causal=causal)
@@ -58,6 +66,30 @@ def main() -> None:
             print(f"| {d} | {causal} | b={b} s={s} h={h}/{hk} | {variant} | {bad[0]} / {bad[1]} / {bad[2]} | "
                   f"{diff:.1e} |", flush=True)
     _set("off", 128)
+
+
+def forward(iters: int) -> None:
+    print(f"# {torch.cuda.get_device_name()}: forward, {iters} calls per kernel: calls with a non-finite output / "
+          "calls whose output differs from the first call's")
+    print("| d | causal | shape | kernel | non-finite | differ |")
+    print("|---|---|---|---|---|---|")
+    for b, s, h, d, causal in ((4, 4096, 16, 128, False), (1, 16384, 16, 128, False), (16, 1024, 16, 128, False)):
+        g = torch.Generator(device="cuda").manual_seed(s + d)
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+        for kernel, env in (("gluon", ("1", "1")), ("ws", ("0", "1")), ("main", ("0", "0"))):
+            os.environ["FLASH_ATTENTION_GLUON"], os.environ["FLASH_ATTENTION_WARP_SPEC"] = env
+            core.clear_plans()
+            first, bad, differ = None, 0, 0
+            for _ in range(iters):
+                with fa.use_backend("triton"):
+                    out = fa.flash_attn_func(q, k, v, causal=causal)
+                bad += int(not torch.isfinite(out).all())
+                if first is None:
+                    first = out
+                differ += int(not torch.equal(out, first))
+            print(f"| {d} | {causal} | b={b} s={s} h={h} | {kernel} | {bad} | {differ} |", flush=True)
+    os.environ["FLASH_ATTENTION_GLUON"], os.environ["FLASH_ATTENTION_WARP_SPEC"] = "1", "1"
+    core.clear_plans()
 
 
 if __name__ == "__main__":
