@@ -1,7 +1,7 @@
-"""The Gluon dK/dV kernel on and off (launch/bwd_gluon.py ENABLED), same process, same calls: our backward through
-``flash_attn_func`` with the triton backend (off: the warp-specialised or main dK/dV kernel the table picks; the
-dQ kernel is the same either way), with cuDNN's and FA2's (SDPA) backward in the same run, and the gradients of
-the two paths compared.
+"""The Gluon backward kernel on and off (launch/bwd_gluon.py ENABLED), same process, same calls: our backward through
+``flash_attn_func`` with the triton backend (on: the committed BWD_GLUON_DQ / BWD_GLUON rows; off: the
+warp-specialised or main dK/dV kernel and the dQ kernel; --nodq: the Gluon kernel without its dQ, and the dQ
+kernel), with cuDNN's and FA2's (SDPA) backward in the same run, and the gradients of the paths compared.
 
 bf16; TFLOP/s = 2.5 x 4 b h s^2 d (x0.5 causal) / median time of the backward alone (``torch.autograd.grad`` of a
 kept forward, triton.testing.do_bench); on / off alternate (--reps rounds), the table gives the median of the rounds.
@@ -32,24 +32,18 @@ _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 def _set(mode) -> None:
     """mode: True / False (the kernel on / off with the committed rows), "nodq" (on, its dQ off: the committed
     dK/dV-only rows and the dQ kernel), "d:block_m:stages" (on without dQ, that tile for head dim d, causal or not)
-    or "dq:d:block_m:stages[:lag]" (on with dQ, that tile; lag 0 / 1 sets the kernel's LAG)."""
+    or "dq:d:block_m:stages" (on with dQ, that tile)."""
     bwd_gluon.ENABLED = mode is not False
     bwd_gluon.WITH_DQ = mode != "nodq"
-    bwd_gluon.DQ_LAG = _LAG
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
     if isinstance(mode, str) and mode != "nodq":
         dq = mode.startswith("dq:")
-        d, m, st, *lag = (int(x) for x in mode.split(":")[dq:])
+        d, m, st = (int(x) for x in mode.split(":")[dq:])
         rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
             ([Row(d, Tile(m, 128, 4, st, reason="bench"))], [])
-        if lag:
-            bwd_gluon.DQ_LAG = bool(lag[0])
     tiles_bwd.BWD_GLUON["sm90"][:] = rows
     tiles_bwd.BWD_GLUON_DQ["sm90"][:] = dq_rows
     core.clear_plans()  # the choice is made when a call signature is planned
-
-
-_LAG = bwd_gluon.DQ_LAG
 
 
 def _ms(fn) -> float:

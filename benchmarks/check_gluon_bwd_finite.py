@@ -1,8 +1,9 @@
 """Repeat the backward of a few calls through each Gluon backward variant and count non-finite gradients (a race
-shows up as an occasional NaN). Variants: lag (the kernel with dQ and LAG), dq (with dQ, no LAG), nodq (the Gluon
-kernel without dQ + the dQ kernel), off (the warp-specialised / main dK/dV kernel + the dQ kernel), main
-(FLASH_ATTENTION_WARP_SPEC=0: the main dK/dV kernel + the dQ kernel). --forward: the forward instead, through the
-Gluon, warp-specialised (FLASH_ATTENTION_GLUON=0) and main (both off) kernels, each output against the first.
+shows up as an occasional NaN). Variants: dq (the Gluon kernel with dQ), nodq (the Gluon kernel without dQ + the
+dQ kernel), off (the warp-specialised / main dK/dV kernel + the dQ kernel), main (FLASH_ATTENTION_WARP_SPEC=0: the
+main dK/dV kernel + the dQ kernel); session 30's first runs had "lag", a variant of the kernel since removed.
+--forward: the forward instead, through the Gluon, warp-specialised (FLASH_ATTENTION_GLUON=0) and main (both off)
+kernels, each output against the first.
 
     PYTHONPATH=src python benchmarks/check_gluon_bwd_finite.py [--iters 20]
 """
@@ -24,17 +25,16 @@ ROWS, DQ_ROWS = list(tiles_bwd.BWD_GLUON["sm90"]), list(tiles_bwd.BWD_GLUON_DQ["
 def _set(variant: str, d: int) -> None:
     os.environ["FLASH_ATTENTION_WARP_SPEC"] = "0" if variant == "main" else "1"
     bwd_gluon.ENABLED = variant not in ("off", "main")
-    bwd_gluon.WITH_DQ = variant in ("lag", "dq")
-    bwd_gluon.DQ_LAG = variant == "lag"
+    bwd_gluon.WITH_DQ = variant == "dq"
     tiles_bwd.BWD_GLUON["sm90"][:] = [Row(d, Tile(64, 128, 4, 2))] if variant == "nodq" else ROWS
-    tiles_bwd.BWD_GLUON_DQ["sm90"][:] = [Row(d, Tile(64, 128, 4, 2))] if variant in ("lag", "dq") else []
+    tiles_bwd.BWD_GLUON_DQ["sm90"][:] = [Row(d, Tile(64, 128, 4, 2))] if variant == "dq" else []
     core.clear_plans()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--variants", nargs="+", default=["off", "nodq", "dq", "lag"])
+    ap.add_argument("--variants", nargs="+", default=["off", "main", "nodq", "dq"])
     ap.add_argument("--forward", action="store_true")
     args = ap.parse_args()
     if args.forward:

@@ -63,11 +63,13 @@ def ws_any_length(monkeypatch) -> None:
     """Lift the GPU-only length rule of the warp-specialised kernels (launch/fwd_ws.py WS_MIN_SEQLEN, a
     speed choice tested in test_fwd_ws.test_min_seqlen_rule): the tests' calls are short and must reach
     the kernels on an sm90 GPU too. The Gluon forward, which would serve the same forward calls first, is
-    turned off (tests/test_gluon_fwd.py tests it)."""
-    from flash_attention_amd.launch import fwd_ws
+    turned off (tests/test_gluon_fwd.py tests it), and the warp-specialised dK/dV kernel's row put back."""
+    from flash_attention_amd.launch import fwd_ws, tiles_bwd
 
     monkeypatch.setattr(fwd_ws, "WS_MIN_SEQLEN", 0)
     monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
+    # the dK/dV kernel's row, which the table leaves out (launch/tiles_bwd.py BWD_WS), for its tests
+    monkeypatch.setitem(tiles_bwd.BWD_WS, "sm90", [tiles_bwd.WS_BWD_ROW])
 
 
 def spied(module, name: str, fn):

@@ -136,15 +136,14 @@ def any_tile(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=["64:2:1", "64:2:0"], ids=["m64s2-lag", "m64s2"])
+@pytest.fixture(params=["64:2"], ids=["m64s2"])
 def dq_tile(request, monkeypatch):
     """The kernel with dQ (BWD_GLUON_DQ) serving d=64 and d=128, causal or not, from any length, with
-    block_m:stages:LAG as the param; no dK/dV-only row."""
+    block_m:stages as the param; no dK/dV-only row."""
     from flash_attention_amd.launch import tiles_bwd
     from flash_attention_amd.launch.tiles import Row, Tile
 
-    m, st, lag = (int(x) for x in request.param.split(":"))
-    monkeypatch.setattr(bwd_gluon, "DQ_LAG", bool(lag))
+    m, st = (int(x) for x in request.param.split(":"))
     monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [])
     monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(m, 128, 4, st))])
     return request.param

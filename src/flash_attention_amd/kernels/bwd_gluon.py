@@ -81,20 +81,18 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
 
 @gluon.jit
 def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
-          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr,
-          WG: gl.constexpr):
+          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
     dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
-    memory, then this consumer's dQ share of block t, or with LAG of block t - 1), wait for all and release the
-    ring slot. state = (dv, dk, prev): the accumulators [ROWS, HEAD_DIM] fp32 and (start_m, dq_col) of the last
-    block; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key positions; scores = (qk_scale
-    (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq / dq_col (DQ): see ``_ds_share``,
-    ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the step made ptxas serialise every
-    wgmma of the loop.)"""
+    memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
+    the accumulators [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key
+    positions; scores = (qk_scale (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq /
+    dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the
+    step made ptxas serialise every wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
     qk_scale, limit, seqlen_q, seqlen_k = scores
-    dv, dk, prev = state
+    dv, dk = state
     STAGES: gl.constexpr = q_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     dtype: gl.constexpr = q_smem.dtype
@@ -129,18 +127,12 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
         dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv_tok, dk_tok])
     else:
         dv, dk_tok = _ds_share(t, ds.to(dtype), q_smem.index(slot), dv_tok, dk, dq, WG)
-        if LAG:  # block t - 1's dQ: the other consumer stored its dS^T a step ago (they need not run in step)
-            dq_tok = _dq_issue(t - 1, t > 0, dq, WG)
-            dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
-            if t > 0:
-                _dq_reduce(t - 1, dq_acc, dq, prev, WG)
-        else:
-            dq_tok = _dq_issue(t, True, dq, WG)
-            dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
-            _dq_reduce(t, dq_acc, dq, (start_m, dq_col), WG)
+        dq_tok = _dq_issue(t, dq, WG)
+        dk, dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[dk_tok, dq_tok])
+        _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG)
     mbarrier.arrive(q_empty.index(slot), count=1)
     mbarrier.arrive(do_empty.index(slot), count=1)
-    return warpgroup_mma_init(dv), warpgroup_mma_init(dk), (start_m, dq_col)
+    return warpgroup_mma_init(dv), warpgroup_mma_init(dk)
 
 
 @gluon.jit
@@ -164,10 +156,11 @@ def _ds_share(t, ds, q_tile, dv_tok, dk, dq, WG: gl.constexpr):
 
 
 @gluon.jit
-def _dq_issue(u, ready, dq, WG: gl.constexpr):
-    """Issue this consumer's dQ share of block u: dS(u) K[:, WG half] [BLOCK_M, HEAD_DIM / 2] over both consumers'
-    keys, once both stored dS^T(u) (ready False: u < 0, nothing to wait for; the product's result is unused)
-    -> the dQ token."""
+def _dq_issue(t, dq, WG: gl.constexpr):
+    """Issue this consumer's dQ share of block t: dS K[:, WG half] [BLOCK_M, HEAD_DIM / 2] over both consumers'
+    keys, once both stored their dS^T -> the dQ token. (Measured: the consumers wait for each other here every
+    step; letting them drift one step apart, each adding the last block's dQ, gained on some H100 rows and lost on
+    others: benchmarks/results/run27/h100_gluon_dq_ab_3.md.)"""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
     NB: gl.constexpr = ds_smem.shape[0]
     BLOCK_M: gl.constexpr = dq_stage.shape[1]
@@ -175,9 +168,8 @@ def _dq_issue(u, ready, dq, WG: gl.constexpr):
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                         instr_shape=[16, DQ_COLS, 16])
     zero = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, layout=dq_layout)
-    buf = (u + NB) % NB
-    mbarrier.wait(ds_bar.index(buf), (u // NB) & 1, pred=ready)
-    ds_all = ds_smem.index(buf)  # [2 * ROWS, BLOCK_M]: both consumers' dS^T of block u
+    mbarrier.wait(ds_bar.index(t % NB), (t // NB) & 1)
+    ds_all = ds_smem.index(t % NB)  # [2 * ROWS, BLOCK_M]: both consumers' dS^T of block t
     dq_tok = warpgroup_mma(ds_all.slice(0, ROWS, dim=0).permute((1, 0)),
                            k_all.index(0).slice(WG * DQ_COLS, DQ_COLS, dim=1), zero, use_acc=False, is_async=True)
     return warpgroup_mma(ds_all.slice(ROWS, ROWS, dim=0).permute((1, 0)),
@@ -185,15 +177,14 @@ def _dq_issue(u, ready, dq, WG: gl.constexpr):
 
 
 @gluon.jit
-def _dq_reduce(u, dq_acc, dq, where, WG: gl.constexpr):
-    """Add block u's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through staging tile u % BUFS and a
+def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
+    """Add block t's dQ share dq_acc [BLOCK_M, DQ_COLS] fp32 to the accumulator through staging tile t % BUFS and a
     TMA reduce-add (rows past the tensor are clipped by TMA; rows past the sequence get zeros: their dS^T columns
-    are masked). where = (start_m, dq_col): the block's first row and its query head's first column."""
+    are masked). start_m / dq_col: the block's first row and its query head's first column."""
     ds_smem, ds_bar, k_all, dq_stage, dq_desc, dq_row = dq
     BUFS: gl.constexpr = dq_stage.shape[0]
     DQ_COLS: gl.constexpr = dq_stage.shape[2]
-    start_m, dq_col = where
-    tile = dq_stage.index(u % BUFS)
+    tile = dq_stage.index(t % BUFS)
     tma.store_wait(BUFS - 1)  # the reduce that last read this tile is done reading (the issuing thread) ...
     gl.thread_barrier()  # ... before any thread writes it
     tile.store(dq_acc)
@@ -204,14 +195,14 @@ def _dq_reduce(u, dq_acc, dq, where, WG: gl.constexpr):
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr, WG: gl.constexpr):
+              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M;
     the ones between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
     the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
     pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
-    head's first column in the dQ accumulator; LAG: each step adds the last block's dQ (the last after the loop)."""
+    head's first column in the dQ accumulator."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
     qk_scale, limit, seqlen_q, seqlen_k = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
@@ -233,7 +224,7 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
             a = n_iter
     b = gl.minimum(gl.maximum(n_iter - (seqlen_q % BLOCK_M != 0).to(gl.int32), a), n_iter)
     mbarrier.wait(kv_bar.index(0), 0)
-    state = (dv, dk, (m_first * 0, dq_col))
+    state = (dv, dk)
     ring = (q_ready, do_ready, q_empty, do_empty)
     for g in range(group):
         lse_g = lse_ptr + g * l_head
@@ -242,21 +233,15 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, LAG, WG)
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, LAG, WG)
+                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, LAG, WG)
-    dv, dk, prev = state
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+    dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
-    if DQ:
-        if LAG:
-            last = group * n_iter - 1
-            if last >= 0:
-                dq_acc = warpgroup_mma_wait(num_outstanding=0, deps=[_dq_issue(last, True, dq, WG)])
-                _dq_reduce(last, dq_acc, dq, prev, WG)
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
     cols_o = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
     offs = rows_o.to(gl.int64)[:, None] * stride_row + cols_o[None, :]
@@ -269,8 +254,8 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
-                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, LAG: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                          PRODUCER_REGS: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
@@ -322,7 +307,7 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     dq1 = gl.constexpr(0)
     if DQ:
         DQ_COLS: gl.constexpr = dq_desc.block_type.shape[1]
-        NB: gl.constexpr = 4 if LAG else 2  # dS^T buffers (LAG: a consumer may read block t - 1's at step t + 1)
+        NB: gl.constexpr = 2  # dS^T buffers: a consumer writes block t + 1's while the other may still read t's
         # two staging tiles per consumer where shared memory allows (a reduce then has a step to read its tile)
         BUFS: gl.constexpr = 2 if (2 * STAGES * BLOCK_M + 4 * ROWS) * HEAD_DIM * 2 + 4 * BLOCK_M * DQ_COLS * 4 \
             + NB * 2 * ROWS * BLOCK_M * 2 <= 226 * 1024 else 1
@@ -336,9 +321,9 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, LAG, 0)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, LAG, 1)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
                      n_iter, group)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

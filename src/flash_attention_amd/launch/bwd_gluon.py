@@ -37,9 +37,6 @@ PRODUCER_REGS = 24
 # in one process), not user settings (FLASH_ATTENTION_GLUON=0 is).
 ENABLED = True
 WITH_DQ = True
-# the kernel's LAG (each step adds the last block's dQ, so the two consumers need not run in step): a module
-# attribute for the benchmark's A / B
-DQ_LAG = True
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -155,8 +152,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
-    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), LAG=bool(dq) and DQ_LAG,
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -203,12 +200,12 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         sig.update(LSE="*fp32", Delta="*fp32", DK=f"*{dtype}", DV=f"*{dtype}",
                    strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5, sm_scale="fp32")
         for causal in (False, True) if row.causal is None else (row.causal,):
-            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, LAG=dq and DQ_LAG, CONSUMER_REGS=CONSUMER_REGS,
+            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
-                     f"{' + dQ' + (' lag' if DQ_LAG else '') if dq else ''} "
+                     f"{' + dQ' if dq else ''} "
                      f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
             specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
                                      label=label, accepted_spills=cfg.spills_ok))

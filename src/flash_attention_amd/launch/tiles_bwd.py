@@ -490,9 +490,14 @@ BWD = (BWD_PLAIN, BWD_OPTIONS, BWD_DROPOUT, BWD_BIAS, BWD_BIAS_DROPOUT, BWD_WIND
 _WS_BWD_H100 = ("H100, d=128, not causal, whole backward on / off (benchmarks/results/run15/h100_ws_ab.md): "
                 "1.02 / 1.06 / 1.14x at 1k / 4k / 16k, 1.07x b=4 s=4096 h=32, 1.14x GQA 32/8; H200 "
                 "(run16/h200_ws_ab.md): 1.06-1.13x from 2k keys, 1.00x at 1k")
-BWD_WS: dict[str, list[Row]] = {
-    "sm90": [Row(128, Tile(64, 128, 4, 2, reason=_WS_BWD_H100), causal=False)],
-}
+WS_BWD_ROW = Row(128, Tile(64, 128, 4, 2, reason=_WS_BWD_H100), causal=False)
+# Not served since session 30: on an H100 the kernel left NaN in dk and dv in 3 of 15 backward calls of one process
+# (b=4 s=4096 h=16 d=128, not causal; dq, from the dQ kernel, finite), and the same call's on / off benchmark in
+# another process had NaN there too; 0 of 30 in a third process, and the main dK/dV kernel 0 of 30
+# (benchmarks/check_gluon_bwd_finite.py, results/run27/h100_bwd_finite_*.md). Not understood (the kernel makes its
+# TMA descriptors on the device, in per-launch scratch). The Gluon kernel with dQ serves these calls from 4k keys
+# (BWD_GLUON_DQ), the main kernel below; tests/test_bwd_ws.py still runs this one with WS_BWD_ROW.
+BWD_WS: dict[str, list[Row]] = {"sm90": []}
 
 # The Gluon dK/dV kernel (kernels/bwd_gluon.py, sm90): one row per exact head dim; block_n 128 key rows (two
 # consumer warp groups of 64), block_m the query rows of one step, num_warps 4 (the first consumer; the second and
@@ -516,12 +521,26 @@ BWD_GLUON: dict[str, list[Row]] = {
     ],
 }
 
-# The same kernel computing dQ too (launch/bwd_gluon.py: BWD_GLUON_DQ rows come before BWD_GLUON's): candidates
-# until measured
+# The same kernel computing dQ too (launch/bwd_gluon.py; a BWD_GLUON_DQ row comes before a BWD_GLUON one; not for
+# deterministic calls): 5 matrix products a (query block, key block) pair instead of the 7 of the dK/dV + dQ
+# kernels, dQ summed by TMA reduce-adds into an fp32 accumulator that the preprocess kernel zeroes (its extra
+# traffic is why short calls lose). H100, the whole backward, same process, two runs
+# (benchmarks/bench_gluon_bwd_ab.py; results/run27/h100_gluon_dq_ab_2.md and _3.md), against the other kernels
+# (the dK/dV-only Gluon row, the warp-specialised or main dK/dV kernel, and the dQ kernel):
+#   d=128 not causal 0.98-0.99x at 1k, 1.01-1.05x at 4k, 1.08-1.11x at 16k, GQA 32/8 at 4k 1.00-1.04x;
+#   d=128 causal 0.91-0.92x at 1k, 1.09-1.11x at 4k, 1.09-1.14x at 16k, GQA 32/8 1.08-1.09x;
+#   d=64 not causal 0.84x at 1k, 0.97-0.99x at 4k, 1.06-1.08x at 16k; causal 0.86-0.87x, 1.02x, 1.06-1.08x.
+_DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md, _3.md): the whole backward against the other kernels, "
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, Tile(64, 128, 4, 2, reason="candidate: not measured")),
-        Row(64, Tile(64, 128, 4, 2, reason="candidate: not measured")),
+        Row(128, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=128 1.01-1.14x from 4k keys, causal or not, GQA too",
+                      spills_ok=_DQ_H100 + "d=128 1.01-1.14x from 4k keys; ptxas spills 316-428 B of scalars (a few "
+                                           "local accesses a step)"),
+            min_seqlen_k=4096),
+        Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.08x at 16k"),
+            causal=True, min_seqlen_k=4096),
+        Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 not causal 0.97-0.99x at 4k, 1.06-1.08x at 16k"),
+            causal=False, min_seqlen_k=16384),
     ],
 }
 
