@@ -39,17 +39,53 @@ def grad_str(k):
 # --- which calls it takes (CPU) -------------------------------------------------------------------
 
 def test_serves_the_measured_calls():
-    """The table's row: d=128 causal (MHA or GQA) from 2048 queries and keys; the rest measured no faster."""
+    """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 causal from 4096 and not
+    causal from 16384; dK/dV only (BWD_GLUON) d=128 causal from 2048; the rest measured no faster."""
+    causal = params(causal=True)
     for h, hk in ((4, 4), (8, 2)):
-        q, k, v = qkv(2, 2048, 2048, h, hk, device="cpu")
-        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is None
-        assert "not causal" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k))
+        q, k, v = qkv(2, 4096, 4096, h, hk, device="cpu")
+        for p in (causal, params()):
+            assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
+            assert bwd_gluon.gluon_pick("sm90", q, k, p) == (bwd_gluon.gluon_dq_row("sm90", q, k, p), True)
+    q, k, v = qkv(2, 2048, 2048, 4, 4, device="cpu")  # causal 2k: the dK/dV-only row
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, grad_str(k)) is None
+    assert bwd_gluon.gluon_pick("sm90", q, k, causal)[1] is False
+    assert "none from these lengths" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k))
     q, k, v = qkv(1, 2048, 4096, 4, 2, device="cpu")  # bottom-right causal: every row sees a key
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k)) is None
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, grad_str(k)) is None
     q, k, v = qkv(2, 1000, 1000, 4, 4, device="cpu")
-    assert "below 2048" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True), grad_str(k))
-    q, k, v = qkv(2, 2048, 2048, 4, 4, d=64, device="cpu")
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64, causal=True), grad_str(k))
+    assert "below 2048" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, grad_str(k))
+    q, k, v = qkv(1, 4096, 4096, 4, 4, d=64, device="cpu")
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64, causal=True), grad_str(k)) is None
+    assert "no BWD_GLUON / BWD_GLUON_DQ row" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
+    q, k, v = qkv(1, 16384, 16384, 1, 1, d=64, device="cpu")
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k)) is None
+
+
+def test_dq_rules():
+    """The kernel's dQ: not for deterministic calls (its reduce-adds' order varies), not when turned off; a call it
+    declines keeps the dK/dV-only row where one serves."""
+    q, k, v = qkv(1, 4096, 4096, 4, 4, device="cpu")
+    causal = params(causal=True)
+    assert bwd_gluon.gluon_dq_row("sm90", q, k, causal) is not None
+    det = params(causal=True, deterministic=True)
+    assert bwd_gluon.gluon_dq_row("sm90", q, k, det) is None
+    assert bwd_gluon.gluon_pick("sm90", q, k, det)[1] is False  # the dK/dV-only row (causal d=128)
+    assert "deterministic" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(deterministic=True), grad_str(k))
+    assert bwd_gluon.gluon_dq_row(None, q, k, causal) is None
+    q2, k2, _ = qkv(1, 4095, 4095, 4, 4, device="cpu")
+    assert bwd_gluon.gluon_dq_row("sm90", q2, k2, causal) is None
+
+
+def test_dq_plan():
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    q, k, v = qkv(2, 256, 384, 4, 2, device="cpu")
+    cfg = bwd_gluon.gluon_dq_row("sm90", *qkv(1, 4096, 4096, 4, 4, device="cpu")[:2], params()).config
+    plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(), cfg, (4 * 256, 256), k.stride()[:3], True)
+    assert plan.dq_template.base is None
+    assert plan.dq_template.shape == [2 * 256, 4 * 128] and plan.dq_template.block_shape == [cfg.block_m, 64]
+    assert plan.slot.constexprs["DQ"] is True
+    assert bwd_gluon.plan_dkdv_gluon(q, k, v, params(), cfg, (4 * 256, 256), k.stride()[:3]).dq_template is None
 
 
 @pytest.mark.parametrize("change,why", [
@@ -67,10 +103,10 @@ def test_declines_options(change, why):
 def test_declines_other_calls():
     causal = params(causal=True)
     q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm80", q, k, v, causal, grad_str(k))
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason(None, q, k, v, causal, grad_str(k))
+    assert "no BWD_GLUON / BWD_GLUON_DQ row" in bwd_gluon.dkdv_gluon_reason("sm80", q, k, v, causal, grad_str(k))
+    assert "no BWD_GLUON / BWD_GLUON_DQ row" in bwd_gluon.dkdv_gluon_reason(None, q, k, v, causal, grad_str(k))
     q2, k2, v2 = qkv(1, 2048, 2048, 4, 4, d=96, device="cpu")
-    assert "no BWD_GLUON row" in bwd_gluon.dkdv_gluon_reason("sm90", q2, k2, v2, params(96, causal=True),
+    assert "no BWD_GLUON / BWD_GLUON_DQ row" in bwd_gluon.dkdv_gluon_reason("sm90", q2, k2, v2, params(96, causal=True),
                                                               grad_str(k2))
     assert "dtype" in bwd_gluon.dkdv_gluon_reason("sm90", q.float(), k.float(), v.float(), causal, grad_str(k))
     q3, k3, v3 = qkv(1, 2048, 2048, 4, 4, device="cpu")  # a chunk whose offset leaves rows without keys
@@ -113,12 +149,17 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
 
     from flash_attention_amd.tools.check_kernels.compile import attrs_for
 
-    spec = [s for s in bwd_gluon.compile_specs("sm90") if "d=128 causal" in s.label and "bf16" in s.label][0]
-    src = GluonASTSource(fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
-                         attrs=attrs_for(spec.fn, spec.signature, "cuda", True, ()))
-    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(spec.options)).asm["ptx"]
-    assert "wgmma.wait_group.sync.aligned 1;" in ptx
-    assert ptx.count("wgmma.mma_async") >= 8
+    specs = [s for s in bwd_gluon.compile_specs("sm90") if "d=128 causal" in s.label and "bf16" in s.label]
+    assert [" + dQ" in s.label for s in specs] == [False, True]
+    for spec in specs:
+        src = GluonASTSource(fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
+                             attrs=attrs_for(spec.fn, spec.signature, "cuda", True, ()))
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(spec.options)).asm["ptx"]
+        assert "wgmma.wait_group.sync.aligned 1;" in ptx
+        assert ptx.count("wgmma.mma_async") >= 8
+        # with dQ: the TMA reduce-adds (the kernel's own wrapper of the builder's op), one per loop of each consumer
+        assert ptx.count("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add") == (6 if " + dQ" in spec.label
+                                                                                       else 0)
 
 
 # --- against the float64 oracle (sm90 GPU) ------------------------------------------------------
