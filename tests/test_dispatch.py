@@ -153,8 +153,13 @@ def test_explain_names_the_tiles_and_why(monkeypatch):
     drop = text("triton", dropout_p=0.1)
     assert "dQ by atomics" in drop and "dQ by atomics" not in text("triton", dropout_p=0.1, deterministic=True)
     ws = text("triton", causal=False, nheads_k=32, headdim=128, headdim_v=128)
-    # the Gluon forward where it serves (before the warp-specialised one), the warp-specialised dK/dV kernel
-    assert "the Gluon kernel" in ws and "warp-specialised dK/dV kernel" in ws
+    # the Gluon forward where it serves (before the warp-specialised one), the Gluon backward kernel with dQ (the
+    # warp-specialised dK/dV kernel is not served: launch/tiles_bwd.py BWD_WS)
+    assert "the Gluon kernel" in ws and "computing dK, dV and dQ" in ws and "warp-specialised dK/dV" not in ws
+    assert "computing dK, dV and dQ" not in text("triton", causal=False, nheads_k=32, headdim=128, headdim_v=128,
+                                                 deterministic=True)
+    short = text("triton", nheads_k=32, headdim=128, headdim_v=128, seqlen_q=2048, seqlen_k=2048)
+    assert "the Gluon dK/dV kernel" in short and "computing dK, dV and dQ" not in short
     monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
     assert "triton forward: the warp-specialised kernel" in text("triton", causal=False, nheads_k=32, headdim=128,
                                                                  headdim_v=128)
@@ -162,7 +167,7 @@ def test_explain_names_the_tiles_and_why(monkeypatch):
     causal = text("triton", headdim=128, headdim_v=128)
     assert not any(f"triton {p}: the warp-specialised" in causal for p in ("forward", "backward"))
     assert "the Gluon kernel" in causal  # causal: Gluon or the main kernels
-    assert "the Gluon dK/dV kernel" in causal and "the Gluon dK/dV kernel" not in ws  # its row: causal d=128
+    assert "computing dK, dV and dQ" in causal and "the Gluon dK/dV kernel" not in ws
     monkeypatch.setenv("FLASH_ATTENTION_GLUON", "0")
     assert "Gluon" not in text("triton", headdim=128, headdim_v=128)
     monkeypatch.delenv("FLASH_ATTENTION_GLUON")
