@@ -198,3 +198,27 @@ def test_lse_mark_probe_ignores_a_default_device(monkeypatch):
     monkeypatch.setattr(sdpa_backend, "_LSE_SCREEN", [])
     with torch.device("meta"):
         assert sdpa_backend._lse_marks_nan_rows() == plain
+
+
+@pytest.mark.parametrize("where", ["q", "k_all", "k_first"])
+def test_sdpa_cpu_repeated_signature_keeps_nan_rows(where, nan_screen):
+    """A call signature seen before takes the CPU flash op's short path (sdpa_backend._cpu_run, with the screen
+    inlined): a NaN-free call first, then the same signature with NaN must still give NaN rows exactly where the
+    first path gives them, and the finite rows equal to the float64 oracle."""
+    from flash_attention_amd.backends import sdpa_backend
+
+    q, k, v, nan, exact = _nan_case(where, causal=False)
+    clean = [t.nan_to_num(0.0) for t in (q, k, v)]
+    with fa.use_backend("sdpa"):
+        fa.flash_attn_func(*clean)  # plans the signature; the op is found
+        seen = []
+        real = sdpa_backend._cpu_run
+        sdpa_backend._cpu_run = lambda *a: seen.append(1) or real(*a)
+        try:
+            out = fa.flash_attn_func(q, k, v)
+        finally:
+            sdpa_backend._cpu_run = real
+    assert seen == [1]
+    assert torch.isnan(out[nan]).all()
+    ref, _ = attention_ref(q.double(), k.double(), v.double())
+    torch.testing.assert_close(out[exact & ~nan], ref.float()[exact & ~nan], atol=1e-5, rtol=1e-5)

@@ -58,7 +58,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim")
+                 "copy_last_dim", "fixed")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -73,6 +73,10 @@ class Plan:
         self.max_seqlen = max_seqlen  # (max_seqlen_q, max_seqlen_k) as validated
         # q, k or v has a last dim that is not contiguous (its stride is part of the key): copied per call
         self.copy_last_dim = copy_last_dim
+        # the call passes no tensor the params carry and needs no seed (which of them are None is part of the
+        # key): attention() takes the template as it is, without _call_params
+        self.fixed = not problem.is_varlen and not problem.has_alibi and not problem.bias and not problem.has_sinks \
+            and not problem.fp8 and params.dropout_p == 0
 
 
 class _AttentionFn(torch.autograd.Function):
@@ -328,7 +332,8 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     plan = _plan(q, k, v, args, needs_grad)
     if plan.copy_last_dim:  # flash_attn's rule: a last dim that is not contiguous is copied
         q, k, v = (t.contiguous() if t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
-    params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None, attn_bias, sinks, descales)
+    params = plan.params if plan.fixed else _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None,
+                                                         attn_bias, sinks, descales)
     if plan.kernel:
         if needs_grad and plan.lean:
             apply = _OutFn.apply if torch._C._are_functorch_transforms_active() else _APPLY_OUT
