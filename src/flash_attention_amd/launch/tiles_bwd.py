@@ -536,7 +536,7 @@ _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward again
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
         Row(128, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too",
-                      spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; ptxas spills 316-428 B of scalars (a few "
+                      spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; 216-272 B of local memory, scalars (a few "
                                            "local accesses a step)"),
             min_seqlen_k=4096),
         Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k"),
