@@ -1,5 +1,5 @@
-"""The Hopper dK/dV kernel of the backward in Gluon (Triton 3.6's explicit-layout dialect): a narrow fast path
-of ``bwd.py``'s ``bwd_dkdv`` and ``bwd_ws.py``, for dense calls without options, causal or not.
+"""The Hopper backward kernel in Gluon (Triton 3.6's explicit-layout dialect): dK / dV, and with DQ dQ too; a
+narrow fast path of ``bwd.py``'s ``bwd_dkdv`` (and ``bwd_dq``), for dense calls without options, causal or not.
 
 What Triton's own language cannot say and this kernel does: the exponentials of query block i run while the
 tensor cores compute dP^T(i), and dS^T(i) while they compute dV(i). Per query block each consumer warp group
@@ -14,7 +14,12 @@ products that read it retired). Descriptors are made on the host over each tenso
 [b * seqlen, cols] (launch/bwd_gluon.py): blocks past a sequence's end read the next sequence's rows, so
 query columns past seqlen_q are masked and key rows past seqlen_k are never stored.
 
-dQ is not computed here: the dQ kernel (``bwd_dq.py``) runs first and writes delta = rowsum(dO * O) - dlse.
+DQ off: the dQ kernel (``bwd_dq.py``) runs first and writes delta = rowsum(dO * O) - dlse. DQ on: the preprocess
+kernel writes delta and zeroes an fp32 dQ accumulator [b * sq, h * d]; each step the consumers store dS^T in shared
+memory (dK's product reads it there), meet on an mbarrier, and each adds dS K[:, its half of the head dim] over
+both consumers' 128 keys to the accumulator (a staging tile, then a TMA reduce-add; ``_ds_share``, ``_dq_issue``,
+``_dq_reduce``): 5 products a block pair instead of the 7 of this kernel and the dQ kernel. Key rows past seqlen_k
+are then masked too (they would reach dQ).
 
 Shapes: Q / dO [b, sq, h, d], K / V / dK / dV [b, sk, hk, d]; LSE / Delta [b, h, sq] fp32 (natural-log LSE).
 Key j (a row of this program) is seen by query i (a column) when i < seqlen_q and, CAUSAL, j <= i + limit
