@@ -7,6 +7,11 @@ float64 oracle's, dk / dv preallocated NaN, and a spy on the launch proves the k
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -141,25 +146,37 @@ def test_plan_keeps_no_tensor():
 def test_sm90_build_overlaps_the_softmax_with_the_products():
     """The compiled sm90 kernel waits for one product while the next runs (wgmma.wait_group 1) and ptxas keeps the
     products asynchronous (it serialises them when registers run short, which the kernel's waits at each step's
-    end avoid)."""
+    end avoid); the build with dQ has its TMA reduce-adds. Compiled in a fresh process without TRITON_INTERPRET:
+    once the interpreter has run a kernel in a process, Triton's patched language makes a Gluon compile there fail
+    (``'block_argument' object has no attribute 'dtype'``), so an in-process compile depended on test order."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from flash_attention_amd.tools.check_kernels.compile import attrs_for
-
-    specs = [s for s in bwd_gluon.compile_specs("sm90") if "d=128 causal" in s.label and "bf16" in s.label]
-    assert [" + dQ" in s.label for s in specs] == [False, True]
-    for spec in specs:
-        src = GluonASTSource(fn=spec.fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs),
-                             attrs=attrs_for(spec.fn, spec.signature, "cuda", True, ()))
-        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(spec.options)).asm["ptx"]
-        assert "wgmma.wait_group.sync.aligned 1;" in ptx
-        assert ptx.count("wgmma.mma_async") >= 8
+    code = (
+        "import json, triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.experimental.gluon._runtime import GluonASTSource\n"
+        "from flash_attention_amd.launch import bwd_gluon\n"
+        "from flash_attention_amd.tools.check_kernels.compile import attrs_for\n"
+        "out = []\n"
+        "for s in bwd_gluon.compile_specs('sm90'):\n"
+        "    if 'd=128 causal' not in s.label or 'bf16' not in s.label:\n"
+        "        continue\n"
+        "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
+        "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
+        "    ptx = triton.compile(src, target=GPUTarget('cuda', 90, 32), options=dict(s.options)).asm['ptx']\n"
+        "    out.append((' + dQ' in s.label, 'wgmma.wait_group.sync.aligned 1;' in ptx,\n"
+        "                ptx.count('wgmma.mma_async'),\n"
+        "                ptx.count('cp.reduce.async.bulk.tensor.2d.global.shared::cta.add')))\n"
+        "print(json.dumps(out))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    builds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [b[0] for b in builds] == [False, True]
+    for dq, waits_one, products, reduces in builds:
+        assert waits_one
+        assert products >= 8
         # with dQ: the TMA reduce-adds (the kernel's own wrapper of the builder's op), one per loop of each consumer
-        assert ptx.count("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add") == (6 if " + dQ" in spec.label
-                                                                                       else 0)
+        assert reduces == (6 if dq else 0)
 
 
 # --- against the float64 oracle (sm90 GPU) ------------------------------------------------------
