@@ -89,6 +89,20 @@ def spied(module, name: str, fn):
         setattr(module, name, real)
 
 
+def run_fresh(code: str, timeout: int = 600) -> str:
+    """Run Python code in a fresh process without TRITON_INTERPRET -> its stdout (the test fails on a non-zero exit,
+    with the end of its stderr). For Gluon compiles: once Triton's interpreter has run a kernel in a process, a Gluon
+    compile in that process fails (``'block_argument' object has no attribute 'dtype'``)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def attn_params(d=128, **kw):
     """AttnParams of a call at head dim d (softmax scale d^-1/2) with the options in kw; causal sets the right bound
     to 0, as the public API normalises it."""

@@ -8,14 +8,11 @@ float64 oracle's, dk / dv preallocated NaN, and a spy on the launch proves the k
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from helpers import DEVICE, ON_SM90, attn_params, rel_err, spied
+from helpers import DEVICE, ON_SM90, attn_params, rel_err, run_fresh, spied
 
 pytest.importorskip("triton")
 
@@ -167,10 +164,7 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "                ptx.count('wgmma.mma_async'),\n"
         "                ptx.count('cp.reduce.async.bulk.tensor.2d.global.shared::cta.add')))\n"
         "print(json.dumps(out))\n")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    builds = json.loads(done.stdout.strip().splitlines()[-1])
+    builds = json.loads(run_fresh(code).strip().splitlines()[-1])
     assert [b[0] for b in builds] == [False, True]
     for dq, waits_one, products, reduces in builds:
         assert waits_one

@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from helpers import DEVICE, ON_SM90, assert_matches, attn_params, rel_err, spied
+from helpers import DEVICE, ON_SM90, assert_matches, attn_params, rel_err, run_fresh, spied
 
 pytest.importorskip("triton")
 
@@ -209,9 +209,6 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     no local memory (spills), wgmma on the tensor cores; and the d=128 causal build's PTX has a
     ``wgmma.wait_group 1`` (QK^T retired while P V stays in flight: the overlap this kernel exists for)."""
     import json
-    import os
-    import subprocess
-    import sys
 
     from flash_attention_amd.tools import check_kernels as ck
 
@@ -236,10 +233,8 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
         "ck = triton.compile(GluonASTSource(s.fn, dict(s.signature), dict(s.constexprs)),\n"
         "                    target=GPUTarget('cuda', 90, 32), options=dict(s.options))\n"
         "print(sorted(set(re.findall(r'wgmma.wait_group.sync.aligned (\\d+)', ck.asm['ptx']))))\n")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "'1'" in done.stdout, done.stdout
+    out = run_fresh(code, timeout=300)
+    assert "'1'" in out, out
 
 
 # --- exactness on an sm90 GPU ----------------------------------------------------------------------
