@@ -165,6 +165,24 @@ def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
     assert not fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0)).host
 
 
+def test_persistent_rule(monkeypatch):
+    """Dense calls without a mask (every tile the same work) run persistent programs: a grid of at most one
+    program per SM (the CPU's stand-in: 4); causal calls, windows and varlen keep a program per tile."""
+    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    row = fwd_gluon.gluon_row("sm90", 128, False)
+    plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
+    assert plan.hd_slot.constexprs["PERSISTENT"] and plan.hd_grid == (4, 1, 1) and plan.grid == (16, 8, 1)
+    assert plan.hd_tail[-1] == 16 * 8  # the tiles
+    assert fwd_gluon.persistent((False, False, True, True), False)  # softcap, ALiBi: the same work per tile
+    for flags, varlen in (((False, True, False, False), False), ((True, True, False, False), False),
+                          ((True, False, False, False), False), ((False, False, False, False), True)):
+        assert not fwd_gluon.persistent(flags, varlen), (flags, varlen)
+    causal = fwd_gluon.plan_gluon(q, k, v, params(causal=True), row.config, (0, 0, 0), (0, 0))
+    assert not causal.hd_slot.constexprs["PERSISTENT"] and causal.hd_grid == causal.grid
+    monkeypatch.setattr(fwd_gluon, "PERSISTENT_PLAIN", False)
+    assert not fwd_gluon.persistent((False, False, False, False), False)
+
+
 def test_env_turns_it_off(monkeypatch):
     q, k, v = qkv(1, 2048, 2048, 2, 2, torch.bfloat16, device="cpu")
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(), False) is None
@@ -216,11 +234,14 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     rc = ck.main(["--arch", "sm90", "--kernel", "fwd_gluon", "--jobs", "2", "--json", str(path)])
     rows = json.loads(path.read_text())["rows"]
     # per row: bf16 / fp16, causal or not where the row serves both (the options rows: every option at once),
-    # descriptors made on the device / on the host
-    # (the host-made ones dense and varlen)
+    # descriptors made on the device / on the host (the host-made ones dense and varlen; dense plain calls run
+    # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
     assert rc == 0 and len(rows) == (variants + len(tiles.FWD_GLUON_OPTIONS["sm90"])) * 2 * 3
-    assert {r["label"].split(" s2 ", 1)[1] for r in rows} == {"device-desc", "host-desc", "host-desc varlen"}
+    kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
+    assert kinds == {("plain", "device-desc"), ("plain", "host-desc persistent"), ("plain", "host-desc varlen"),
+                     ("causal", "device-desc"), ("causal", "host-desc"), ("causal", "host-desc varlen"),
+                     ("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
     for r in rows:
         assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
         assert any(name.startswith("wgmma") for name in r["matrix"]), r
@@ -290,6 +311,30 @@ def test_matches_reference(any_length, b, sq, sk, h, hk, d, causal, dtype):
     ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=causal)
     lo, _ = attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=causal)
     assert_matches(out, ro, lo)
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("b,s,h,hk,d", [
+    (3, 1000, 23, 23, 128),  # 8 x 69 = 552 tiles: most programs take 5 tiles, some 4; partial last blocks
+    (5, 640, 18, 6, 256),    # 5 x 90 = 450 tiles, GQA
+    (1, 128, 7, 7, 128),     # fewer tiles than programs
+])
+def test_persistent_programs_take_every_tile(any_length, b, s, h, hk, d):
+    """Plain dense calls (host-made descriptors) run one program per SM, each taking every P-th tile; with more
+    tiles than programs each program's ring, Q slot and barriers carry from one tile to the next."""
+    if not any_length:
+        pytest.skip("persistent programs take the host-made descriptors only")
+    q, k, v = qkv(b, s, s, h, hk, torch.bfloat16, d=d)
+    p = params(d)
+    plan = launch.plan_forward(q, k, v, p)
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    tiles_ = -(-s // 128) * b * h
+    assert plan.gluon.hd_grid == (min(tiles_, sms), 1, 1) and plan.gluon.hd_slot.constexprs["PERSISTENT"]
+    out, lse = run_gluon(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale)[0])
     assert rel_err(lse, rl) < 1e-3
 
 

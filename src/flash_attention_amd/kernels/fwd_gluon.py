@@ -76,36 +76,50 @@ def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS:
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, j_lo, n_blocks):
-    """The TMA loads: Q's two 64-row halves, then key blocks j_lo .. j_lo + n_blocks - 1 (the t-th into ring
-    slot t % STAGES once both consumers released the block that held it). bars = (q, k_ready, v_ready,
-    k_empty, v_empty); origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies
-    in the descriptors (zeros for the per-(sequence, head) descriptors made on the device)."""
-    q_bar, k_ready, v_ready, k_empty, v_empty = bars
-    q_row, k_row, q_col, k_col, v_col = origin
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
+              FLAGS: gl.constexpr, DESCENDING: gl.constexpr, HOST: gl.constexpr):
+    """The TMA loads of the program's tiles (``_tiles``): per tile Q's two 64-row halves (once both consumers
+    released the last tile's), then its key blocks j_lo .. j_lo + n_blocks - 1, the g-th block of the program into
+    ring slot g % STAGES once both consumers released the block that held it. bars = (q, q_empty, k_ready,
+    v_ready, k_empty, v_empty)."""
+    q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     STAGES: gl.constexpr = k_smem.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [q_row + start_m, q_col], q_bar.index(0), q_smem.index(0))
-    tma.async_copy_global_to_shared(q_desc, [q_row + start_m + ROWS, q_col], q_bar.index(0), q_smem.index(1))
-    for t in range(n_blocks):
-        slot = t % STAGES
-        use = t // STAGES
-        row = k_row + (j_lo + t) * BLOCK_N
-        mbarrier.wait(k_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [row, k_col], k_ready.index(slot), k_smem.index(slot))
-        mbarrier.wait(v_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc, [row, v_col], v_ready.index(slot), v_smem.index(slot))
+    tile0, n_tiles, tile_step, nblocks_m = sched
+    base = 0  # key blocks the program loaded before this tile
+    done = 0  # tiles the program loaded before this one
+    for i in range(n_tiles):
+        work = _work(tile0 + i * tile_step, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, DESCENDING,
+                     HOST)
+        start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
+        if start_m < seqlen_q_t:
+            q_row, k_row, q_col, k_col, v_col = origin
+            mbarrier.wait(q_empty.index(0), (done - 1) & 1, pred=done > 0)
+            mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [q_row + start_m, q_col], q_bar.index(0), q_smem.index(0))
+            tma.async_copy_global_to_shared(q_desc, [q_row + start_m + ROWS, q_col], q_bar.index(0),
+                                            q_smem.index(1))
+            for t in range(n_blocks):
+                g = base + t
+                slot = g % STAGES
+                use = g // STAGES
+                row = k_row + (j_lo + t) * BLOCK_N
+                mbarrier.wait(k_empty.index(slot), (use - 1) & 1, pred=use > 0)
+                mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(k_desc, [row, k_col], k_ready.index(slot), k_smem.index(slot))
+                mbarrier.wait(v_empty.index(slot), (use - 1) & 1, pred=use > 0)
+                mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(v_desc, [row, v_col], v_ready.index(slot), v_smem.index(slot))
+            base += n_blocks
+            done += 1
 
 
 @gluon.jit
 def _step(t, state, q, k_smem, v_smem, bars, scores, rows, cols, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
-    """The t-th key block (t >= 1; cols [BLOCK_N] its key positions): issue QK^T(t) and PV(t - 1), wait for the
-    first, softmax(t) while the second runs, then wait for it and rescale. state = (acc [ROWS, HEAD_DIM] fp32,
-    m, l, P(t - 1) as wgmma's A operand)."""
-    q_bar, k_ready, v_ready, k_empty, v_empty = bars
+    """The program's t-th key block (its ring position; not the tile's first; cols [BLOCK_N] its key positions):
+    issue QK^T(t) and PV(t - 1), wait for the first, softmax(t) while the second runs, then wait for it and rescale.
+    state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(t - 1) as wgmma's A operand)."""
+    q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     acc, m_i, l_i, p_prev = state
     STAGES: gl.constexpr = k_smem.shape[0]
     row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
@@ -125,13 +139,14 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, cols, s_zero, MASK: g
 
 
 @gluon.jit
-def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
-              FLAGS: gl.constexpr):
-    """One warp group: query rows first .. first + 63 (q: their tile in shared memory); out_ptr / lse_ptr
-    point at this (sequence, head)'s row 0. Of the program's key blocks j_lo .. j_lo + n_blocks - 1, those
-    that cut one of these rows' windows or pass seqlen_k take the mask: a range at the start (MASK_LEFT) and
-    one at the end; the blocks between run unmasked."""
-    q_bar, k_ready, v_ready, k_empty, v_empty = bars
+def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
+                   base, done, FLAGS: gl.constexpr):
+    """One warp group, one tile: query rows first .. first + 63 (q: their tile in shared memory); out_ptr /
+    lse_ptr point at this (sequence, head)'s row 0; base: the key blocks the program consumed before this tile,
+    done: its tiles before this one. Of the tile's key blocks j_lo .. j_lo + n_blocks - 1, those that cut one of
+    these rows' windows or pass seqlen_k take the mask: a range at the start (MASK_LEFT) and one at the end; the
+    blocks between run unmasked."""
+    q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
@@ -163,10 +178,11 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
     a = gl.minimum(gl.maximum(full_lo - j_lo, 1), n_blocks)
     b = gl.minimum(gl.maximum(full_hi - j_lo, a), n_blocks)
 
-    mbarrier.wait(q_bar.index(0), 0)
-    mbarrier.wait(k_ready.index(0), 0)
-    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
-    mbarrier.arrive(k_empty.index(0), count=1)
+    mbarrier.wait(q_bar.index(0), done & 1)
+    slot0 = base % STAGES
+    mbarrier.wait(k_ready.index(slot0), (base // STAGES) & 1)
+    s = warpgroup_mma(q, k_smem.index(slot0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
+    mbarrier.arrive(k_empty.index(slot0), count=1)
     cols = j_lo * BLOCK_N + offs_n
     if (j_lo < full_lo) | (j_lo >= full_hi):
         p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, True, FLAGS)
@@ -175,17 +191,18 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
     # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
     for t in range(1, a):
-        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
-                      True, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
+                      s_zero, True, FLAGS)
     for t in range(a, b):
-        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
-                      False, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
+                      s_zero, False, FLAGS)
     for t in range(b, n_blocks):
-        state = _step(t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n, s_zero,
-                      True, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
+                      s_zero, True, FLAGS)
     acc, m_i, l_i, p_prev = state
-    last = (n_blocks - 1) % STAGES
-    mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
+    mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
+    last = (base + n_blocks - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((base + n_blocks - 1) // STAGES) & 1)
     acc = warpgroup_mma(p_prev, v_smem.index(last), acc)
     mbarrier.arrive(v_empty.index(last), count=1)
 
@@ -198,71 +215,121 @@ def _consumer(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqle
 
 
 @gluon.jit
-def _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b, off_h,
-             q_row0, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-             PRODUCER_REGS: gl.constexpr):
-    """Shared memory, barriers, the key blocks and the three partitions of one program (query rows
-    start_m .. + 127 of sequence off_b, head off_h). sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset,
-    stride_alibi), the lengths this sequence's; scores = (sm_scale, softcap, window_left, window_right); q_row0:
-    the sequence's first row in Out and Lse (varlen; else 0)."""
+def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
+              FLAGS: gl.constexpr, DESCENDING: gl.constexpr, HOST: gl.constexpr):
+    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
+    sm_scale, softcap, window_left, window_right = scores
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    tile0, n_tiles, tile_step, nblocks_m = sched
+    base = 0
+    done = 0
+    for i in range(n_tiles):
+        work = _work(tile0 + i * tile_step, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, DESCENDING,
+                     HOST)
+        start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
+        if start_m < seqlen_q_t:
+            slope = 0.0
+            if Alibi is not None:
+                slope = gl.load(Alibi + off_b * stride_alibi + off_h)
+            b64 = off_b.to(gl.int64)
+            out_ptr = Out + b64 * o_str[0] + out_row0 * o_str[1] + off_h * o_str[2]  # out_row0: int64
+            lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + out_row0
+            sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k_t)
+            _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + half * ROWS, seqlen_q_t, sc,
+                           j_lo, n_blocks, base, done, FLAGS)
+            base += n_blocks
+            done += 1
+
+
+@gluon.jit
+def _work(tile, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAGS: gl.constexpr,
+          DESCENDING: gl.constexpr, HOST: gl.constexpr):
+    """What tile ``tile`` computes (the same in every partition): query rows start_m .. + 127 of sequence off_b,
+    head off_h; the sequence's seqlen_q / seqlen_k (varlen: from CuSeqlens) and limit (query i sits at key
+    i + limit); its key blocks j_lo .. j_lo + n_blocks - 1 (those some row sees); origin = (q_row, k_row, q_col,
+    k_col, v_col): where this (sequence, head)'s row 0 lies in the descriptors (HOST: the host-made ones over all
+    rows; else zeros, the per-(sequence, head) descriptors made on the device); out_row0 (int64): its first row in
+    Out and Lse (varlen; else 0). Tiles: the query blocks of one head are neighbours (they share K / V in L2);
+    DESCENDING: each head's last query block first (causal: the blocks with the most keys start first, the light
+    ones fill the tail)."""
+    nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
-    dtype: gl.constexpr = q_desc.dtype
-    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = 2 * ROWS
-    hi = seqlen_k  # keys [lo, hi) are those some row of the program sees
+    block = tile % nblocks_m
+    off_bh = tile // nblocks_m
+    if DESCENDING:
+        block = nblocks_m - 1 - block
+    off_h = off_bh % nheads
+    off_b = off_bh // nheads
+    off_hk = off_h // group
+    start_m = block * BLOCK_M
+    zero = off_b * 0
+    out_row0 = zero.to(gl.int64)
+    q_row0 = zero
+    k_row0 = zero
+    if CuSeqlens is not None:
+        q_row0 = gl.load(CuSeqlens + off_b)
+        seqlen_q = gl.load(CuSeqlens + off_b + 1) - q_row0
+        seqlen_k = seqlen_q
+        k_row0 = q_row0
+        out_row0 = q_row0.to(gl.int64)
+    elif HOST:
+        q_row0 = off_b * seqlen_q
+        k_row0 = off_b * seqlen_k
+    if HOST:
+        origin = (q_row0, k_row0, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
+    else:
+        origin = (zero, zero, zero, zero, zero)
+    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
+    hi = seqlen_k  # keys [lo, hi) are those some row of the tile sees
     if MASK_RIGHT:
         hi = gl.minimum(hi, start_m + BLOCK_M + limit + window_right)
     j_lo = 0
     if MASK_LEFT:
         j_lo = gl.maximum(start_m + limit - window_left, 0) // BLOCK_N
     n_blocks = gl.cdiv(hi, BLOCK_N) - j_lo
-    slope = 0.0
-    if Alibi is not None:
-        slope = gl.load(Alibi + off_b * stride_alibi + off_h)
+    return start_m, off_b, off_h, seqlen_q, seqlen_k, limit, j_lo, n_blocks, origin, out_row0
+
+
+@gluon.jit
+def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, DESCENDING: gl.constexpr,
+             HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Shared memory, barriers and the three partitions of one program, which computes the tiles that
+    sched = (tile0, n_tiles, tile_step, nblocks_m) names: tile0 + i * tile_step for i < n_tiles (``_work``).
+    sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
+    window_left, window_right)."""
+    dtype: gl.constexpr = q_desc.dtype
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     smem: gl.constexpr = q_desc.layout
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     q_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar.index(0), count=1)
+    mbarrier.init(q_empty.index(0), count=2)  # one arrive from each consumer
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)  # one arrive from each consumer
+        mbarrier.init(k_empty.index(i), count=2)
         mbarrier.init(v_empty.index(i), count=2)
-    bars = (q_bar, k_ready, v_ready, k_empty, v_empty)
-    b64 = off_b.to(gl.int64)
-    out_ptr = Out + b64 * o_str[0] + q_row0 * o_str[1] + off_h * o_str[2]  # q_row0: int64
-    lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + q_row0
-    sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k)
+    bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize([
-        (_consumer, (q_smem.index(0), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m, seqlen_q, sc,
-                     j_lo, n_blocks, FLAGS)),
-        (_consumer, (q_smem.index(1), k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + ROWS, seqlen_q, sc,
-                     j_lo, n_blocks, FLAGS)),
-        (_producer, (q_desc, k_desc, v_desc, origin, q_smem, k_smem, v_smem, bars, start_m, j_lo, n_blocks)),
+        (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, DESCENDING, HOST)),
+        (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, DESCENDING, HOST)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
+                     FLAGS, DESCENDING, HOST)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
-
-
-@gluon.jit
-def _program(nheads, group, DESCENDING: gl.constexpr):
-    """This program's first query row, sequence, query head and KV head (grid: query blocks, b * h; the query
-    blocks of one head are neighbours, so they share K / V in L2). DESCENDING: the last query block first (causal:
-    the blocks with the most keys start first, the light ones fill the tail)."""
-    off_bh = gl.program_id(1)
-    off_h = off_bh % nheads
-    block = gl.program_id(0)
-    if DESCENDING:
-        block = gl.num_programs(0) - 1 - block
-    return block * (2 * ROWS), off_bh // nheads, off_h, off_h // group
 
 
 @gluon.jit
@@ -270,15 +337,17 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
                           DESCENDING: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
-    strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h); 4 warps (the first consumer) plus the workers.
-    strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes = (nheads,
-    group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left, window_right);
-    Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI);
-    DESCENDING: program order (``_program``)."""
+    strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h), a tile a program; 4 warps (the first consumer) plus
+    the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
+    (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left,
+    window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT,
+    SOFTCAP, ALIBI); DESCENDING: the tile order (``_work``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m, off_b, off_h, off_hk = _program(nheads, group, DESCENDING)
-    b64 = off_b.to(gl.int64)
+    off_bh = gl.program_id(1)
+    off_h = off_bh % nheads
+    b64 = (off_bh // nheads).to(gl.int64)
+    off_hk = off_h // group
     smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     q_desc = tma.make_tensor_descriptor(Q + b64 * q_str[0] + off_h * q_str[2], [seqlen_q, HEAD_DIM], [q_str[1], 1],
                                         [ROWS, HEAD_DIM], smem)
@@ -286,14 +355,17 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                                         [k_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
     v_desc = tma.make_tensor_descriptor(V + b64 * v_str[0] + off_hk * v_str[2], [seqlen_k, HEAD_DIM],
                                         [v_str[1], 1], [BLOCK_N, HEAD_DIM], smem)
-    _forward(q_desc, k_desc, v_desc, (0, 0, 0, 0, 0), Out, Lse, Alibi, o_str, l_str, sizes, scores, start_m, off_b,
-             off_h, b64 * 0, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
+    nblocks_m = gl.num_programs(0)
+    sched = (off_bh * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
+    _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, None, o_str, l_str, (0, 0, 0), sizes, scores, sched,
+             BLOCK_N, STAGES, FLAGS, DESCENDING, False, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
-def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores,
+def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores, tiles,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                             DESCENDING: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                             DESCENDING: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                             PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
@@ -302,19 +374,17 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens,
     (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi, FLAGS and DESCENDING as
     in ``attn_fwd_gluon_kernel``. CuSeqlens (varlen, [b + 1] int32, None when dense): the sequences' first
     rows, the same for queries and keys (self-attention over packed sequences; the launcher asks it), and
-    sizes' seqlen_q / seqlen_k are then unused; a program past its sequence's end does nothing."""
+    sizes' seqlen_q / seqlen_k are then unused; a tile past its sequence's end does nothing.
+    PERSISTENT (dense calls): a grid (P,) of programs, each taking tiles pid, pid + P, ... < tiles (the number of
+    (query block, sequence x head) tiles), so that the next tile's loads overlap the end of this one; else the
+    grid (query blocks, b * h), a tile a program (tiles unused)."""
     o_str, l_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
-    start_m, off_b, off_h, off_hk = _program(nheads, group, DESCENDING)
-    if CuSeqlens is not None:
-        row0 = gl.load(CuSeqlens + off_b)
-        seqlen_q = gl.load(CuSeqlens + off_b + 1) - row0
-        seqlen_k = seqlen_q
-        q_row0, k_row0, out_row0 = row0, row0, row0.to(gl.int64)
+    if PERSISTENT:
+        pid = gl.program_id(0)
+        step = gl.num_programs(0)
+        sched = (pid, gl.cdiv(tiles - pid, step), step, gl.cdiv(sizes[2], 2 * ROWS))
     else:
-        q_row0, k_row0, out_row0 = off_b * seqlen_q, off_b * seqlen_k, off_b.to(gl.int64) * 0
-    if start_m < seqlen_q:
-        origin = (q_row0, k_row0, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
-        _forward(q_desc, k_desc, v_desc, origin, Out, Lse, Alibi, o_str, l_str,
-                 (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi), scores, start_m, off_b, off_h,
-                 out_row0, BLOCK_N, STAGES, FLAGS, CONSUMER_REGS, PRODUCER_REGS)
+        nblocks_m = gl.num_programs(0)
+        sched = (gl.program_id(1) * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
+    _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched, BLOCK_N,
+             STAGES, FLAGS, DESCENDING, True, CONSUMER_REGS, PRODUCER_REGS)

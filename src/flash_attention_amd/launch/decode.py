@@ -16,6 +16,7 @@ from ..kernels.features import pack
 from ..params import AttnParams, Problem
 from . import runtime
 from .fwd import fast_tanh
+from .runtime import sm_count
 from .spec import CompileSpec, arg_positions
 from .tiles import (
     DECODE,
@@ -119,17 +120,6 @@ def _launch_config(device: torch.device, head_dim: int, paged: bool) -> tuple[Ti
                             num_stages=o.get("paged_num_stages" if paged else "num_stages", tile.num_stages))
         split = SplitHeuristic(o.get("ctas_per_sm", split.ctas_per_sm), o.get("min_tiles", split.min_tiles))
     return tile, split
-
-
-@functools.cache
-def _sm_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def sm_count(device: torch.device) -> int:
-    if device.type != "cuda":
-        return 4
-    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def block_m(rows: int, cap: int = 0) -> int:

@@ -16,7 +16,7 @@ import torch
 
 from .. import config
 from ..params import AttnParams
-from .runtime import KernelSlot, launch_with_scratch, triton_version
+from .runtime import KernelSlot, launch_with_scratch, sm_count, triton_version
 from .spec import S3, CompileSpec, arg_positions
 from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, GLUON_OPTION_LIMITS, Row, Tile, cdiv
 
@@ -160,8 +160,20 @@ def descending(flags: tuple) -> bool:
     return DESCENDING_CAUSAL and flags[1] and not flags[0]
 
 
+# Persistent programs (the host-descriptor kernel's PERSISTENT): dense calls without a window or causal mask, whose
+# tiles all take the same time, run one program per SM, each taking every P-th tile, so that a tile's first loads
+# overlap the last one's end instead of waiting for a new program. A module attribute for
+# benchmarks/bench_gluon_ab.py (--persistent), not a user setting.
+PERSISTENT_PLAIN = True
+
+
+def persistent(flags: tuple, varlen: bool) -> bool:
+    """The host-descriptor kernel's PERSISTENT for a call with these FLAGS."""
+    return PERSISTENT_PLAIN and not varlen and not flags[0] and not flags[1]
+
+
 class GluonPlan:
-    __slots__ = ("slot", "grid", "tail", "host", "hd_slot", "hd_tail", "templates")
+    __slots__ = ("slot", "grid", "tail", "host", "hd_slot", "hd_grid", "hd_tail", "templates")
 
 
 def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_stride: tuple,
@@ -198,10 +210,14 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores)
+    tiles = plan.grid[0] * plan.grid[1]
+    persist = persistent(flags, varlen)
+    plan.hd_grid = (min(tiles, sm_count(q.device)), 1, 1) if persist else plan.grid
+    plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores, tiles)
     hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse", "Alibi",
                                                           "CuSeqlens"))
-    plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, common, {"num_warps": cfg.num_warps}, hd_dynamic)
+    plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, dict(common, PERSISTENT=persist),
+                              {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
 
 
@@ -231,7 +247,7 @@ def launch_gluon(plan: GluonPlan, q, k, v, out, lse, alibi, cu_seqlens, device: 
         tq, tk, tv = plan.templates
         descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v))
         # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked above
-        plan.hd_slot.launch(plan.grid, device, (*descs, out, lse, alibi, cu_seqlens, *plan.hd_tail), fast=True)
+        plan.hd_slot.launch(plan.hd_grid, device, (*descs, out, lse, alibi, cu_seqlens, *plan.hd_tail), fast=True)
         return True
     launch_with_scratch(plan.slot, plan.grid, device, (q, k, v, out, lse, alibi, *plan.tail), True)
     return True
@@ -274,9 +290,12 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                   for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n), ("v_desc", cfg.block_n))}
         for varlen in (False, True):
             sig_v = dict(hd_sig, **common, CuSeqlens="*i32" if varlen else "constexpr",
-                         strides=(S3, ("i32", "i32"), S3))
-            consts_v = dict(consts) if varlen else dict(consts, CuSeqlens=None)
+                         strides=(S3, ("i32", "i32"), S3), tiles="i32")
+            consts_v = dict(consts, PERSISTENT=persistent(flags, varlen))
+            if not varlen:
+                consts_v["CuSeqlens"] = None
             specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, sig_v, consts_v,
                                      {"num_warps": cfg.num_warps},
-                                     label=label + (" host-desc varlen" if varlen else " host-desc")))
+                                     label=label + (" host-desc varlen" if varlen else " host-desc")
+                                     + (" persistent" if consts_v["PERSISTENT"] else "")))
     return specs

@@ -36,6 +36,8 @@ prints it).
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 FAST_LAUNCH = True  # False: every launch through fn[grid] (benchmarks time Triton's own path)
@@ -426,3 +428,15 @@ class KernelSlot:
 def clear() -> None:
     """Forget every cached compiled kernel (tests)."""
     _kernels.clear()
+
+
+@functools.cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    """The device's multiprocessors (4 off CUDA: the interpreter's grids)."""
+    if device.type != "cuda":
+        return 4
+    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
