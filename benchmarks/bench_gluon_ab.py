@@ -51,7 +51,7 @@ def _set(mode) -> None:
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
     fwd_gluon.HOST_DESCRIPTORS = host
     fwd_gluon.DESCENDING_CAUSAL = mode != "asc"
-    fwd_gluon.PERSISTENT_PLAIN = mode != "np"
+    fwd_gluon.PERSISTENT_PLAIN = fwd_gluon.PERSISTENT_CAUSAL = mode != "np"
     _tile(mode[1:] if isinstance(mode, str) and mode.startswith("t") else None)
     core.clear_plans()  # the choice is made when a call signature is planned
 
@@ -198,7 +198,7 @@ def main() -> None:
     ap.add_argument("--order", action="store_true",
                     help="also on with each head's query blocks in ascending order (causal calls start the last first)")
     ap.add_argument("--persistent", action="store_true",
-                    help="also on with one program a tile where the rows run persistent programs (plain calls)")
+                    help="also on with one program a tile (no persistent programs)")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="BLOCK_N:STAGES",
                     help="also on with these rings for every row (e.g. 128:3 64:2): the tile check on another GPU")
     ap.add_argument("--json", default="")
@@ -242,7 +242,7 @@ def main() -> None:
             with fa.use_backend("triton"):
                 return fa.flash_attn_func(q, k, v, causal=causal, **kw)
         modes = list(MODES) if args.desc else [True, False]
-        extra = (["asc"] if args.order and causal else []) + (["np"] if args.persistent and not causal else []) \
+        extra = (["asc"] if args.order and causal else []) + (["np"] if args.persistent else []) \
             + [f"t{t}" for t in args.tiles
                                                               if _fits(t, d)]
         modes += extra

@@ -166,21 +166,30 @@ def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
 
 
 def test_persistent_rule(monkeypatch):
-    """Dense calls without a mask (every tile the same work) run persistent programs: a grid of at most one
-    program per SM (the CPU's stand-in: 4); causal calls, windows and varlen keep a program per tile."""
+    """Dense calls run persistent programs (the host-made descriptors): a grid of at most one program per SM (the
+    CPU's stand-in: 4). Without a mask each takes tiles in order; causal calls take pairs of query blocks of one
+    head (ORDER 2); windows (a left bound) and varlen keep a program per tile."""
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
     row = fwd_gluon.gluon_row("sm90", 128, False)
     plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
-    assert plan.hd_slot.constexprs["PERSISTENT"] and plan.hd_grid == (4, 1, 1) and plan.grid == (16, 8, 1)
-    assert plan.hd_tail[-1] == 16 * 8  # the tiles
-    assert fwd_gluon.persistent((False, False, True, True), False)  # softcap, ALiBi: the same work per tile
-    for flags, varlen in (((False, True, False, False), False), ((True, True, False, False), False),
-                          ((True, False, False, False), False), ((False, False, False, False), True)):
-        assert not fwd_gluon.persistent(flags, varlen), (flags, varlen)
+    assert plan.hd_slot.constexprs["PERSISTENT"] and plan.hd_slot.constexprs["ORDER"] == 0
+    assert plan.hd_grid == (4, 1, 1) and plan.grid == (16, 8, 1) and plan.hd_tail[-1] == 16 * 8  # the tiles
     causal = fwd_gluon.plan_gluon(q, k, v, params(causal=True), row.config, (0, 0, 0), (0, 0))
-    assert not causal.hd_slot.constexprs["PERSISTENT"] and causal.hd_grid == causal.grid
+    assert causal.hd_slot.constexprs["PERSISTENT"] and causal.hd_slot.constexprs["ORDER"] == 2
+    assert causal.hd_tail[-1] == 8 * 8 and causal.slot.constexprs["ORDER"] == 1  # pairs; device-made: descending
+    q3 = q[:, :1920]  # 15 query blocks: 8 pairs a head, the last one the middle block alone
+    assert fwd_gluon.plan_gluon(q3, k, v, params(causal=True), row.config, (0, 0, 0), (0, 0)).hd_tail[-1] == 8 * 8
+    assert fwd_gluon.persistent((False, False, True, True), False)  # softcap, ALiBi: the same work per tile
+    for flags, varlen in (((True, True, False, False), False), ((True, False, False, False), False),
+                          ((False, False, False, False), True), ((False, True, False, False), True)):
+        assert not fwd_gluon.persistent(flags, varlen), (flags, varlen)
+    window = fwd_gluon.plan_gluon(q, k, v, params(causal=True, window_left=256), row.config, (0, 0, 0), (0, 0))
+    assert not window.hd_slot.constexprs["PERSISTENT"] and window.hd_grid == window.grid
+    assert window.hd_slot.constexprs["ORDER"] == 0  # a left bound evens the work
     monkeypatch.setattr(fwd_gluon, "PERSISTENT_PLAIN", False)
+    monkeypatch.setattr(fwd_gluon, "PERSISTENT_CAUSAL", False)
     assert not fwd_gluon.persistent((False, False, False, False), False)
+    assert fwd_gluon.order((False, True, False, False), False) == 1
 
 
 def test_env_turns_it_off(monkeypatch):
@@ -239,9 +248,9 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
     assert rc == 0 and len(rows) == (variants + len(tiles.FWD_GLUON_OPTIONS["sm90"])) * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
-    assert kinds == {("plain", "device-desc"), ("plain", "host-desc persistent"), ("plain", "host-desc varlen"),
-                     ("causal", "device-desc"), ("causal", "host-desc"), ("causal", "host-desc varlen"),
-                     ("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
+    assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
+                     ("device-desc", "host-desc persistent", "host-desc varlen")} | \
+        {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
     for r in rows:
         assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
         assert any(name.startswith("wgmma") for name in r["matrix"]), r
@@ -316,25 +325,30 @@ def test_matches_reference(any_length, b, sq, sk, h, hk, d, causal, dtype):
 
 @pytest.mark.gpu
 @GPU
-@pytest.mark.parametrize("b,s,h,hk,d", [
-    (3, 1000, 23, 23, 128),  # 8 x 69 = 552 tiles: most programs take 5 tiles, some 4; partial last blocks
-    (5, 640, 18, 6, 256),    # 5 x 90 = 450 tiles, GQA
-    (1, 128, 7, 7, 128),     # fewer tiles than programs
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal", [
+    (3, 1000, 1000, 23, 23, 128, False),  # 8 x 69 = 552 tiles: most programs take 5, some 4; partial last blocks
+    (5, 640, 640, 18, 6, 256, False),     # 5 x 90 = 450 tiles, GQA
+    (1, 128, 128, 7, 7, 128, False),      # fewer tiles than programs
+    (3, 1000, 1000, 23, 23, 128, True),   # causal: 4 pairs of query blocks x 69 heads = 276 pairs
+    (2, 1100, 1100, 20, 10, 128, True),   # 9 query blocks: the middle one alone in its pair
+    (2, 700, 900, 16, 16, 256, True),     # bottom-right causal (seqlen_q < seqlen_k), 3 blocks
 ])
-def test_persistent_programs_take_every_tile(any_length, b, s, h, hk, d):
-    """Plain dense calls (host-made descriptors) run one program per SM, each taking every P-th tile; with more
-    tiles than programs each program's ring, Q slot and barriers carry from one tile to the next."""
+def test_persistent_programs_take_every_tile(any_length, b, sq, sk, h, hk, d, causal):
+    """Dense calls (host-made descriptors) run one program per SM, each taking every P-th tile (causal: every P-th
+    pair of query blocks); with more tiles than programs each program's ring, Q slot and barriers carry from one
+    tile to the next."""
     if not any_length:
         pytest.skip("persistent programs take the host-made descriptors only")
-    q, k, v = qkv(b, s, s, h, hk, torch.bfloat16, d=d)
-    p = params(d)
+    q, k, v = qkv(b, sq, sk, h, hk, torch.bfloat16, d=d)
+    p = params(d, causal=causal)
     plan = launch.plan_forward(q, k, v, p)
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-    tiles_ = -(-s // 128) * b * h
-    assert plan.gluon.hd_grid == (min(tiles_, sms), 1, 1) and plan.gluon.hd_slot.constexprs["PERSISTENT"]
+    blocks = -(-sq // 128)
+    units = ((blocks + 1) // 2 if causal else blocks) * b * h
+    assert plan.gluon.hd_grid == (min(units, sms), 1, 1) and plan.gluon.hd_slot.constexprs["PERSISTENT"]
     out, lse = run_gluon(q, k, v, p)
-    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale)
-    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale)[0])
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=causal)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=causal)[0])
     assert rel_err(lse, rl) < 1e-3
 
 

@@ -14,6 +14,9 @@ TMA loads of Q and of K / V into a STAGES-deep ring. Each ring slot has a ready 
 product that read the slot has retired). Descriptors: made on the device per (sequence, head) over its
 [seqlen, d] rows (``attn_fwd_gluon_kernel``: global scratch memory, any strides TMA takes; rows past a
 sequence read 0), or on the host over each tensor's [b * seqlen, cols] rows (``attn_fwd_gluon_hd_kernel``).
+Programs: one per (query block, sequence x head) tile, or (the host-made descriptors, dense calls) persistent:
+one per SM, each taking tiles one after another (``_work`` says which); the ring's slots and phases, and Q's
+slot (freed by an arrive from each consumer once its last QK^T retired), carry from one tile to the next.
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d], Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log).
 Scores (log2 units): s = qk * sm_scale; SOFTCAP: s = softcap * tanh(s / softcap) (``tanh.approx.f32``, as
@@ -77,7 +80,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS:
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
-              FLAGS: gl.constexpr, DESCENDING: gl.constexpr, HOST: gl.constexpr):
+              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
     """The TMA loads of the program's tiles (``_tiles``): per tile Q's two 64-row halves (once both consumers
     released the last tile's), then its key blocks j_lo .. j_lo + n_blocks - 1, the g-th block of the program into
     ring slot g % STAGES once both consumers released the block that held it. bars = (q, q_empty, k_ready,
@@ -85,14 +88,13 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     STAGES: gl.constexpr = k_smem.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    tile0, n_tiles, tile_step, nblocks_m = sched
+    n_tiles = sched[1]
     base = 0  # key blocks the program loaded before this tile
     done = 0  # tiles the program loaded before this one
     for i in range(n_tiles):
-        work = _work(tile0 + i * tile_step, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, DESCENDING,
-                     HOST)
-        start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
-        if start_m < seqlen_q_t:
+        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, ORDER, HOST)
+        live, start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
+        if live:
             q_row, k_row, q_col, k_col, v_col = origin
             mbarrier.wait(q_empty.index(0), (done - 1) & 1, pred=done > 0)
             mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
@@ -216,19 +218,18 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
 
 @gluon.jit
 def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
-              FLAGS: gl.constexpr, DESCENDING: gl.constexpr, HOST: gl.constexpr):
+              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
     """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    tile0, n_tiles, tile_step, nblocks_m = sched
+    n_tiles = sched[1]
     base = 0
     done = 0
     for i in range(n_tiles):
-        work = _work(tile0 + i * tile_step, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, DESCENDING,
-                     HOST)
-        start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
-        if start_m < seqlen_q_t:
+        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, ORDER, HOST)
+        live, start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
+        if live:
             slope = 0.0
             if Alibi is not None:
                 slope = gl.load(Alibi + off_b * stride_alibi + off_h)
@@ -243,25 +244,40 @@ def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sche
 
 
 @gluon.jit
-def _work(tile, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAGS: gl.constexpr,
-          DESCENDING: gl.constexpr, HOST: gl.constexpr):
-    """What tile ``tile`` computes (the same in every partition): query rows start_m .. + 127 of sequence off_b,
-    head off_h; the sequence's seqlen_q / seqlen_k (varlen: from CuSeqlens) and limit (query i sits at key
-    i + limit); its key blocks j_lo .. j_lo + n_blocks - 1 (those some row sees); origin = (q_row, k_row, q_col,
-    k_col, v_col): where this (sequence, head)'s row 0 lies in the descriptors (HOST: the host-made ones over all
-    rows; else zeros, the per-(sequence, head) descriptors made on the device); out_row0 (int64): its first row in
-    Out and Lse (varlen; else 0). Tiles: the query blocks of one head are neighbours (they share K / V in L2);
-    DESCENDING: each head's last query block first (causal: the blocks with the most keys start first, the light
-    ones fill the tail)."""
+def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAGS: gl.constexpr,
+          ORDER: gl.constexpr, HOST: gl.constexpr):
+    """What the program's i-th tile computes (the same in every partition): query rows start_m .. + 127 of
+    sequence off_b, head off_h; live: whether it has rows to compute; the sequence's seqlen_q / seqlen_k
+    (varlen: from CuSeqlens) and limit (query i sits at key i + limit); its key blocks j_lo .. j_lo + n_blocks - 1
+    (those some row sees); origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies
+    in the descriptors (HOST: the host-made ones over all rows; else zeros, the per-(sequence, head) descriptors
+    made on the device); out_row0 (int64): its first row in Out and Lse (varlen; else 0).
+    sched = (first, n_tiles, step, nblocks_m). ORDER 0 / 1: tile first + i * step, the query blocks of one head
+    neighbours (they share K / V in L2), ascending / each head's last block first (causal: the blocks with the
+    most keys start first, the light ones fill the tail). ORDER 2 (causal, persistent programs): pairs of query
+    blocks (nblocks_m - 1 - j, j) of one head, pair first + (i // 2) * step, so that every pair holds the same
+    work (the middle block of an odd count is alone)."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
     BLOCK_M: gl.constexpr = 2 * ROWS
-    block = tile % nblocks_m
-    off_bh = tile // nblocks_m
-    if DESCENDING:
-        block = nblocks_m - 1 - block
+    first, n_tiles, step, nblocks_m = sched
+    if ORDER == 2:
+        pairs = (nblocks_m + 1) // 2
+        pair = first + (i // 2) * step
+        off_bh = pair // pairs
+        block = pair % pairs
+        live = (i % 2 == 0) | (2 * block + 1 != nblocks_m)  # the middle block of an odd count: once
+        if i % 2 == 0:
+            block = nblocks_m - 1 - block
+    else:
+        tile = first + i * step
+        block = tile % nblocks_m
+        off_bh = tile // nblocks_m
+        live = block >= 0
+        if ORDER == 1:
+            block = nblocks_m - 1 - block
     off_h = off_bh % nheads
     off_b = off_bh // nheads
     off_hk = off_h // group
@@ -283,6 +299,7 @@ def _work(tile, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexp
         origin = (q_row0, k_row0, off_h * h_str[0], off_hk * h_str[1], off_hk * h_str[2])
     else:
         origin = (zero, zero, zero, zero, zero)
+    live = live & (start_m < seqlen_q)
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     hi = seqlen_k  # keys [lo, hi) are those some row of the tile sees
     if MASK_RIGHT:
@@ -291,15 +308,15 @@ def _work(tile, nblocks_m, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexp
     if MASK_LEFT:
         j_lo = gl.maximum(start_m + limit - window_left, 0) // BLOCK_N
     n_blocks = gl.cdiv(hi, BLOCK_N) - j_lo
-    return start_m, off_b, off_h, seqlen_q, seqlen_k, limit, j_lo, n_blocks, origin, out_row0
+    return live, start_m, off_b, off_h, seqlen_q, seqlen_k, limit, j_lo, n_blocks, origin, out_row0
 
 
 @gluon.jit
 def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, DESCENDING: gl.constexpr,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, ORDER: gl.constexpr,
              HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers and the three partitions of one program, which computes the tiles that
-    sched = (tile0, n_tiles, tile_step, nblocks_m) names: tile0 + i * tile_step for i < n_tiles (``_work``).
+    sched = (first, n_tiles, step, nblocks_m) and ORDER name (``_work``).
     sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
     window_left, window_right)."""
     dtype: gl.constexpr = q_desc.dtype
@@ -324,24 +341,24 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
     bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize([
         (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, DESCENDING, HOST)),
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, DESCENDING, HOST)),
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
-                     FLAGS, DESCENDING, HOST)),
+                     FLAGS, ORDER, HOST)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 @gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                          DESCENDING: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                          ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h), a tile a program; 4 warps (the first consumer) plus
     the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
     (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left,
     window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT,
-    SOFTCAP, ALIBI); DESCENDING: the tile order (``_work``)."""
+    SOFTCAP, ALIBI); ORDER: the tiles' order, 0 or 1 (``_work``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     off_bh = gl.program_id(1)
@@ -358,33 +375,34 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     nblocks_m = gl.num_programs(0)
     sched = (off_bh * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, None, o_str, l_str, (0, 0, 0), sizes, scores, sched,
-             BLOCK_N, STAGES, FLAGS, DESCENDING, False, CONSUMER_REGS, PRODUCER_REGS)
+             BLOCK_N, STAGES, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
 def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores, tiles,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                             DESCENDING: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                             ORDER: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                              PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
     stride, and for packed varlen tensors [total, h, d]. A block past a sequence's end reads the next
     sequence's rows: keys past seqlen_k are masked, query rows past seqlen_q never stored. strides = (out
-    (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi, FLAGS and DESCENDING as
-    in ``attn_fwd_gluon_kernel``. CuSeqlens (varlen, [b + 1] int32, None when dense): the sequences' first
-    rows, the same for queries and keys (self-attention over packed sequences; the launcher asks it), and
-    sizes' seqlen_q / seqlen_k are then unused; a tile past its sequence's end does nothing.
-    PERSISTENT (dense calls): a grid (P,) of programs, each taking tiles pid, pid + P, ... < tiles (the number of
-    (query block, sequence x head) tiles), so that the next tile's loads overlap the end of this one; else the
-    grid (query blocks, b * h), a tile a program (tiles unused)."""
+    (batch, row, head), lse (batch, head), head strides (q, k, v)); sizes, scores, Alibi and FLAGS as in
+    ``attn_fwd_gluon_kernel``; ORDER: the tiles' order (``_work``). CuSeqlens (varlen, [b + 1] int32, None
+    when dense): the sequences' first rows, the same for queries and keys (self-attention over packed sequences;
+    the launcher asks it), and sizes' seqlen_q / seqlen_k are then unused; a tile past its sequence's end does
+    nothing.
+    PERSISTENT (dense calls): a grid (P,) of programs, each taking the tiles (ORDER 2: the pairs of tiles) pid,
+    pid + P, ... < tiles (their number), so that the next tile's loads overlap the end of this one; else the grid
+    (query blocks, b * h), a tile a program (tiles unused)."""
     o_str, l_str, h_str = strides
     if PERSISTENT:
         pid = gl.program_id(0)
         step = gl.num_programs(0)
-        sched = (pid, gl.cdiv(tiles - pid, step), step, gl.cdiv(sizes[2], 2 * ROWS))
+        sched = (pid, gl.cdiv(tiles - pid, step) * (2 if ORDER == 2 else 1), step, gl.cdiv(sizes[2], 2 * ROWS))
     else:
         nblocks_m = gl.num_programs(0)
         sched = (gl.program_id(1) * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched, BLOCK_N,
-             STAGES, FLAGS, DESCENDING, True, CONSUMER_REGS, PRODUCER_REGS)
+             STAGES, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS)

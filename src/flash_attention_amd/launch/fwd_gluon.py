@@ -160,16 +160,26 @@ def descending(flags: tuple) -> bool:
     return DESCENDING_CAUSAL and flags[1] and not flags[0]
 
 
-# Persistent programs (the host-descriptor kernel's PERSISTENT): dense calls without a window or causal mask, whose
-# tiles all take the same time, run one program per SM, each taking every P-th tile, so that a tile's first loads
-# overlap the last one's end instead of waiting for a new program. A module attribute for
-# benchmarks/bench_gluon_ab.py (--persistent), not a user setting.
+# Persistent programs (the host-descriptor kernel's PERSISTENT): dense calls run one program per SM, each taking
+# every P-th tile, so that a tile's first loads overlap the last one's end instead of waiting for a new program.
+# Calls without a mask, whose tiles all take the same time, take them in order; causal calls take pairs of query
+# blocks (the last and the first of a head, ...) that hold the same work together. Module attributes for
+# benchmarks/bench_gluon_ab.py (--persistent), not user settings.
 PERSISTENT_PLAIN = True
+PERSISTENT_CAUSAL = True
 
 
 def persistent(flags: tuple, varlen: bool) -> bool:
-    """The host-descriptor kernel's PERSISTENT for a call with these FLAGS."""
-    return PERSISTENT_PLAIN and not varlen and not flags[0] and not flags[1]
+    """The host-descriptor kernel's PERSISTENT for a call with these FLAGS (dense: varlen tiles vary)."""
+    if varlen or flags[0]:
+        return False
+    return PERSISTENT_CAUSAL if flags[1] else PERSISTENT_PLAIN
+
+
+def order(flags: tuple, persist: bool) -> int:
+    """The kernels' ORDER (kernels/fwd_gluon.py ``_work``): 2 (pairs) for persistent causal programs, 1 (each
+    head's last query block first) where ``descending``, else 0."""
+    return 2 if persist and flags[1] else int(descending(flags))
 
 
 class GluonPlan:
@@ -199,10 +209,11 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params)
-    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, DESCENDING=descending(flags),
-                  CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                  PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
-    plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, **common), {"num_warps": cfg.num_warps}, dynamic)
+    plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, ORDER=order(flags, False), **common),
+                           {"num_warps": cfg.num_warps}, dynamic)
     views = tuple(rows_view(t) for t in (q, k, v))
     plan.host = HOST_DESCRIPTORS and None not in views  # varlen: always (gluon_reason)
     # the descriptors of this call signature, made (and checked) once: a call copies them with its own bases
@@ -210,13 +221,13 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    tiles = plan.grid[0] * plan.grid[1]
     persist = persistent(flags, varlen)
+    tiles = (plan.grid[0] + 1) // 2 * plan.grid[1] if persist and flags[1] else plan.grid[0] * plan.grid[1]
     plan.hd_grid = (min(tiles, sm_count(q.device)), 1, 1) if persist else plan.grid
     plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores, tiles)
     hd_dynamic = arg_positions(attn_fwd_gluon_hd_kernel, ("q_desc", "k_desc", "v_desc", "Out", "Lse", "Alibi",
                                                           "CuSeqlens"))
-    plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, dict(common, PERSISTENT=persist),
+    plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, dict(common, PERSISTENT=persist, ORDER=order(flags, persist)),
                               {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
 
@@ -276,14 +287,15 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
-        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, DESCENDING=descending(flags),
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
         label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
         sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", **common,
                "strides": (S3, S3, S3, S3, ("i32", "i32"))}
-        specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig, dict(consts, HEAD_DIM=row.max_d),
+        specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig,
+                                 dict(consts, HEAD_DIM=row.max_d, ORDER=order(flags, False)),
                                  {"num_warps": cfg.num_warps}, label=label + " device-desc"))
         base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
         hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
@@ -291,7 +303,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         for varlen in (False, True):
             sig_v = dict(hd_sig, **common, CuSeqlens="*i32" if varlen else "constexpr",
                          strides=(S3, ("i32", "i32"), S3), tiles="i32")
-            consts_v = dict(consts, PERSISTENT=persistent(flags, varlen))
+            persist = persistent(flags, varlen)
+            consts_v = dict(consts, PERSISTENT=persist, ORDER=order(flags, persist))
             if not varlen:
                 consts_v["CuSeqlens"] = None
             specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, sig_v, consts_v,
