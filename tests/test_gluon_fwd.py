@@ -168,7 +168,7 @@ def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
 def test_persistent_rule(monkeypatch):
     """Dense calls run persistent programs (the host-made descriptors): a grid of at most one program per SM (the
     CPU's stand-in: 4). Without a mask each takes tiles in order; causal calls take pairs of query blocks of one
-    head (ORDER 2); windows (a left bound) and varlen keep a program per tile."""
+    head (ORDER 2); options (softcap, ALiBi, windows: not measured) and varlen keep a program per tile."""
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
     row = fwd_gluon.gluon_row("sm90", 128, False)
     plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
@@ -179,9 +179,9 @@ def test_persistent_rule(monkeypatch):
     assert causal.hd_tail[-1] == 8 * 8 and causal.slot.constexprs["ORDER"] == 1  # pairs; device-made: descending
     q3 = q[:, :1920]  # 15 query blocks: 8 pairs a head, the last one the middle block alone
     assert fwd_gluon.plan_gluon(q3, k, v, params(causal=True), row.config, (0, 0, 0), (0, 0)).hd_tail[-1] == 8 * 8
-    assert fwd_gluon.persistent((False, False, True, True), False)  # softcap, ALiBi: the same work per tile
     for flags, varlen in (((True, True, False, False), False), ((True, False, False, False), False),
-                          ((False, False, False, False), True), ((False, True, False, False), True)):
+                          ((False, False, False, False), True), ((False, True, False, False), True),
+                          ((False, False, True, False), False), ((False, True, False, True), False)):  # options
         assert not fwd_gluon.persistent(flags, varlen), (flags, varlen)
     window = fwd_gluon.plan_gluon(q, k, v, params(causal=True, window_left=256), row.config, (0, 0, 0), (0, 0))
     assert not window.hd_slot.constexprs["PERSISTENT"] and window.hd_grid == window.grid
@@ -252,7 +252,11 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
                      ("device-desc", "host-desc persistent", "host-desc varlen")} | \
         {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
     for r in rows:
-        assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
+        accepted = r["label"].startswith(("bf16 d=128 causal", "fp16 d=128 causal")) and "persistent" in r["label"]
+        if accepted:  # the row's spills_ok: measured with its 24 B (tiles.py)
+            assert r["status"] == "warn" and r["scratch"] <= 32 and "accepted" in " ".join(r["warnings"]), r
+        else:
+            assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
         assert any(name.startswith("wgmma") for name in r["matrix"]), r
     code = (
         "import re, triton\n"

@@ -160,18 +160,22 @@ def descending(flags: tuple) -> bool:
     return DESCENDING_CAUSAL and flags[1] and not flags[0]
 
 
-# Persistent programs (the host-descriptor kernel's PERSISTENT): dense calls run one program per SM, each taking
-# every P-th tile, so that a tile's first loads overlap the last one's end instead of waiting for a new program.
-# Calls without a mask, whose tiles all take the same time, take them in order; causal calls take pairs of query
-# blocks (the last and the first of a head, ...) that hold the same work together. Module attributes for
-# benchmarks/bench_gluon_ab.py (--persistent), not user settings.
+# Persistent programs (the host-descriptor kernel's PERSISTENT): dense calls without softcap, ALiBi or a window run
+# one program per SM, each taking every P-th tile, so that a tile's first loads overlap the last one's end instead
+# of waiting for a new program. Calls without a mask, whose tiles all take the same time, take them in order;
+# causal calls take pairs of query blocks (the last and the first of a head, ...) that hold the same work
+# together. Against one program a tile, same process (benchmarks/bench_gluon_ab.py --persistent; two GPUs of one
+# H100 host, benchmarks/results/run28/h100_gluon_persistent_*.md): d=128 not causal 1.08-1.10x at 1k, 1.03-1.05x
+# at 2k, 1.01-1.02x at 4k-16k; causal 1.08-1.09x at 2k, 1.04x at 4k, 0.99-1.02x at 16k, GQA 32/8 1.01 / 1.05x;
+# d=256 0.99-1.12x not causal, causal 1.05-1.06x at 1k-4k, 1.01x at 16k. With options: not measured, so not taken.
+# Module attributes for benchmarks/bench_gluon_ab.py (--persistent), not user settings.
 PERSISTENT_PLAIN = True
 PERSISTENT_CAUSAL = True
 
 
 def persistent(flags: tuple, varlen: bool) -> bool:
     """The host-descriptor kernel's PERSISTENT for a call with these FLAGS (dense: varlen tiles vary)."""
-    if varlen or flags[0]:
+    if varlen or flags[0] or flags[2] or flags[3]:
         return False
     return PERSISTENT_CAUSAL if flags[1] else PERSISTENT_PLAIN
 
@@ -308,7 +312,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
             if not varlen:
                 consts_v["CuSeqlens"] = None
             specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_hd_kernel, sig_v, consts_v,
-                                     {"num_warps": cfg.num_warps},
+                                     {"num_warps": cfg.num_warps}, accepted_spills=cfg.spills_ok if persist else "",
                                      label=label + (" host-desc varlen" if varlen else " host-desc")
                                      + (" persistent" if consts_v["PERSISTENT"] else "")))
     return specs
