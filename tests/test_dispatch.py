@@ -299,4 +299,6 @@ def test_env_reads_match_os_environ_between_calls(monkeypatch, value):
         else:
             monkeypatch.setenv(name, value)
         assert config._env(name) == os.environ.get(name, "")
+    raw = [os.fsdecode(x) if isinstance(x, bytes) else x for x in config.call_env()]
+    assert raw == [os.environ.get("FLASH_ATTENTION_BACKEND"), os.environ.get("FLASH_ATTENTION_DEBUG")]
     assert config.debug() == (value is not None and value.strip().lower() in ("1", "true"))

@@ -201,24 +201,101 @@ def test_lse_mark_probe_ignores_a_default_device(monkeypatch):
 
 
 @pytest.mark.parametrize("where", ["q", "k_all", "k_first"])
-def test_sdpa_cpu_repeated_signature_keeps_nan_rows(where, nan_screen):
-    """A call signature seen before takes the CPU flash op's short path (sdpa_backend._cpu_run, with the screen
-    inlined): a NaN-free call first, then the same signature with NaN must still give NaN rows exactly where the
-    first path gives them, and the finite rows equal to the float64 oracle."""
+def test_sdpa_cpu_repeated_signature_keeps_nan_rows(where, nan_screen, monkeypatch):
+    """A call signature seen before takes the CPU flash op's short path (the plan's direct function,
+    sdpa_backend._cpu_runner, with the screen inlined): a NaN-free call first, then the same signature with NaN must
+    still give NaN rows exactly where the first path gives them, and the finite rows equal to the float64 oracle."""
+    from flash_attention_amd import core
     from flash_attention_amd.backends import sdpa_backend
 
     q, k, v, nan, exact = _nan_case(where, causal=False)
     clean = [t.nan_to_num(0.0) for t in (q, k, v)]
+    seen = []
+    real = sdpa_backend._cpu_runner
+
+    def recording(*a):
+        run = real(*a)
+        return lambda *t: seen.append(1) or run(*t)
+
+    monkeypatch.setattr(sdpa_backend, "_cpu_runner", recording)
+    core.clear_plans()  # the signature is planned here, with the recording runner
     with fa.use_backend("sdpa"):
         fa.flash_attn_func(*clean)  # plans the signature; the op is found
-        seen = []
-        real = sdpa_backend._cpu_run
-        sdpa_backend._cpu_run = lambda *a: seen.append(1) or real(*a)
-        try:
-            out = fa.flash_attn_func(q, k, v)
-        finally:
-            sdpa_backend._cpu_run = real
+        assert seen == []
+        out = fa.flash_attn_func(q, k, v)
+    core.clear_plans()
     assert seen == [1]
     assert torch.isnan(out[nan]).all()
     ref, _ = attention_ref(q.double(), k.double(), v.double())
     torch.testing.assert_close(out[exact & ~nan], ref.float()[exact & ~nan], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("d", [16, 24, 32, 64])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_sdpa_cpu_direct_path_equals_the_first_call_bitwise(d, causal, scale):
+    """The plan's direct function (later calls of a signature the CPU flash op took) gives the first call's result bit
+    for bit, with gradients: the scale is left to the op only where it is exactly the op's own 1 / sqrt(d) (d=24 and
+    32: d ** -0.5, our default, differs from it in the last bit, so it is passed), is_causal only when set."""
+    from flash_attention_amd import core
+
+    if DEVICE != "cpu":
+        pytest.skip("the CPU sdpa route")
+    g = torch.Generator().manual_seed(d)
+    q, k, v = (torch.randn(2, 8, 2, d, generator=g, requires_grad=True) for _ in range(3))
+    core.clear_plans()
+    outs, grads = [], []
+    for _ in range(3):  # the first call plans and runs the backend; the next ones take the direct function
+        out = fa.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
+        outs.append(out.detach())
+        grads.append(torch.autograd.grad(out.sum(), (q, k, v)))
+    plans = [p for p in core._PLANS.values() if p.problem.headdim == d]
+    core.clear_plans()
+    assert len(plans) == 1 and callable(plans[0].direct)
+    for out, grad in zip(outs[1:], grads[1:]):
+        assert torch.equal(out, outs[0])
+        assert all(torch.equal(a, b) for a, b in zip(grad, grads[0]))
+    qt, kt, vt = (t.detach().transpose(1, 2) for t in (q, k, v))
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        qt, kt, vt, is_causal=causal, scale=d ** -0.5 if scale is None else scale).transpose(1, 2)
+    torch.testing.assert_close(outs[0], expected, atol=1e-6, rtol=1e-6)
+
+
+def test_plan_key_follows_forcing_and_environment(monkeypatch):
+    """One call signature across changes of FLASH_ATTENTION_BACKEND and use_backend(): the plan cache's key holds
+    their raw values (dispatch.forcing_key), so each call is served as forced() says at that moment, a bad value
+    raises on every call, and before the validation's errors."""
+    q = torch.randn(1, 8, 2, 16)
+
+    def call(**kw):
+        return fa.flash_attn_func(q, q, q, softcap=1.0, **kw)  # sdpa declines softcap: forcing it raises
+
+    call()
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "sdpa")
+    with pytest.raises(fa.BackendUnavailable, match="softcap"):
+        call()
+    with fa.use_backend(None):
+        call()
+    with fa.use_backend("torch"):
+        call()
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", " SDPA ")  # the same meaning, another raw value
+    with pytest.raises(fa.BackendUnavailable, match="softcap"):
+        call()
+    monkeypatch.delenv("FLASH_ATTENTION_BACKEND")
+    call()
+    with fa.use_backend("sdpa"):
+        with pytest.raises(fa.BackendUnavailable, match="softcap"):
+            call()
+        with fa.use_backend("auto"):
+            call()
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "nope")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="FLASH_ATTENTION_BACKEND"):
+            call()
+    with pytest.raises(ValueError, match="FLASH_ATTENTION_BACKEND"):  # before the validation's error
+        fa.flash_attn_func(q, q, q, softcap=-1.0)
+    monkeypatch.setenv("FLASH_ATTENTION_BACKEND", "torch")
+    with fa.use_backend("sdpa"):  # the innermost forcing wins over the environment
+        with pytest.raises(fa.BackendUnavailable, match="softcap"):
+            call()
+    call()

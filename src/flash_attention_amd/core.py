@@ -3,16 +3,19 @@
 ``interface.py`` (the flash_attn API) -> ``attention()`` here:
 
 1. ``_key``: a tuple of everything validation and dispatch read (shapes, strides, dtypes and
-   devices of the tensors, the scalar options, grad mode, the forced backend, the debug
-   flag). No tensor values, no host synchronisation.
+   devices of the tensors, the scalar options, grad mode, the forcing and debug settings as
+   ``dispatch.forcing_key`` reads them, unparsed). No tensor values, no host synchronisation.
 2. ``_PLANS[key]``, built on the first call of that signature by ``_build``: every check of
    the arguments (each error message), the ``Problem``, the dispatcher's decision (logged
    once under ``FLASH_ATTENTION_DEBUG=1``), the backend, the ``AttnParams`` template and a
    ``slot`` where the backend keeps what it prepared (configs, grids, compiled kernels).
 3. Every call: the checks that read tensor values (cu_seqlens: CPU tensors always, GPU
-   tensors in debug mode), a fresh dropout seed, then the backend. Kernel-style backends
-   run eagerly through ``_AttentionFn`` (a plain ``autograd.Function``: cheaper than the
-   custom-op dispatcher); under ``torch.compile`` the call goes through the custom ops of
+   tensors in debug mode), a fresh dropout seed, then the backend. A plan whose params need
+   nothing of the call (``Plan.fixed``) of a run-style backend may hold, from its second call
+   on, the backend's ``direct`` function of (q, k, v) (the CPU flash op's, sdpa_backend.py),
+   called at once after the key's look-up. Kernel-style backends run eagerly through
+   ``_AttentionFn`` (a plain ``autograd.Function``: cheaper than the custom-op
+   dispatcher); under ``torch.compile`` the call goes through the custom ops of
    ``ops.py`` instead, which have fake kernels, so nothing breaks the graph.
 """
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim", "fixed")
+                 "copy_last_dim", "fixed", "direct")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -77,6 +80,9 @@ class Plan:
         # key): attention() takes the template as it is, without _call_params
         self.fixed = not problem.is_varlen and not problem.has_alibi and not problem.bias and not problem.has_sinks \
             and not problem.fp8 and params.dropout_p == 0
+        # a fixed plan of a run-style backend (sdpa, flash_attn, fa4) that returns out alone: after its first call,
+        # the backend's direct(problem, params, slot), a function (q, k, v) -> out, or False where it has none
+        self.direct = None if self.fixed and not self.kernel and not params.return_lse else False
 
 
 class _AttentionFn(torch.autograd.Function):
@@ -135,10 +141,11 @@ def _meta(t):
     return None if t is None else (t.shape, t.dtype, t.device, t.stride())
 
 
-def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-         return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
-         descales, needs_grad, kernel_only, offsets=(0, 0, 0)):
+def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)):
     """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
+    # args unpacked here, not bound as parameters (a call with *args copies the tuple: host time on every call)
+    (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_lse, cu_seqlens_q,
+     cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales) = args
     # one expression, no loop: this runs on every call
     if not (type(q) is _Tensor and type(k) is _Tensor and type(v) is _Tensor and type(window_size) is tuple
             and type(dropout_p) in _PLAIN and type(softmax_scale) in _PLAIN and type(causal) in _PLAIN
@@ -154,7 +161,7 @@ def _key(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
             None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, offsets,
             None if attn_bias is None else (_meta(attn_bias), attn_bias.requires_grad),
             None if sinks is None else _meta(sinks), None if descales is None else tuple(map(_meta, descales)),
-            dispatch.forced(), config.debug())
+            dispatch.forcing_key())
 
 
 def _values_readable(device: torch.device) -> bool:
@@ -265,11 +272,12 @@ def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
 
 def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Plan:
     try:
-        key = _key(q, k, v, *args, needs_grad, kernel_only, offsets)
+        key = _key(q, k, v, args, needs_grad, kernel_only, offsets)
     except (AttributeError, TypeError, IndexError):
         return _build(q, k, v, args, needs_grad, kernel_only, offsets)  # odd inputs: validated each time
     plan = _PLANS.get(key)
     if plan is None:
+        dispatch.forced()  # a bad FLASH_ATTENTION_BACKEND raises before the validation's errors (its key is raw)
         plan = _build(q, k, v, args, needs_grad, kernel_only, offsets)
         if len(_PLANS) >= _PLAN_LIMIT:
             _PLANS.clear()
@@ -332,6 +340,8 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     plan = _plan(q, k, v, args, needs_grad)
     if plan.copy_last_dim:  # flash_attn's rule: a last dim that is not contiguous is copied
         q, k, v = (t.contiguous() if t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
+    if plan.direct:
+        return plan.direct(q, k, v)
     params = plan.params if plan.fixed else _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None,
                                                          attn_bias, sinks, descales)
     if plan.kernel:
@@ -345,6 +355,8 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
             out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     else:
         out, lse = plan.backend.run(q, k, v, params, plan.slot)
+        if plan.direct is None:  # the first call of this plan: the backend has prepared what it serves it with
+            plan.direct = plan.backend.direct(plan.problem, params, plan.slot) or False
     if not return_attn_probs:
         return out
     return out, lse, attn_probs(q, k, params)

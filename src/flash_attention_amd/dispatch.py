@@ -92,6 +92,17 @@ def forced() -> str | None:
     return _forced_eager()
 
 
+def forcing_key() -> tuple:
+    """What forced() and config.debug() depend on, unparsed (the innermost use_backend() value, else the
+    environment's raw values): part of the plan cache's key on every call (core.py), cheaper than calling them.
+    Equal keys mean the same forcing and debug mode; the plan built for a key reads forced() and debug()."""
+    if torch.compiler.is_compiling():
+        return forced(), config.debug()
+    stack = _forced.get()
+    backend, debug = config.call_env()
+    return (stack[-1][1] if stack else backend), debug
+
+
 # The rule table. Orders are by measured speed where measured (benchmarks/bench_attention.py
 # and bench_decode.py on an H100, results in benchmarks/results/); AMD orders follow the
 # vendor paths' coverage and are NOT yet measured on AMD hardware (docs/HARDWARE.md).

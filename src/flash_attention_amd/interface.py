@@ -55,9 +55,10 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     share their KV head's q_descale). Output bf16, fp32 accumulation, forward only (no gradient,
     no dropout). ``flash_attention_amd.fp8.quantize`` makes such inputs from bf16 / fp16 tensors.
     """
+    # positional (no cu_seqlens, max_seqlen, zero_tensors): keywords cost host time on every call
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                          deterministic, return_attn_probs, attn_bias=attn_bias, sinks=sinks, q_descale=q_descale,
-                          k_descale=k_descale, v_descale=v_descale)
+                          deterministic, return_attn_probs, None, None, None, None, False, attn_bias, sinks, q_descale,
+                          k_descale, v_descale)
 
 
 def flash_attn_qkvpacked_func(qkv: Tensor, dropout_p: float = 0.0, softmax_scale: float | None = None,

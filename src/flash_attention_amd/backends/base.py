@@ -12,6 +12,8 @@ class Backend:
     - ``available()``: None if usable in this install, else why not (package missing, ...).
     - ``supports(problem)``: None if it computes this call exactly, else the reason it declines.
     - ``run(q, k, v, params, slot)``: the whole autograd-capable call -> (out, lse or None).
+    - ``direct(problem, params, slot)``: optionally, the same call as one function of (q, k, v) once ``run`` has
+      prepared it (host time of small calls).
 
     ``slot`` is a dict owned by the call's plan (one per distinct call signature, see
     ``core.py``): a backend may keep there whatever it prepared from the call's metadata
@@ -31,6 +33,12 @@ class Backend:
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams, slot: dict | None = None):
         raise NotImplementedError
+
+    def direct(self, problem: Problem, params: AttnParams, slot: dict):
+        """A function ``(q, k, v) -> out`` serving the later calls of a plan that ``run`` has served once
+        (its params fixed by the plan, no LSE returned), or None to keep ``run``: asked once per plan, after
+        its first call, for the backend to hand over what it prepared in ``slot`` (``core.py``)."""
+        return None
 
     def supports_decode(self, problem: Problem) -> str | None:
         return f"{self.name} has no KV-cache decoding path"

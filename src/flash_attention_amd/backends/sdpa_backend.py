@@ -93,12 +93,16 @@ class SdpaBackend(Backend):
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         if params.attn_bias is not None:
             return _run_masked(q, k, v, params, slot), None
-        if slot is not None and slot.get("sdpa") is _cpu_flash and not torch.compiler.is_compiling():
-            return _cpu_run(q, k, v, params), None  # a call signature the CPU flash op took before
         out, lse = self._out(q, k, v, params, slot)
         if q.is_cpu and not torch.compiler.is_compiling():
             out = _nan_rows_cpu(q, k, out, params.causal, lse)
         return out, None
+
+    def direct(self, problem: Problem, params: AttnParams, slot: dict):
+        """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on."""
+        if slot.get("sdpa") is _cpu_flash and params.attn_bias is None and params.dropout_p == 0:
+            return _cpu_runner(params, problem.headdim)
+        return None
 
     def _out(self, q, k, v, params: AttnParams, slot: dict | None):
         """-> (out, the kernel's lse [b, h, sq] where the CPU flash op ran, else None)."""
@@ -253,21 +257,28 @@ def _cpu_flash(q, k, v, p: AttnParams):
     return out.transpose(1, 2), lse
 
 
-def _cpu_run(q, k, v, p: AttnParams):
-    """``_cpu_flash`` and ``_nan_rows_cpu`` in one function, for the calls whose plan found that the CPU flash op takes
-    them (its lse screen inlined where it holds): the same result, about 1.5 us less host time a call (the CPU's
-    sdpa-served calls, issue 10)."""
-    if not _CPU_OP:
-        _CPU_OP.append(_op("_scaled_dot_product_flash_attention_for_cpu"))
-    out, lse = _CPU_OP[0](q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), p.dropout_p, p.causal,
-                          scale=p.softmax_scale)
-    out = out.transpose(1, 2)
-    if _LSE_SCREEN and _LSE_SCREEN[0] and torch.count_nonzero(lse).item() == lse.numel():
-        return out
-    return _nan_rows_cpu(q, k, out, p.causal, lse)
+def _cpu_runner(p: AttnParams, headdim: int):
+    """``_cpu_flash`` and ``_nan_rows_cpu`` as one function of (q, k, v) with p's options bound, for the plans whose
+    signature the CPU flash op took (``direct``; dropout 0): the same result with less host time a call (the CPU's
+    sdpa-served calls, issue 10). The lse screen is inlined where it holds (asked on every call: ``_LSE_SCREEN``).
+    Arguments the op would take as its defaults are left out (each one costs the op's argument parsing): the scale
+    where it is exactly the op's own default, ``1 / sqrt(headdim)`` in double precision (the same value then)."""
+    op = _op("_scaled_dot_product_flash_attention_for_cpu")
+    causal, scale = p.causal, p.softmax_scale
+    default_scale = scale == 1.0 / math.sqrt(headdim)
+    tail = (0.0, True) if causal else ()  # dropout_p, is_causal
 
+    def run(q, k, v):
+        if default_scale:
+            out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), *tail)
+        else:
+            out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, causal, scale=scale)
+        out = out.transpose(1, 2)
+        if _LSE_SCREEN and _LSE_SCREEN[0] and lse.count_nonzero().item() == lse.numel():
+            return out
+        return _nan_rows_cpu(q, k, out, causal, lse)
 
-_CPU_OP: list = []  # [the CPU flash op], resolved on first use
+    return run
 
 
 def _needs_lse(q, k, v) -> bool:
