@@ -86,7 +86,7 @@ def test_declines_options(change, why):
 
 @pytest.mark.parametrize("shape,causal,why", [
     ((1, 4096, 2048, 2, 2, torch.bfloat16, 128), True, "rows without keys"),  # causal, seqlen_q > seqlen_k
-    ((1, 1024, 4096, 2, 2, torch.bfloat16, 128), True, "below 2048"),  # measured slower there
+    ((1, 512, 4096, 2, 2, torch.bfloat16, 128), True, "below 1024"),  # measured slower there
     ((1, 4096, 512, 2, 2, torch.bfloat16, 128), False, "below 1024"),
     ((1, 2048, 2048, 2, 2, torch.bfloat16, 64), False, "no FWD_GLUON row"),  # measured slower at d=64
     ((1, 2048, 2048, 2, 2, torch.float32, 128), False, "dtype"),
@@ -129,8 +129,8 @@ def test_varlen_rule(monkeypatch):
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(cu_seqlens_q=cu, cu_seqlens_k=cu), True, 5192) is None
     other = params(cu_seqlens_q=cu, cu_seqlens_k=cu.clone(), max_seqlen_q=5192, max_seqlen_k=5192)
     assert "packed differently" in fwd_gluon.gluon_reason("sm90", q, k, v, other, True)
-    short = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=1500, max_seqlen_k=1500, causal=True)
-    assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, short, True)
+    short = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=1000, max_seqlen_k=1000, causal=True)
+    assert "below 1024" in fwd_gluon.gluon_reason("sm90", q, k, v, short, True)
     late = params(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5192, causal=True, diag_offset=-1)
     assert "rows without keys" in fwd_gluon.gluon_reason("sm90", q, k, v, late, True)
     assert fwd_gluon.rows_view(q) == (8192, 4 * 128)

@@ -724,7 +724,9 @@ FWD_WS: dict[str, list[Row]] = {
 _GLUON_128 = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 not causal 1.06-1.09x at s = 1k-16k (556 / 587 "
               "TFLOP/s at 4k / 16k, cuDNN 598 / 624), GQA 32/8 1.09x")
 _GLUON_128_CAUSAL = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 causal 1.09-1.23x from 2k (479 / 557 TFLOP/s "
-                     "at 4k / 16k, cuDNN 520 / 559), GQA 32/8 1.14x; 0.98x at 1k, so from 2048")
+                     "at 4k / 16k, cuDNN 520 / 559), GQA 32/8 1.14x; at 1k 0.98x one program a tile, 1.27x with "
+                     "persistent programs (run28/h100_gluon_persistent_any_4_gpu*.md: 357-361 TFLOP/s, the other "
+                     "kernels 282-284), so from 1024")
 _GLUON_256 = ("H100 (run25/h100_gluon_ab_any_length.md): d=256 1.16-1.23x not causal, 1.10-1.18x causal at "
               "s = 1k-16k (619 / 646 and 514 / 593 TFLOP/s at 4k / 16k, cuDNN 642 / 661 and 561 / 594); 128x64, "
               "two ring slots (three do not fit 227 KB)")
@@ -735,7 +737,7 @@ FWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
         Row(128, _T(128, 128, 4, 2, reason=_GLUON_128), causal=False, min_seqlen_k=1024),
         Row(128, _T(128, 128, 4, 2, reason=_GLUON_128_CAUSAL, spills_ok=_GLUON_128_PERSISTENT), causal=True,
-            min_seqlen_k=2048),
+            min_seqlen_k=1024),
         Row(256, _T(128, 64, 4, 2, reason=_GLUON_256), min_seqlen_k=1024),
     ],
 }
