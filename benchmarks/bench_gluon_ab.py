@@ -201,8 +201,14 @@ def main() -> None:
                     help="also on with one program a tile (no persistent programs)")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="BLOCK_N:STAGES",
                     help="also on with these rings for every row (e.g. 128:3 64:2): the tile check on another GPU")
+    ap.add_argument("--extra-row", nargs="*", default=[], metavar="D:BLOCK_N:STAGES",
+                    help="a FWD_GLUON row for a head dim without one (causal or not), e.g. 64:128:2: on takes it")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    for spec in args.extra_row:
+        d, n, st = (int(x) for x in spec.split(":"))
+        _ROWS["FWD_GLUON"].append(tiles.Row(d, tiles.Tile(128, n, 4, st, reason="bench"), min_seqlen_k=1024))
+        tiles.FWD_GLUON["sm90"] = list(_ROWS["FWD_GLUON"])
     if args.any_length:
         for rows in _ROWS.values():
             rows[:] = [r._replace(min_seqlen_k=0) for r in rows]

@@ -278,7 +278,10 @@ def any_length(monkeypatch, request):
     """The tests' calls are short: lift the rows' length rules and the options' limits (speed choices,
     test_declines_shapes, test_serves_windows_softcap_alibi). Each test
     runs with the descriptors made on the host (where the layout allows) and on the device."""
-    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]])
+    rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
+    if not any(r.max_d == 64 for r in rows):  # the kernel at d=64 too (benchmarks/bench_gluon_ab.py --extra-row)
+        rows.append(tiles.Row(64, tiles.Tile(128, 128, 4, 3, reason="test")))
+    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
     # the options rows serve causal calls within limits chosen for speed: every option path is tested here
     monkeypatch.setitem(tiles.FWD_GLUON_OPTIONS, "sm90",
                         [r._replace(min_seqlen_k=0, causal=None) for r in tiles.FWD_GLUON_OPTIONS["sm90"]])
@@ -316,6 +319,8 @@ GPU = pytest.mark.skipif(not ON_SM90, reason="the Gluon forward runs on sm90 GPU
     (1, 300, 700, 3, 3, 256, True, torch.float16),
     (2, 192, 192, 2, 1, 256, True, torch.bfloat16),
     (1, 100, 450, 2, 2, 256, False, torch.bfloat16),
+    (2, 333, 333, 4, 2, 64, True, torch.bfloat16),
+    (1, 200, 517, 3, 3, 64, False, torch.float16),
 ])
 def test_matches_reference(any_length, b, sq, sk, h, hk, d, causal, dtype):
     q, k, v = qkv(b, sq, sk, h, hk, dtype, d=d)
@@ -333,6 +338,8 @@ def test_matches_reference(any_length, b, sq, sk, h, hk, d, causal, dtype):
     (3, 1000, 1000, 23, 23, 128, False),  # 8 x 69 = 552 tiles: most programs take 5, some 4; partial last blocks
     (5, 640, 640, 18, 6, 256, False),     # 5 x 90 = 450 tiles, GQA
     (1, 128, 128, 7, 7, 128, False),      # fewer tiles than programs
+    (4, 900, 900, 40, 40, 64, False),     # d=64, three ring slots
+    (4, 900, 900, 40, 8, 64, True),
     (3, 1000, 1000, 23, 23, 128, True),   # causal: 4 pairs of query blocks x 69 heads = 276 pairs
     (2, 1100, 1100, 20, 10, 128, True),   # 9 query blocks: the middle one alone in its pair
     (2, 700, 900, 16, 16, 256, True),     # bottom-right causal (seqlen_q < seqlen_k), 3 blocks
