@@ -302,6 +302,8 @@ def run_gluon(q, k, v, p):
     (o, _), launched = spied(launch, "launch_gluon", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
     assert launched is True, "another kernel served the call"
     assert o is out and not out.isnan().any() and not lse.isnan().any()
+    if plan.gluon.host:  # later calls launch the compiled kernel directly (launch/runtime.py), not through Triton
+        assert plan.gluon.hd_slot.kernels and all(d is not None for _, d in plan.gluon.hd_slot.kernels.values())
     return out, lse
 
 

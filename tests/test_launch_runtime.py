@@ -306,3 +306,31 @@ def test_direct_launches_call_registered_launch_hooks():
     names.clear()
     calls()
     assert names == []  # the hook is gone: nothing calls it
+
+
+def test_slots_keep_constexprs_in_the_kernels_order():
+    """A direct launch passes the slot's constexpr values after the arguments, positionally (``_run`` keeps a
+    compiled kernel for the direct path only when they are the kernel's trailing parameters in order): a slot
+    takes them in the kernel's parameter order whatever the order its launcher wrote them in, so that a launcher
+    listing them otherwise does not silently lose the direct launch (its host time: 70-100 us a call measured on
+    an H100, benchmarks/results/run28/h100_host_vs_base_5.txt). Every launcher's slots, and one written out of
+    order."""
+    from flash_attention_amd.kernels.fwd import attn_fwd_kernel
+    from flash_attention_amd.launch import fwd_gluon
+
+    def ordered(slot):
+        names = list(slot.fn.arg_names)
+        return list(slot.constexprs) == [n for n in names if n in slot.constexprs]
+
+    slot = runtime.KernelSlot(_jit(attn_fwd_kernel), {"HEAD_DIM": 64, "BLOCK_M": 64}, {}, ())
+    names = list(slot.fn.arg_names)
+    assert names.index("BLOCK_M") < names.index("HEAD_DIM") and ordered(slot)
+    assert slot._cvals == tuple(slot.constexprs.values())
+    if fwd_gluon.gluon_triton_reason() is None:  # the Gluon launchers' slots (planned on the CPU)
+        from helpers import attn_params
+
+        q, k, v = (torch.randn(1, 2048, 2, 128, dtype=torch.bfloat16) for _ in range(3))
+        row = fwd_gluon.gluon_row("sm90", 128, True)
+        for causal in (False, True):
+            plan = fwd_gluon.plan_gluon(q, k, v, attn_params(causal=causal), row.config, (0, 0, 0), (0, 0))
+            assert ordered(plan.slot) and ordered(plan.hd_slot)

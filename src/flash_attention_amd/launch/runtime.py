@@ -339,6 +339,10 @@ class KernelSlot:
     __slots__ = ("fn", "constexprs", "options", "dynamic", "kernels", "fast", "_dns", "_cvals", "_tensor_pos")
 
     def __init__(self, fn, constexprs: dict, options: dict, dynamic: tuple[int, ...]):
+        # in the kernel's parameter order: the direct launch passes their values after the arguments (``_run``)
+        names = getattr(fn, "arg_names", None)
+        if names is not None and set(constexprs) <= set(names):
+            constexprs = {name: constexprs[name] for name in names if name in constexprs}
         self.fn, self.constexprs, self.options, self.dynamic = fn, constexprs, options, dynamic
         self.kernels: dict = {}
         self.fast: dict = {}  # (launch context, the launcher's fast key) -> a kernels entry
