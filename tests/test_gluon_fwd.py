@@ -88,7 +88,8 @@ def test_declines_options(change, why):
     ((1, 4096, 2048, 2, 2, torch.bfloat16, 128), True, "rows without keys"),  # causal, seqlen_q > seqlen_k
     ((1, 512, 4096, 2, 2, torch.bfloat16, 128), True, "below 1024"),  # measured slower there
     ((1, 4096, 512, 2, 2, torch.bfloat16, 128), False, "below 1024"),
-    ((1, 2048, 2048, 2, 2, torch.bfloat16, 64), False, "no FWD_GLUON row"),  # measured slower at d=64
+    ((1, 2048, 2048, 2, 2, torch.bfloat16, 64), True, "no FWD_GLUON row"),  # measured slower at d=64 causal
+    ((1, 1024, 1024, 2, 2, torch.bfloat16, 64), False, "below 2048"),
     ((1, 2048, 2048, 2, 2, torch.float32, 128), False, "dtype"),
     ((1, 2048, 2048, 2, 2, torch.bfloat16, 96), False, "no FWD_GLUON row"),  # no padding: exact head dims only
     ((1, 2048, 2048, 2, 2, torch.bfloat16, 80), False, "no FWD_GLUON row"),
@@ -279,8 +280,9 @@ def any_length(monkeypatch, request):
     test_declines_shapes, test_serves_windows_softcap_alibi). Each test
     runs with the descriptors made on the host (where the layout allows) and on the device."""
     rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
-    if not any(r.max_d == 64 for r in rows):  # the kernel at d=64 too (benchmarks/bench_gluon_ab.py --extra-row)
-        rows.append(tiles.Row(64, tiles.Tile(128, 128, 4, 3, reason="test")))
+    for causal in (False, True):  # the kernel at d=64 both ways (the table's d=64 row: not causal only)
+        if not any(r.max_d == 64 and r.causal in (None, causal) for r in rows):
+            rows.append(tiles.Row(64, tiles.Tile(128, 128, 4, 2, reason="test"), causal=causal))
     monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
     # the options rows serve causal calls within limits chosen for speed: every option path is tested here
     monkeypatch.setitem(tiles.FWD_GLUON_OPTIONS, "sm90",

@@ -718,7 +718,8 @@ FWD_WS: dict[str, list[Row]] = {
 # the producer warp are added by the kernel), num_stages the ring's depth; min_seqlen_k: from this many queries
 # and keys. ptxas (check-kernels --kernel fwd_gluon): 0 local memory in every build. H100, b*s = 16384, hidden
 # 2048, bf16, the same calls with it on and off in one process (benchmarks/results/run25/h100_gluon_ab_*.md; off:
-# the warp-specialised or main kernel). At d=64 it lost (0.61-0.98x): no row. H200 check (run26/h200x4_gluon_tiles.md,
+# the warp-specialised or main kernel). At d=64 it lost (0.61-0.98x) until persistent programs (session 31): a row
+# for calls that are not causal. H200 check (run26/h200x4_gluon_tiles.md,
 # every ring that fits, same process): the rows' rings are the fastest on every d=128 row (three slots 0.93-1.00x,
 # 64-key blocks 0.89-0.96x); at d=256 128x64 two slots is the only ring that fits.
 _GLUON_128 = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 not causal 1.06-1.09x at s = 1k-16k (556 / 587 "
@@ -730,6 +731,9 @@ _GLUON_128_CAUSAL = ("H100 (run25/h100_gluon_ab_any_length.md): d=128 causal 1.0
 _GLUON_256 = ("H100 (run25/h100_gluon_ab_any_length.md): d=256 1.16-1.23x not causal, 1.10-1.18x causal at "
               "s = 1k-16k (619 / 646 and 514 / 593 TFLOP/s at 4k / 16k, cuDNN 642 / 661 and 561 / 594); 128x64, "
               "two ring slots (three do not fit 227 KB)")
+_GLUON_64 = ("H100 (run28/h100_gluon_d64_5_gpu*.md, persistent programs): d=64 not causal 1.01-1.05x the other "
+             "kernels at 2k, 1.02-1.03x at 4k, 1.07-1.08x at 16k (1.01x at 1k; causal 0.87-0.98x: no row); three or "
+             "four ring slots 0.96-1.02x of two; ptxas: no local memory")
 # ptxas: the persistent causal d=128 build (launch/fwd_gluon.py ``persistent``) spills 24 B, measured with it.
 _GLUON_128_PERSISTENT = ("H100 (run28/h100_gluon_persistent_*.md): the persistent causal build (5 registers, 24 B "
                          "of local memory) 1.04-1.09x one program a tile at 2k-4k, 0.99-1.02x at 16k")
@@ -739,6 +743,7 @@ FWD_GLUON: dict[str, list[Row]] = {
         Row(128, _T(128, 128, 4, 2, reason=_GLUON_128_CAUSAL, spills_ok=_GLUON_128_PERSISTENT), causal=True,
             min_seqlen_k=1024),
         Row(256, _T(128, 64, 4, 2, reason=_GLUON_256), min_seqlen_k=1024),
+        Row(64, _T(128, 128, 4, 2, reason=_GLUON_64), causal=False, min_seqlen_k=2048),
     ],
 }
 # The Gluon forward with a window, softcap and / or ALiBi (causal calls: the ones measured), own rows and limits.
