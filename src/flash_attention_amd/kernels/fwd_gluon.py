@@ -81,7 +81,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS:
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
               FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
-    """The TMA loads of the program's tiles (``_tiles``): per tile Q's two 64-row halves (once both consumers
+    """The TMA loads of the program's tiles (``_work``): per tile Q's two 64-row halves (once both consumers
     released the last tile's), then its key blocks j_lo .. j_lo + n_blocks - 1, the g-th block of the program into
     ring slot g % STAGES once both consumers released the block that held it. bars = (q, q_empty, k_ready,
     v_ready, k_empty, v_empty)."""
