@@ -165,9 +165,10 @@ def descending(flags: tuple) -> bool:
 # of waiting for a new program. Calls without a mask, whose tiles all take the same time, take them in order;
 # causal calls take pairs of query blocks (the last and the first of a head, ...) that hold the same work
 # together. Against one program a tile, same process (benchmarks/bench_gluon_ab.py --persistent; two GPUs of one
-# H100 host, benchmarks/results/run28/h100_gluon_persistent_*.md): d=128 not causal 1.08-1.10x at 1k, 1.03-1.05x
-# at 2k, 1.01-1.02x at 4k-16k; causal 1.08-1.09x at 2k, 1.04x at 4k, 0.99-1.02x at 16k, GQA 32/8 1.01 / 1.05x;
-# d=256 0.99-1.12x not causal, causal 1.05-1.06x at 1k-4k, 1.01x at 16k. With options: not measured, so not taken.
+# H100 host, three calls, benchmarks/results/run28/h100_gluon_persistent_*.md): d=128 not causal 1.08-1.10x at
+# 1k, 1.03-1.06x at 2k, 1.01-1.03x at 4k-16k; causal 1.11-1.12x at 1k, 1.08-1.09x at 2k, 1.04x at 4k, 0.99-1.02x at
+# 16k; GQA 32/8 at 4k 1.01-1.02 / 1.05x; d=256 0.99-1.13x not causal, causal 1.02-1.08x at 1k-4k, 0.98-1.05x at 16k.
+# With options: not measured, so not taken.
 # Module attributes for benchmarks/bench_gluon_ab.py (--persistent), not user settings.
 PERSISTENT_PLAIN = True
 PERSISTENT_CAUSAL = True
