@@ -312,7 +312,7 @@ def test_slots_keep_constexprs_in_the_kernels_order():
     """A direct launch passes the slot's constexpr values after the arguments, positionally (``_run`` keeps a
     compiled kernel for the direct path only when they are the kernel's trailing parameters in order): a slot
     takes them in the kernel's parameter order whatever the order its launcher wrote them in, so that a launcher
-    listing them otherwise does not silently lose the direct launch (its host time: 70-100 us a call measured on
+    listing them otherwise does not silently lose the direct launch (its host time: about 75 us a call measured on
     an H100, benchmarks/results/run28/h100_host_vs_base_5.txt). Every launcher's slots, and one written out of
     order."""
     from flash_attention_amd.kernels.fwd import attn_fwd_kernel
