@@ -43,16 +43,23 @@ def _tile(spec: str | None) -> None:
                                             for r in rows]
 
 
+def _alibi_mode(mode: str) -> bool:
+    return any(p[:1] == "a" and p[1:].isdigit() for p in mode.split("+"))
+
+
 def _set(mode) -> None:
-    """mode: True / False (Gluon on / off), a MODES key, "asc" (on, query blocks in ascending order), "np" (on,
-    one program a tile for every call: no persistent programs) or "t<block_n>:<stages>" (on, that ring for every
-    row)."""
+    """mode: True / False (Gluon on / off), a MODES key, or on with changes joined by "+": "asc" (query blocks in
+    ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
+    calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed) or
+    "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
+    parts = mode.split("+") if isinstance(mode, str) else []
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
     fwd_gluon.HOST_DESCRIPTORS = host
-    fwd_gluon.DESCENDING_CAUSAL = mode != "asc"
-    fwd_gluon.PERSISTENT_PLAIN = fwd_gluon.PERSISTENT_CAUSAL = mode != "np"
-    _tile(mode[1:] if isinstance(mode, str) and mode.startswith("t") else None)
+    fwd_gluon.DESCENDING_CAUSAL = "asc" not in parts
+    fwd_gluon.PERSISTENT_PLAIN = fwd_gluon.PERSISTENT_CAUSAL = fwd_gluon.PERSISTENT_OPTIONS = "np" not in parts
+    fwd_gluon.ALIBI_ONE_SIDED = "a1" not in parts
+    _tile(next((p[1:] for p in parts if p.startswith("t")), None))
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
@@ -199,6 +206,8 @@ def main() -> None:
                     help="also on with each head's query blocks in ascending order (causal calls start the last first)")
     ap.add_argument("--persistent", action="store_true",
                     help="also on with one program a tile (no persistent programs)")
+    ap.add_argument("--modes", nargs="*", default=[], metavar="MODE",
+                    help="also on with these changes (``_set``: e.g. np a1 np+a1 a3); ALiBi modes only for ALiBi calls")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="BLOCK_N:STAGES",
                     help="also on with these rings for every row (e.g. 128:3 64:2): the tile check on another GPU")
     ap.add_argument("--extra-row", nargs="*", default=[], metavar="D:BLOCK_N:STAGES",
@@ -249,8 +258,8 @@ def main() -> None:
                 return fa.flash_attn_func(q, k, v, causal=causal, **kw)
         modes = list(MODES) if args.desc else [True, False]
         extra = (["asc"] if args.order and causal else []) + (["np"] if args.persistent else []) \
-            + [f"t{t}" for t in args.tiles
-                                                              if _fits(t, d)]
+            + [f"t{t}" for t in args.tiles if _fits(t, d)] \
+            + [m for m in args.modes if "alibi" in (opt or "") or not _alibi_mode(m)]
         modes += extra
         times = {m: [] for m in modes}
         outs = {}

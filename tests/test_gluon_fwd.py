@@ -66,7 +66,7 @@ def test_serves_windows_softcap_alibi():
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
     assert "below 4096" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
     assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
-    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, True)
+    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1)
 
 
 @pytest.mark.parametrize("change,why", [
@@ -169,7 +169,7 @@ def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
 def test_persistent_rule(monkeypatch):
     """Dense calls run persistent programs (the host-made descriptors): a grid of at most one program per SM (the
     CPU's stand-in: 4). Without a mask each takes tiles in order; causal calls take pairs of query blocks of one
-    head (ORDER 2); options (softcap, ALiBi, windows: not measured) and varlen keep a program per tile."""
+    head (ORDER 2), and so do softcap calls up to 4096 keys; windows, ALiBi and varlen calls keep a program a tile."""
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
     row = fwd_gluon.gluon_row("sm90", 128, False)
     plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
@@ -180,17 +180,42 @@ def test_persistent_rule(monkeypatch):
     assert causal.hd_tail[-1] == 8 * 8 and causal.slot.constexprs["ORDER"] == 1  # pairs; device-made: descending
     q3 = q[:, :1920]  # 15 query blocks: 8 pairs a head, the last one the middle block alone
     assert fwd_gluon.plan_gluon(q3, k, v, params(causal=True), row.config, (0, 0, 0), (0, 0)).hd_tail[-1] == 8 * 8
-    for flags, varlen in (((True, True, False, False), False), ((True, False, False, False), False),
-                          ((False, False, False, False), True), ((False, True, False, False), True),
-                          ((False, False, True, False), False), ((False, True, False, True), False)):  # options
-        assert not fwd_gluon.persistent(flags, varlen), (flags, varlen)
+    for flags, varlen, seqlen_k in (((False, False, False, 0), True, 0), ((False, True, False, 0), True, 0),
+                                    ((True, True, False, 0), False, 0), ((True, False, False, 0), False, 0),
+                                    ((False, True, False, 2), False, 0), ((False, True, False, 1), False, 0),
+                                    ((False, True, True, 0), False, 4097), ((False, True, True, 2), False, 0)):
+        assert not fwd_gluon.persistent(flags, varlen, seqlen_k), (flags, varlen, seqlen_k)
+    for flags, order in (((False, False, True, 0), 0), ((False, True, True, 0), 2)):  # softcap
+        assert fwd_gluon.persistent(flags, False, 4096) and fwd_gluon.order(flags, True) == order, flags
     window = fwd_gluon.plan_gluon(q, k, v, params(causal=True, window_left=256), row.config, (0, 0, 0), (0, 0))
     assert not window.hd_slot.constexprs["PERSISTENT"] and window.hd_grid == window.grid
     assert window.hd_slot.constexprs["ORDER"] == 0  # a left bound evens the work
+    softcap = fwd_gluon.plan_gluon(q, k, v, params(causal=True, softcap=30.0), row.config, (0, 0, 0), (0, 0))
+    assert softcap.hd_slot.constexprs["PERSISTENT"] and softcap.hd_slot.constexprs["ORDER"] == 2
+    monkeypatch.setattr(fwd_gluon, "PERSISTENT_OPTIONS", False)
+    assert not fwd_gluon.persistent((False, True, True, 0), False)
+    assert fwd_gluon.persistent((False, True, False, 0), False)
     monkeypatch.setattr(fwd_gluon, "PERSISTENT_PLAIN", False)
     monkeypatch.setattr(fwd_gluon, "PERSISTENT_CAUSAL", False)
-    assert not fwd_gluon.persistent((False, False, False, False), False)
-    assert fwd_gluon.order((False, True, False, False), False) == 1
+    assert not fwd_gluon.persistent((False, False, False, 0), False)
+    assert fwd_gluon.order((False, True, False, 0), False) == 1
+
+
+def test_alibi_flag(monkeypatch):
+    """ALIBI 2 (one-sided: a per-key term, the per-row one in the LSE) wherever no visible key lies right of the
+    diagonal (causal, or a right window bound of 0), without a left bound, up to d=128 (the other builds spill); else
+    1 (|i + limit - j| per score)."""
+    slopes = torch.rand(4)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 2)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 2)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes)) == (False, False, False, 1)
+    assert fwd_gluon.flags_of(params(causal=True))[3] == 0
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 128)[3] == 2
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 1  # its one-sided builds spill
+    monkeypatch.setattr(fwd_gluon, "ALIBI_ONE_SIDED", False)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True))[3] == 1
 
 
 def test_env_turns_it_off(monkeypatch):
@@ -247,14 +272,20 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     # descriptors made on the device / on the host (the host-made ones dense and varlen; dense plain calls run
     # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
-    assert rc == 0 and len(rows) == (variants + len(tiles.FWD_GLUON_OPTIONS["sm90"])) * 2 * 3
+    # the options rows: every option at once with |distance| ALiBi, and one-sided ALiBi (d=128) or causal softcap
+    # (d=256, which takes softcap; persistent)
+    variants += 2 * len(tiles.FWD_GLUON_OPTIONS["sm90"])
+    assert rc == 0 and len(rows) == variants * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
     assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
                      ("device-desc", "host-desc persistent", "host-desc varlen")} | \
         {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
+    whats = {r["label"].split(" gluon")[0].split(" ", 2)[2] for r in rows}
+    assert whats >= {"opts", "opts one-sided", "causal softcap"}
     for r in rows:
         accepted = r["label"].startswith(("bf16 d=128 causal", "fp16 d=128 causal")) and "persistent" in r["label"]
-        if accepted:  # the row's spills_ok: measured with its 24 B (tiles.py)
+        if accepted and r["status"] != "ok":  # the row's spills_ok: measured with its 24 B (tiles.py; none since
+            # session 32's build)
             assert r["status"] == "warn" and r["scratch"] <= 32 and "accepted" in " ".join(r["warnings"]), r
         else:
             assert r["status"] == "ok" and r["spills"] == 0 and r["scratch"] == 0, r
@@ -399,6 +430,39 @@ def test_options_match_reference(any_length, d, sq, sk, change):
     if kind:
         change["alibi_slopes"] = (torch.rand(4, device=DEVICE) if kind == "1d" else torch.rand(2, 4, device=DEVICE))
     p = params(d, **change)
+    out, lse = run_gluon(q, k, v, p)
+    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
+               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
+    assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("d,b,sq,sk,h,hk,change", [
+    (128, 2, 1500, 1500, 20, 10, dict(causal=True, alibi="1d")),          # one-sided ALiBi
+    (128, 2, 1300, 1700, 12, 12, dict(window_right=0, alibi="2d")),       # one-sided: a right bound of 0
+    (128, 2, 1300, 1700, 12, 12, dict(window_left=300, window_right=0, alibi="2d")),  # windowed: |distance|
+    (128, 3, 1000, 1000, 16, 8, dict(window_left=500, window_right=200, alibi="1d")),  # |distance| ALiBi, both bounds
+    (256, 2, 1100, 1100, 16, 16, dict(causal=True, softcap=30.0)),         # softcap: persistent, pairs
+    (256, 2, 900, 1000, 18, 6, dict(causal=True, window_left=256, softcap=50.0, alibi="2d")),  # everything at once
+])
+def test_options_take_every_tile(any_length, d, b, sq, sk, h, hk, change):
+    """Calls with options and more tiles than SMs: softcap in persistent programs (each program's ring and barriers
+    carry from tile to tile), one-sided ALiBi (d=128) with steep slopes (up to 4 a key: the per-row term the
+    softmax leaves out, then added to the LSE, spans hundreds), windows and |distance| ALiBi."""
+    q, k, v = qkv(b, sq, sk, h, hk, torch.bfloat16, d=d)
+    change = dict(change)
+    kind = change.pop("alibi", None)
+    if kind:
+        change["alibi_slopes"] = 4 * (torch.rand(h, device=DEVICE) if kind == "1d" else torch.rand(b, h, device=DEVICE))
+    p = params(d, **change)
+    plan = launch.plan_forward(q, k, v, p)
+    flags = fwd_gluon.flags_of(p, d)
+    persist = fwd_gluon.persistent(flags, False, sk)
+    assert plan.gluon.hd_slot.constexprs["FLAGS"] == flags and plan.gluon.hd_slot.constexprs["PERSISTENT"] == persist
+    assert persist == (plan.gluon.hd_grid[1:] == (1, 1)) and (not any_length or persist == ("softcap" in str(change)))
     out, lse = run_gluon(q, k, v, p)
     ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
                softcap=p.softcap, alibi_slopes=p.alibi_slopes)

@@ -20,7 +20,12 @@ slot (freed by an arrive from each consumer once its last QK^T retired), carry f
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d], Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log).
 Scores (log2 units): s = qk * sm_scale; SOFTCAP: s = softcap * tanh(s / softcap) (``tanh.approx.f32``, as
-the Triton kernels take it on NVIDIA: launch/fwd.py ``fast_tanh``); ALIBI: s -= slope * |i + limit - j|.
+the Triton kernels take it on NVIDIA: launch/fwd.py ``fast_tanh``); ALIBI: s -= slope * |i + limit - j|. Where no
+visible key lies right of a row's diagonal (ALIBI 2: causal) that bias is slope * (j - c) + slope * (c - i - limit)
+for any c: with c the group's first row's diagonal key (c = first + limit), the first term is one vector per key
+block (0 at the diagonal, so small wherever a score still weighs) and the second a per-row constant within
+[-63 slope, 0], which the softmax does not see: it is added to the LSE alone. So ALiBi costs one add a score (fused
+into the scale's FMA) instead of a distance, its absolute value and a conversion.
 Query i sits at key position i + limit (limit = seqlen_k - seqlen_q + a chunk's diagonal offset); key j is
 visible when j < seqlen_k, j <= i + limit + window_right (MASK_RIGHT: causal is window_right 0) and
 j >= i + limit - window_left (MASK_LEFT). The key blocks some row of the program sees are visited; each
@@ -44,10 +49,11 @@ def _tanh(x):
 
 
 @gluon.jit
-def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS: gl.constexpr):
+def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
-    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask."""
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
+    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
@@ -58,7 +64,9 @@ def _softmax(s, state_m, state_l, scores, rows, cols, MASK: gl.constexpr, FLAGS:
             s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
         else:
             s = s * (sm_scale * LOG2E)
-        if ALIBI:
+        if ALIBI == 2:  # every visible key at or left of the diagonal: a per-key term, the per-row one in the LSE
+            s = s + col_bias[None, :]
+        elif ALIBI:
             dist = (rows[:, None] + limit) - cols[None, :]
             s = s - (slope * LOG2E) * gl.abs(dist).to(gl.float32)
         scale = 1.0
@@ -117,8 +125,21 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes
 
 
 @gluon.jit
-def _step(t, state, q, k_smem, v_smem, bars, scores, rows, cols, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
-    """The program's t-th key block (its ring position; not the tile's first; cols [BLOCK_N] its key positions):
+def _keys(j0, keys, FLAGS: gl.constexpr):
+    """The positions of the key block that starts at key j0, and (ALIBI 2) slope * log2(e) * (j - c) of each
+    (one add a key; else 0.0, unused). keys = (offs_n [BLOCK_N], ramp = slope * log2(e) * offs_n, slope * log2(e),
+    c)."""
+    offs_n, ramp, a, c = keys
+    bias = a
+    if FLAGS[3] == 2:
+        bias = ramp + a * (j0 - c).to(gl.float32)
+    return j0 + offs_n, bias
+
+
+@gluon.jit
+def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
+    """The program's t-th key block (its ring position; not the tile's first), keys j0 .. j0 + BLOCK_N - 1 (keys:
+    ``_keys``'s):
     issue QK^T(t) and PV(t - 1), wait for the first, softmax(t) while the second runs, then wait for it and rescale.
     state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(t - 1) as wgmma's A operand)."""
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
@@ -133,7 +154,8 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, cols, s_zero, MASK: g
     acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
     mbarrier.arrive(k_empty.index(slot), count=1)
-    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, MASK, FLAGS)
+    cols, col_bias = _keys(j0, keys, FLAGS)
+    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, MASK, FLAGS)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
     mbarrier.arrive(v_empty.index(prev), count=1)
     acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -185,22 +207,24 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     mbarrier.wait(k_ready.index(slot0), (base // STAGES) & 1)
     s = warpgroup_mma(q, k_smem.index(slot0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
     mbarrier.arrive(k_empty.index(slot0), count=1)
-    cols = j_lo * BLOCK_N + offs_n
+    a_l2 = slope * LOG2E
+    keys = (offs_n, offs_n.to(gl.float32) * a_l2, a_l2, first + limit)  # _keys: c = the first row's diagonal key
+    cols, col_bias = _keys(j_lo * BLOCK_N, keys, FLAGS)
     if (j_lo < full_lo) | (j_lo >= full_hi):
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, True, FLAGS)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS)
     else:
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, False, FLAGS)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS)
     # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
     for t in range(1, a):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
-                      s_zero, True, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      True, FLAGS)
     for t in range(a, b):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
-                      s_zero, False, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      False, FLAGS)
     for t in range(b, n_blocks):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N + offs_n,
-                      s_zero, True, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
     last = (base + n_blocks - 1) % STAGES
@@ -213,6 +237,8 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     cols_o = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     gl.store(out_ptr + rows_o.to(gl.int64)[:, None] * stride_om + cols_o[None, :], out.to(dtype),
              mask=(rows_o < seqlen_q)[:, None])  # [ROWS, HEAD_DIM]
+    if FLAGS[3] == 2:  # the per-row ALiBi term the softmax left out: slope * (c - i - limit) = slope * (first - i)
+        m_i = m_i + a_l2 * (first - rows).to(gl.float32)
     gl.store(lse_ptr + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < seqlen_q)  # [ROWS]
 
 

@@ -47,10 +47,31 @@ def options_of(params: AttnParams) -> bool:
     return params.has_window or params.softcap > 0 or params.alibi_slopes is not None
 
 
-def flags_of(params: AttnParams) -> tuple[bool, bool, bool, bool]:
-    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0."""
-    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, params.softcap > 0,
-            params.alibi_slopes is not None)
+# ALiBi where every visible key lies at or left of the diagonal (causal, or a right window bound of 0) as a
+# per-key term plus a per-row one that only the LSE takes (the kernel's ALIBI 2, kernels/fwd_gluon.py): one add a
+# score instead of a distance, its absolute value and a conversion. Against the |distance| form (ALIBI 1), causal,
+# one program a tile, same process (benchmarks/bench_gluon_ab.py --options --modes np np+a1, two GPUs of one H100
+# host, benchmarks/results/run29/h100_gluon_opts_1_gpu*.md): d=128 1.02-1.03x at 4k, 1.05-1.07x at 16k; d=256
+# 1.04x at 4k, 1.03-1.09x at 16k. The per-key term made per block from integers without a conversion (1.5 * 2^23 +
+# x read as fp32) measured 0.93-1.03x the ramp held in registers, so it is not kept. At d=256 the one-sided builds
+# spill (3-7 registers: the ramp's 16 a thread on top of a 128-register accumulator), and so do d=128's with a left
+# window bound too (13-14), while the spill-free |distance| form is within 10% (0.92-0.97x): head dims above
+# ALIBI_ONE_SIDED_MAX_D and windowed calls keep ALIBI 1.
+# ALIBI_ONE_SIDED False: every ALiBi call takes ALIBI 1 (a module attribute for the benchmark, not a user setting).
+ALIBI_ONE_SIDED = True
+ALIBI_ONE_SIDED_MAX_D = 128
+
+
+def flags_of(params: AttnParams, headdim: int = 0) -> tuple[bool, bool, bool, int]:
+    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. ALIBI: 0 none,
+    1 |i + limit - j| per score, 2 one-sided (no visible key right of the diagonal, no left window bound, a head
+    dim up to ``ALIBI_ONE_SIDED_MAX_D``)."""
+    alibi = 0
+    if params.alibi_slopes is not None:
+        one_sided = (bool(params.causal) or params.window_right == 0) and params.window_left < 0 \
+            and headdim <= ALIBI_ONE_SIDED_MAX_D
+        alibi = 2 if one_sided and ALIBI_ONE_SIDED else 1
+    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, params.softcap > 0, alibi)
 
 
 def gluon_triton_reason() -> str | None:
@@ -168,16 +189,25 @@ def descending(flags: tuple) -> bool:
 # H100 host, three calls, benchmarks/results/run28/h100_gluon_persistent_*.md): d=128 not causal 1.08-1.10x at
 # 1k, 1.03-1.06x at 2k, 1.01-1.03x at 4k-16k; causal 1.11-1.12x at 1k, 1.08-1.09x at 2k, 1.04x at 4k, 0.99-1.02x at
 # 16k; GQA 32/8 at 4k 1.01-1.02 / 1.05x; d=256 0.99-1.13x not causal, causal 1.02-1.08x at 1k-4k, 0.98-1.05x at 16k.
-# With options: not measured, so not taken.
+# Calls with softcap and neither a window nor ALiBi (PERSISTENT_OPTIONS) up to PERSISTENT_OPTIONS_MAX keys. Against
+# one program a tile, causal, same process (bench_gluon_ab.py --options --modes np, two GPUs of one H100 host,
+# benchmarks/results/run29/h100_gluon_opts_1_gpu*.md): d=256 softcap 30 1.06x at 4k, 0.98-0.99x at 16k (so longer
+# calls keep a program a tile). ALiBi gained 1.03-1.04x at 4k and lost 0.95-0.98x at 16k, but its persistent builds
+# spill (11-32 registers), for less than the 10% a spill must buy; windows lost (d=256 window 1024 0.97-0.98x at
+# 4k, 0.92x at 16k; window 128 0.83-0.85x; d=128 window 1024 0.97-1.02x). Those keep a program a tile.
 # Module attributes for benchmarks/bench_gluon_ab.py (--persistent), not user settings.
 PERSISTENT_PLAIN = True
 PERSISTENT_CAUSAL = True
+PERSISTENT_OPTIONS = True
+PERSISTENT_OPTIONS_MAX = 4096
 
 
-def persistent(flags: tuple, varlen: bool) -> bool:
-    """The host-descriptor kernel's PERSISTENT for a call with these FLAGS (dense: varlen tiles vary)."""
-    if varlen or flags[0] or flags[2] or flags[3]:
+def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0) -> bool:
+    """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k."""
+    if varlen or flags[0] or flags[3]:
         return False
+    if flags[2]:
+        return PERSISTENT_OPTIONS and seqlen_k <= PERSISTENT_OPTIONS_MAX
     return PERSISTENT_CAUSAL if flags[1] else PERSISTENT_PLAIN
 
 
@@ -213,7 +243,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     scores = (float(params.softmax_scale), float(params.softcap), int(params.window_left),
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
-    flags = flags_of(params)
+    flags = flags_of(params, d)
     common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
                   PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
@@ -226,7 +256,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    persist = persistent(flags, varlen)
+    persist = persistent(flags, varlen, seqlen_k)
     tiles = (plan.grid[0] + 1) // 2 * plan.grid[1] if persist and flags[1] else plan.grid[0] * plan.grid[1]
     plan.hd_grid = (min(tiles, sm_count(q.device)), 1, 1) if persist else plan.grid
     plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores, tiles)
@@ -272,22 +302,29 @@ def launch_gluon(plan: GluonPlan, q, k, v, out, lse, alibi, cu_seqlens, device: 
 COMPILE_ARCHS = tuple(FWD_GLUON)  # check-kernels compiles this launcher for these archs only
 
 
-def compile_specs(arch: str) -> list[CompileSpec]:
+def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16")) -> list[CompileSpec]:
     """Every launchable build of the Gluon forward on ``arch`` (check-kernels), bf16 and fp16, with descriptors
     made on the device and on the host: the plain table's rows plain and / or causal, the options table's with
-    every option (a window both ways, softcap, ALiBi: the most registers)."""
+    every option (a window both ways, softcap, ALiBi both ways: the most registers). variants: [(row, label,
+    FLAGS)] in place of those (a spec file's own builds)."""
     from triton.runtime.jit import mangle_type
 
     from ..kernels.fwd_gluon import attn_fwd_gluon_hd_kernel, attn_fwd_gluon_kernel
 
-    variants = []  # (row, label, FLAGS)
-    for row in FWD_GLUON.get(arch, ()):
-        for causal in (False, True) if row.causal is None else (row.causal,):
-            variants.append((row, "causal" if causal else "plain", (False, causal, False, False)))
-    for row in FWD_GLUON_OPTIONS.get(arch, ()):
-        variants.append((row, "opts", (True, True, True, True)))
+    if variants is None:
+        variants = []
+        for row in FWD_GLUON.get(arch, ()):
+            for causal in (False, True) if row.causal is None else (row.causal,):
+                variants.append((row, "causal" if causal else "plain", (False, causal, False, 0)))
+        for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
+            softcap = GLUON_OPTION_LIMITS.get((arch, row.max_d), {}).get("softcap", True)
+            variants.append((row, "opts", (True, True, softcap, 1)))
+            if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
+                variants.append((row, "opts one-sided", (False, True, softcap, 2)))
+            if softcap:
+                variants.append((row, "causal softcap", (False, True, True, 0)))
     specs = []
-    for (row, what, flags), dtype in itertools.product(variants, ("bf16", "fp16")):
+    for (row, what, flags), dtype in itertools.product(variants, dtypes):
         cfg = row.config
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
