@@ -335,9 +335,37 @@ def run_gluon(q, k, v, p):
     (o, _), launched = spied(launch, "launch_gluon", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
     assert launched is True, "another kernel served the call"
     assert o is out and not out.isnan().any() and not lse.isnan().any()
-    if plan.gluon.host:  # later calls launch the compiled kernel directly (launch/runtime.py), not through Triton
-        assert plan.gluon.hd_slot.kernels and all(d is not None for _, d in plan.gluon.hd_slot.kernels.values())
+    if plan.gluon.host:  # later calls launch the compiled kernel directly (launch/runtime.py), not through Triton,
+        # expanding the descriptors themselves (kind 2)
+        assert plan.gluon.hd_slot.kernels and all(d is not None and d[1] == 2
+                                                  for _, d in plan.gluon.hd_slot.kernels.values())
     return out, lse
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon forward runs on sm90 GPUs only")
+def test_direct_launches_encode_each_address(any_length):
+    """Direct launches encode a host-made descriptor once per address (launch/runtime.py ``_descriptor_args``): one
+    plan's calls alternating between two sets of tensors, then over memory freed and allocated again (likely the
+    same addresses, new values), each give their own tensors' result."""
+    if not any_length:
+        pytest.skip("the host-made descriptors only")
+    p = params(128, causal=True)
+    sets = [qkv(2, 640, 640, 4, 2, torch.bfloat16) for _ in range(2)]
+    plan = launch.plan_forward(*sets[0], p)
+    assert plan.gluon is not None and plan.gluon.host
+
+    def check(q, k, v):
+        out = torch.full_like(q, math.nan)
+        launch.run_forward(plan, q, k, v, p, out=out, lse=torch.full((2, 4, 640), math.nan, device=DEVICE))
+        ro, _ = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=True)
+        assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=True)[0])
+
+    for i in range(5):
+        check(*sets[i % 2])
+    del sets[1]
+    check(*qkv(2, 640, 640, 4, 2, torch.bfloat16))
+    assert all(d is not None and d[1] == 2 for _, d in plan.gluon.hd_slot.kernels.values())
 
 
 GPU = pytest.mark.skipif(not ON_SM90, reason="the Gluon forward runs on sm90 GPUs only")

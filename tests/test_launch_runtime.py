@@ -334,3 +334,55 @@ def test_slots_keep_constexprs_in_the_kernels_order():
         for causal in (False, True):
             plan = fwd_gluon.plan_gluon(q, k, v, attn_params(causal=causal), row.config, (0, 0, 0), (0, 0))
             assert ordered(plan.slot) and ordered(plan.hd_slot)
+
+
+def test_host_descriptors_expand_as_triton_expands_them(monkeypatch):
+    """A kernel with host-made TMA descriptors (the Gluon forward's): Triton 3.6 wraps its C launch function in Python
+    that encodes every descriptor on every call (``wrap_handle_tensordesc``). The direct path takes the C function
+    under it and expands the descriptors itself: the same arguments as Triton's wrapper gives (checked here against
+    it, with the driver's encoder replaced by a pure stand-in, never run), and one encoding per (base address,
+    shape, strides, block): a new address encodes again, the same one does not."""
+    from triton.backends.nvidia import driver as nv
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime import driver
+
+    encoded = []
+
+    def encode(*args):  # what it was given, as the map (a CUtensorMap is a pure function of it)
+        encoded.append(args[0])
+        return tuple(tuple(a) if isinstance(a, list) else a for a in args)
+
+    class FakeDriver:
+        utils = type("Utils", (), {"fill_tma_descriptor": staticmethod(encode)})
+
+    monkeypatch.setattr(type(driver), "active", property(lambda self: FakeDriver()))
+    monkeypatch.setattr(runtime, "_TMA", {})
+    signature = {"q_desc": "tensordesc<bf16[64, 128],x>", "Out": "*bf16", "k_desc": "tensordesc<bf16[128, 128],x>",
+                 "n": "i32", "C": "constexpr"}
+    metas = [dict(swizzle=128, elem_size=2, elem_type=9, block_size=[64, 128], fp4_padded=False),
+             dict(swizzle=128, elem_size=2, elem_type=9, block_size=[128, 128], fp4_padded=False)]
+    calls = []
+    wrapped = nv.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, metas)
+    launcher, positions, tmetas = runtime.unwrap_descriptors(wrapped)
+    assert positions == (0, 2) and tmetas[1] == (128, 2, nv.TMA_DTYPE_DEVICE_TO_HOST[9], (128, 128), False)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    x, y = torch.zeros(512, 256, dtype=torch.bfloat16), torch.zeros(512, 256, dtype=torch.bfloat16)
+    base = tuple(range(nv._BASE_ARGS_FORMAT_LEN))
+    ours_encoded = []
+    for a, b in ((x, y), (x, y), (y, x)):
+        qd = TensorDescriptor(a, [512, 256], [256, 1], [64, 128], layout)
+        kd = TensorDescriptor(b, [384, 128], [256, 1], [128, 128], layout)
+        wrapped(*base, qd, 7, kd, 5, None)
+        theirs = calls.pop()
+        n = len(encoded)
+        args = [qd, 7, kd, 5]
+        for i in range(len(positions) - 1, -1, -1):
+            args[positions[i]:positions[i] + 1] = runtime._descriptor_args(args[positions[i]], tmetas[i])
+        launcher(*base, *args, None)
+        ours_encoded.append(encoded[n:])
+        assert calls.pop() == theirs
+    # Triton encodes twice a call; ours: both descriptors on the first call, none on the second (same addresses and
+    # layouts), both on the third (each descriptor's address changed)
+    assert ours_encoded == [[y.data_ptr(), x.data_ptr()], [], [x.data_ptr(), y.data_ptr()]] and len(runtime._TMA) == 4
+    assert runtime.unwrap_descriptors(lambda *a: None) is None

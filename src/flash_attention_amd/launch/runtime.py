@@ -184,7 +184,10 @@ def _direct(kernel):
     when the launcher is of another kind or needs profile scratch memory (then ``kernel.run``
     launches). Triton 3.6's CudaLauncher / HIPLauncher pass exactly these (triton/backends/*/driver.py).
     A CUDA kernel with global scratch memory (device-side TMA descriptors, kernels/fwd_ws.py) gets
-    its buffer here, sized as CudaLauncher sizes it (grid x CTAs x the kernel's bytes a program)."""
+    its buffer here, sized as CudaLauncher sizes it (grid x CTAs x the kernel's bytes a program).
+    kind: 0 CUDA, 1 HIP, 2 CUDA with host-made TMA descriptors, whose launch function Triton wraps in
+    Python that encodes each descriptor per call: the C function under it is taken, and ``_descriptor_args``
+    expands the descriptors (extra then also holds their positions and metadata)."""
     run = kernel.run  # loads the module
     launch = getattr(run, "launch", None)
     kind = type(run).__name__
@@ -194,10 +197,67 @@ def _direct(kernel):
         scratch = getattr(run, "global_scratch_size", None)
         if scratch is None or (scratch and getattr(run, "global_scratch_align", 1 << 20) > 256):
             return None  # torch's allocations are 256-byte aligned at least
-        return launch, 0, (run.launch_cooperative_grid, run.launch_pdl, scratch * getattr(run, "num_ctas", 1))
+        extra = (run.launch_cooperative_grid, run.launch_pdl, scratch * getattr(run, "num_ctas", 1))
+        unwrapped = unwrap_descriptors(launch)
+        if unwrapped is not None:  # host-made TMA descriptors: expanded here (``_descriptor_args``)
+            return unwrapped[0], 2, (*extra, *unwrapped[1:])
+        return launch, 0, extra
     if kind == "HIPLauncher":
         return launch, 1, run.launch_cooperative_grid
     return None
+
+
+def unwrap_descriptors(launch):
+    """A launch function that Triton 3.6 wrapped to expand host-made TMA descriptors (``wrap_handle_tensordesc``
+    in triton/backends/nvidia/driver.py: per call, per descriptor, Python that reads its metadata and encodes a
+    CUtensorMap) -> (the C launch function it wraps, the descriptors' positions among the kernel's arguments, their
+    metadata as tuples (swizzle, element bytes, host dtype, block, fp4 padded)), or None (no descriptors, or
+    descriptors the frontend decomposes: Triton's own wrapper stays)."""
+    code = getattr(launch, "__code__", None)
+    if code is None or "tensordesc_indices" not in code.co_freevars or launch.__closure__ is None:
+        return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in launch.__closure__)))
+    positions, metas = sorted(cells["tensordesc_indices"]), cells.get("tensordesc_meta")
+    if not metas or any(m is None for m in metas) or len(metas) != len(positions):
+        return None
+    from triton.backends.nvidia import driver as nv
+
+    host_dtype = nv.TMA_DTYPE_DEVICE_TO_HOST
+    metas = tuple((m["swizzle"], m["elem_size"], host_dtype[m["elem_type"]], tuple(m["block_size"]),
+                   bool(m["fp4_padded"])) for m in metas)
+    return cells["launcher"], tuple(positions), metas
+
+
+def _encoder():
+    """The active driver's CUtensorMap encoder (Triton's ``fill_tma_descriptor``), as make_tensordesc_arg calls it."""
+    from triton.runtime import driver
+
+    return driver.active.utils.fill_tma_descriptor
+
+
+_TMA: dict = {}  # (base address, shape, strides, padding, metadata) -> the descriptor's launch arguments
+_TMA_LIMIT = 1024
+
+
+def _descriptor_args(desc, meta: tuple) -> tuple:
+    """A host-made TensorDescriptor's launch arguments as Triton 3.6's ``make_tensordesc_arg`` makes them
+    (CUtensorMap, shape, strides), encoded once per (base address, shape, strides, padding, metadata): a
+    CUtensorMap is a pure function of those, and the launch copies it into the kernel's parameters, so one
+    object serves every launch over the same memory."""
+    key = (desc.base.data_ptr(), *desc.shape, *desc.strides, desc.padding, meta)
+    hit = _TMA.get(key)
+    if hit is None:
+        swizzle, elem_size, dtype, block, fp4_padded = meta
+        shape = list(desc.shape)
+        if fp4_padded:
+            shape[-1] *= 2
+        padding = 1 if desc.padding == "nan" else 0
+        tensor_map = _encoder()(key[0], swizzle, elem_size, dtype, list(block), shape, desc.strides, padding)
+        hit = (tensor_map, *shape, *desc.strides)
+        if len(_TMA) >= _TMA_LIMIT:
+            _TMA.clear()
+        _TMA[key] = hit
+    return hit
 
 
 def _no_hook(hook) -> bool:
@@ -241,11 +301,17 @@ def _launch_direct(entry, grid, index: int, args, cvals: tuple) -> bool:
     if not (_no_hook(rt.launch_enter_hook) and _no_hook(rt.launch_exit_hook)):
         return False
     launch, kind, extra = direct
-    if kind == 0:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
+    if kind != 1:  # CUDA: grid, stream, function, cooperative, pdl, two scratch buffers, metadata, hooks
         scratch = None
         if extra[2]:  # bytes a program: one buffer for the grid, on the launch's device and stream
             scratch = torch.empty(grid[0] * grid[1] * grid[2] * extra[2], dtype=torch.int8,
                                   device=_cuda_device(index))
+        if kind == 2:  # host-made TMA descriptors (every one among args, before the constexprs): expanded
+            args = list(args)
+            _, _, _, positions, metas = extra
+            for i in range(len(positions) - 1, -1, -1):
+                p = positions[i]
+                args[p:p + 1] = _descriptor_args(args[p], metas[i])
         launch(grid[0], grid[1], grid[2], current_stream(index), kernel.function, extra[0], extra[1], scratch,
                None, kernel.packed_metadata, None, None, None, *args, *cvals)
     else:  # HIP: cooperative, grid, stream, function, profile scratch, metadata, hooks
