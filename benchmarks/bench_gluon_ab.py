@@ -43,14 +43,19 @@ def _tile(spec: str | None) -> None:
                                             for r in rows]
 
 
-def _alibi_mode(mode: str) -> bool:
-    return any(p[:1] == "a" and p[1:].isdigit() for p in mode.split("+"))
+def _applies(mode: str, opt) -> bool:
+    """Whether a --modes entry changes anything for a call with this option label (ALiBi / softcap modes)."""
+    parts = mode.split("+")
+    if any(p[:1] == "a" and p[1:].isdigit() for p in parts) and "alibi" not in (opt or ""):
+        return False
+    return not (("s1" in parts or "pf" in parts) and "softcap" not in (opt or ""))
 
 
 def _set(mode) -> None:
     """mode: True / False (Gluon on / off), a MODES key, or on with changes joined by "+": "asc" (query blocks in
     ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
-    calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed) or
+    calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed), "s1"
+    (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too) or
     "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     parts = mode.split("+") if isinstance(mode, str) else []
@@ -59,6 +64,8 @@ def _set(mode) -> None:
     fwd_gluon.DESCENDING_CAUSAL = "asc" not in parts
     fwd_gluon.PERSISTENT_PLAIN = fwd_gluon.PERSISTENT_CAUSAL = fwd_gluon.PERSISTENT_OPTIONS = "np" not in parts
     fwd_gluon.ALIBI_ONE_SIDED = "a1" not in parts
+    fwd_gluon.SOFTCAP_FIXED_MAX = "s1" not in parts
+    fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
     core.clear_plans()  # the choice is made when a call signature is planned
 
@@ -200,6 +207,8 @@ def main() -> None:
     ap.add_argument("--varlen", action="store_true",
                     help="packed varlen calls instead (one cu_seqlens, lengths s/2 to s, 16k tokens), causal or not")
     ap.add_argument("--any-length", action="store_true")
+    ap.add_argument("--lift-limits", action="store_true",
+                    help="the options rows take every option at every head dim (GLUON_OPTION_LIMITS cleared)")
     ap.add_argument("--desc", action="store_true", help="on with host- and with device-made descriptors, and off")
     ap.add_argument("--host", action="store_true", help="also the host time per call (issue 10's loop)")
     ap.add_argument("--order", action="store_true",
@@ -218,6 +227,9 @@ def main() -> None:
         d, n, st = (int(x) for x in spec.split(":"))
         _ROWS["FWD_GLUON"].append(tiles.Row(d, tiles.Tile(128, n, 4, st, reason="bench"), min_seqlen_k=1024))
         tiles.FWD_GLUON["sm90"] = list(_ROWS["FWD_GLUON"])
+    if args.lift_limits:
+        for key in list(tiles.GLUON_OPTION_LIMITS):
+            tiles.GLUON_OPTION_LIMITS[key] = {}
     if args.any_length:
         for rows in _ROWS.values():
             rows[:] = [r._replace(min_seqlen_k=0) for r in rows]
@@ -259,7 +271,7 @@ def main() -> None:
         modes = list(MODES) if args.desc else [True, False]
         extra = (["asc"] if args.order and causal else []) + (["np"] if args.persistent else []) \
             + [f"t{t}" for t in args.tiles if _fits(t, d)] \
-            + [m for m in args.modes if "alibi" in (opt or "") or not _alibi_mode(m)]
+            + [m for m in args.modes if _applies(m, opt)]
         modes += extra
         times = {m: [] for m in modes}
         outs = {}

@@ -169,7 +169,8 @@ def test_plan_keeps_no_tensor_and_rebases(monkeypatch):
 def test_persistent_rule(monkeypatch):
     """Dense calls run persistent programs (the host-made descriptors): a grid of at most one program per SM (the
     CPU's stand-in: 4). Without a mask each takes tiles in order; causal calls take pairs of query blocks of one
-    head (ORDER 2), and so do softcap calls up to 4096 keys; windows, ALiBi and varlen calls keep a program a tile."""
+    head (ORDER 2), and so do softcap calls with a running max up to 4096 keys; windows, ALiBi, the fixed-max softcap
+    and varlen calls keep a program a tile."""
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
     row = fwd_gluon.gluon_row("sm90", 128, False)
     plan = fwd_gluon.plan_gluon(q, k, v, params(), row.config, (0, 0, 0), (0, 0))
@@ -191,6 +192,9 @@ def test_persistent_rule(monkeypatch):
     assert not window.hd_slot.constexprs["PERSISTENT"] and window.hd_grid == window.grid
     assert window.hd_slot.constexprs["ORDER"] == 0  # a left bound evens the work
     softcap = fwd_gluon.plan_gluon(q, k, v, params(causal=True, softcap=30.0), row.config, (0, 0, 0), (0, 0))
+    assert not softcap.hd_slot.constexprs["PERSISTENT"]  # bf16: the fixed max, whose persistent build spills
+    q16, k16, v16 = (t.half() for t in (q, k, v))
+    softcap = fwd_gluon.plan_gluon(q16, k16, v16, params(causal=True, softcap=30.0), row.config, (0, 0, 0), (0, 0))
     assert softcap.hd_slot.constexprs["PERSISTENT"] and softcap.hd_slot.constexprs["ORDER"] == 2
     monkeypatch.setattr(fwd_gluon, "PERSISTENT_OPTIONS", False)
     assert not fwd_gluon.persistent((False, True, True, 0), False)
@@ -216,6 +220,17 @@ def test_alibi_flag(monkeypatch):
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 1  # its one-sided builds spill
     monkeypatch.setattr(fwd_gluon, "ALIBI_ONE_SIDED", False)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True))[3] == 1
+
+
+def test_softcap_flag(monkeypatch):
+    """SOFTCAP 2 (the fixed max) for bf16 softcap calls within SOFTCAP_MAX_LOG2 and without ALiBi; else 1."""
+    assert fwd_gluon.flags_of(params(softcap=30.0, causal=True)) == (False, True, 2, 0)
+    assert fwd_gluon.flags_of(params(softcap=53.0))[2] == 2 and fwd_gluon.flags_of(params(softcap=54.0))[2] == 1
+    assert fwd_gluon.flags_of(params(softcap=30.0), 128, torch.float16)[2] == 1  # P's range: bf16 / fp32 only
+    assert fwd_gluon.flags_of(params(softcap=30.0, alibi_slopes=torch.rand(4)))[2] == 1  # ALiBi moves the bound
+    assert fwd_gluon.flags_of(params())[2] == 0
+    monkeypatch.setattr(fwd_gluon, "SOFTCAP_FIXED_MAX", False)
+    assert fwd_gluon.flags_of(params(softcap=30.0))[2] == 1
 
 
 def test_env_turns_it_off(monkeypatch):
@@ -273,15 +288,15 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
     # the options rows: every option at once with |distance| ALiBi, and one-sided ALiBi (d=128) or causal softcap
-    # (d=256, which takes softcap; persistent)
-    variants += 2 * len(tiles.FWD_GLUON_OPTIONS["sm90"])
+    # with the fixed max and with the running max (d=256, which takes softcap; the second persistent)
+    variants += sum(2 if r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D else 3 for r in tiles.FWD_GLUON_OPTIONS["sm90"])
     assert rc == 0 and len(rows) == variants * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
     assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
                      ("device-desc", "host-desc persistent", "host-desc varlen")} | \
-        {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen")}
+        {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen"), ("causal", "host-desc")}
     whats = {r["label"].split(" gluon")[0].split(" ", 2)[2] for r in rows}
-    assert whats >= {"opts", "opts one-sided", "causal softcap"}
+    assert whats >= {"opts", "opts one-sided", "causal softcap", "causal softcap running"}
     for r in rows:
         accepted = r["label"].startswith(("bf16 d=128 causal", "fp16 d=128 causal")) and "persistent" in r["label"]
         if accepted and r["status"] != "ok":  # the row's spills_ok: measured with its 24 B (tiles.py; none since
@@ -442,11 +457,29 @@ def test_packed_strides_scale_and_large_scores(any_length):
 
 @pytest.mark.gpu
 @GPU
+@pytest.mark.parametrize("softcap,dtype", [(50.0, torch.bfloat16), (53.0, torch.bfloat16), (30.0, torch.float16)])
+def test_softcap_saturated_scores(any_length, softcap, dtype):
+    """Scores far past the cap (tanh saturated at both ends): the fixed max's range (bf16: P from 2^-90 to 2^64) and
+    fp16's running max."""
+    q, k, v = qkv(2, 400, 400, 4, 2, dtype)
+    q = q * 8
+    p = params(softcap=softcap, causal=True)
+    assert fwd_gluon.flags_of(p, 128, dtype)[2] == (2 if dtype == torch.bfloat16 else 1)
+    out, lse = run_gluon(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=True,
+                           softcap=softcap)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=True, softcap=softcap)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
+@pytest.mark.gpu
+@GPU
 @pytest.mark.parametrize("d,sq,sk,change", [
     (128, 333, 333, dict(window_left=100, causal=True)),               # sliding window (Mistral)
     (128, 300, 500, dict(window_left=70, window_right=40)),            # both bounds, not causal, shorter than a block
     (128, 256, 700, dict(window_right=0, window_left=300)),            # causal as a right bound, bottom-right
-    (128, 333, 333, dict(softcap=30.0, causal=True)),                  # softcap (Gemma 2, Grok)
+    (128, 333, 333, dict(softcap=30.0, causal=True)),                  # softcap (Gemma 2, Grok): the fixed max
+    (128, 333, 333, dict(softcap=60.0, causal=True)),                  # softcap past the fixed max's range
     (128, 200, 450, dict(alibi="1d")),                                 # ALiBi, not causal
     (256, 320, 320, dict(softcap=50.0, window_left=150, causal=True)),  # Gemma 2's local layers
     (256, 190, 420, dict(alibi="2d", causal=True, softcap=20.0)),
@@ -473,24 +506,27 @@ def test_options_match_reference(any_length, d, sq, sk, change):
     (128, 2, 1300, 1700, 12, 12, dict(window_right=0, alibi="2d")),       # one-sided: a right bound of 0
     (128, 2, 1300, 1700, 12, 12, dict(window_left=300, window_right=0, alibi="2d")),  # windowed: |distance|
     (128, 3, 1000, 1000, 16, 8, dict(window_left=500, window_right=200, alibi="1d")),  # |distance| ALiBi, both bounds
-    (256, 2, 1100, 1100, 16, 16, dict(causal=True, softcap=30.0)),         # softcap: persistent, pairs
+    (256, 2, 1100, 1100, 16, 16, dict(causal=True, softcap=30.0)),         # softcap: the fixed max
+    (256, 2, 1100, 1100, 16, 16, dict(causal=True, softcap=30.0, dtype=torch.float16)),  # running max: persistent
     (256, 2, 900, 1000, 18, 6, dict(causal=True, window_left=256, softcap=50.0, alibi="2d")),  # everything at once
 ])
 def test_options_take_every_tile(any_length, d, b, sq, sk, h, hk, change):
     """Calls with options and more tiles than SMs: softcap in persistent programs (each program's ring and barriers
     carry from tile to tile), one-sided ALiBi (d=128) with steep slopes (up to 4 a key: the per-row term the
     softmax leaves out, then added to the LSE, spans hundreds), windows and |distance| ALiBi."""
-    q, k, v = qkv(b, sq, sk, h, hk, torch.bfloat16, d=d)
     change = dict(change)
+    q, k, v = qkv(b, sq, sk, h, hk, change.pop("dtype", torch.bfloat16), d=d)
     kind = change.pop("alibi", None)
     if kind:
         change["alibi_slopes"] = 4 * (torch.rand(h, device=DEVICE) if kind == "1d" else torch.rand(b, h, device=DEVICE))
     p = params(d, **change)
     plan = launch.plan_forward(q, k, v, p)
-    flags = fwd_gluon.flags_of(p, d)
+    flags = fwd_gluon.flags_of(p, d, q.dtype)
     persist = fwd_gluon.persistent(flags, False, sk)
     assert plan.gluon.hd_slot.constexprs["FLAGS"] == flags and plan.gluon.hd_slot.constexprs["PERSISTENT"] == persist
-    assert persist == (plan.gluon.hd_grid[1:] == (1, 1)) and (not any_length or persist == ("softcap" in str(change)))
+    assert persist == (plan.gluon.hd_grid != plan.gluon.grid)  # persistent: (min(tiles, SMs), 1, 1)
+    # softcap alone with a running max (fp16; up to 4096 keys)
+    assert persist == (any_length and set(change) == {"causal", "softcap"} and q.dtype == torch.float16)
     out, lse = run_gluon(q, k, v, p)
     ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
                softcap=p.softcap, alibi_slopes=p.alibi_slopes)

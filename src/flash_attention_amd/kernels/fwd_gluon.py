@@ -20,7 +20,9 @@ slot (freed by an arrive from each consumer once its last QK^T retired), carry f
 
 Shapes: Q [b, sq, h, d], K / V [b, sk, hk, d], Out [b, sq, h, d], Lse [b, h, sq] fp32 (natural log).
 Scores (log2 units): s = qk * sm_scale; SOFTCAP: s = softcap * tanh(s / softcap) (``tanh.approx.f32``, as
-the Triton kernels take it on NVIDIA: launch/fwd.py ``fast_tanh``); ALIBI: s -= slope * |i + limit - j|. Where no
+the Triton kernels take it on NVIDIA: launch/fwd.py ``fast_tanh``), and with SOFTCAP 2 the softmax runs against a
+fixed max (softcap bounds every score: no row max, no rescale, as the Triton kernels' SOFTCAP_MAX);
+ALIBI: s -= slope * |i + limit - j|. Where no
 visible key lies right of a row's diagonal (ALIBI 2: causal) that bias is slope * (j - c) + slope * (c - i - limit)
 for any c: with c the group's first row's diagonal key (c = first + limit), the first term is one vector per key
 block (0 at the diagonal, so small wherever a score still weighs) and the second a per-row constant within
@@ -59,6 +61,17 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     MASK_RIGHT: gl.constexpr = FLAGS[1]
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
+    if SOFTCAP == 2:  # |s| <= c = softcap * log2(e): against the fixed max state_m (no max, nothing to rescale)
+        s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
+        if MASK:
+            ok = cols[None, :] < seqlen_k
+            if MASK_RIGHT:
+                ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
+            if MASK_LEFT:
+                ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
+            s = gl.where(ok, s, float("-inf"))
+        p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
+        return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
         if SOFTCAP:
             s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
@@ -158,7 +171,8 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MAS
     p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, MASK, FLAGS)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
     mbarrier.arrive(v_empty.index(prev), count=1)
-    acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+    if FLAGS[2] != 2:  # a fixed max (SOFTCAP 2) never moves
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
     return acc, m_new, l_i, gl.convert_layout(p.to(p_prev.dtype), p_prev.type.layout)
 
 
@@ -188,6 +202,9 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     rows = first + gl.arange(0, ROWS, layout=row_s)  # [ROWS]
     offs_n = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))  # [BLOCK_N]
     m_i = gl.full([ROWS], -1.0e30, gl.float32, layout=row_s)
+    if FLAGS[2] == 2:  # the fixed max m = max(c - 64, 0), c = softcap * log2(e) <= 77 (the launcher asks it): P =
+        # exp2(s - m) in [2^(-c - m), 2^(c - m)], within [2^-90, 2^64] (bf16 / fp32 normals), as kernels/fwd.py
+        m_i = gl.full([ROWS], 1.0, gl.float32, layout=row_s) * gl.maximum(softcap * LOG2E - 64.0, 0.0)
     l_i = gl.zeros([ROWS], gl.float32, layout=row_s)
     acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)

@@ -42,6 +42,7 @@ from .tiles import (
     OPTIONS,
     PLAIN,
     SOFTCAP,
+    SOFTCAP_MAX_LOG2,
     WINDOW,
     Tile,
     arch_family,
@@ -419,8 +420,6 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
             and (bias is None or bias.dtype == torch.bool))
 
 
-# SOFTCAP_MAX: softcap * log2(e) up to this (softcap <= 53: Gemma 2's 50, Grok's 30); kernels/fwd.py says why
-SOFTCAP_MAX_LOG2 = 77.0
 _LOG2E = math.log2(math.e)
 
 

@@ -18,7 +18,9 @@ from .. import config
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, sm_count, triton_version
 from .spec import S3, CompileSpec, arg_positions
-from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, GLUON_OPTION_LIMITS, Row, Tile, cdiv
+from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, GLUON_OPTION_LIMITS, SOFTCAP_MAX_LOG2, Row, Tile, cdiv
+
+_LOG2E = 1.4426950408889634
 
 _DTYPES = (torch.float16, torch.bfloat16)
 BLOCK_M = 128  # two consumer warp groups of 64 query rows (kernels/fwd_gluon.py ROWS)
@@ -62,8 +64,14 @@ ALIBI_ONE_SIDED = True
 ALIBI_ONE_SIDED_MAX_D = 128
 
 
-def flags_of(params: AttnParams, headdim: int = 0) -> tuple[bool, bool, bool, int]:
-    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. ALIBI: 0 none,
+# Softcap against a fixed max (the kernel's SOFTCAP 2; launch/fwd.py ``softcap_max`` says when it holds: bf16, no
+# ALiBi, softcap * log2(e) <= 77). A module attribute for benchmarks/bench_gluon_ab.py, not a user setting.
+SOFTCAP_FIXED_MAX = True
+
+
+def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int]:
+    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. SOFTCAP: 0 none,
+    1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
     1 |i + limit - j| per score, 2 one-sided (no visible key right of the diagonal, no left window bound, a head
     dim up to ``ALIBI_ONE_SIDED_MAX_D``)."""
     alibi = 0
@@ -71,7 +79,12 @@ def flags_of(params: AttnParams, headdim: int = 0) -> tuple[bool, bool, bool, in
         one_sided = (bool(params.causal) or params.window_right == 0) and params.window_left < 0 \
             and headdim <= ALIBI_ONE_SIDED_MAX_D
         alibi = 2 if one_sided and ALIBI_ONE_SIDED else 1
-    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, params.softcap > 0, alibi)
+    softcap = 0
+    if params.softcap > 0:
+        fixed = SOFTCAP_FIXED_MAX and dtype == torch.bfloat16 and params.alibi_slopes is None \
+            and params.softcap * _LOG2E <= SOFTCAP_MAX_LOG2
+        softcap = 2 if fixed else 1
+    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, softcap, alibi)
 
 
 def gluon_triton_reason() -> str | None:
@@ -200,11 +213,14 @@ PERSISTENT_PLAIN = True
 PERSISTENT_CAUSAL = True
 PERSISTENT_OPTIONS = True
 PERSISTENT_OPTIONS_MAX = 4096
+# The fixed-max softcap build (SOFTCAP 2) at d=256 spills 7 registers when persistent (ptxas), none with a program
+# a tile: those calls keep a program a tile (PERSISTENT_FIXED_SOFTCAP True for the benchmark's "pf" mode).
+PERSISTENT_FIXED_SOFTCAP = False
 
 
 def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0) -> bool:
     """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k."""
-    if varlen or flags[0] or flags[3]:
+    if varlen or flags[0] or flags[3] or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
         return False
     if flags[2]:
         return PERSISTENT_OPTIONS and seqlen_k <= PERSISTENT_OPTIONS_MAX
@@ -243,7 +259,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     scores = (float(params.softmax_scale), float(params.softcap), int(params.window_left),
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
-    flags = flags_of(params, d)
+    flags = flags_of(params, d, q.dtype)
     common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
                   PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
@@ -315,14 +331,15 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         variants = []
         for row in FWD_GLUON.get(arch, ()):
             for causal in (False, True) if row.causal is None else (row.causal,):
-                variants.append((row, "causal" if causal else "plain", (False, causal, False, 0)))
+                variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0)))
         for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
-            softcap = GLUON_OPTION_LIMITS.get((arch, row.max_d), {}).get("softcap", True)
+            softcap = int(GLUON_OPTION_LIMITS.get((arch, row.max_d), {}).get("softcap", True))
             variants.append((row, "opts", (True, True, softcap, 1)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
                 variants.append((row, "opts one-sided", (False, True, softcap, 2)))
-            if softcap:
-                variants.append((row, "causal softcap", (False, True, True, 0)))
+            if softcap:  # softcap alone: the fixed max (bf16), the running max (persistent)
+                variants.append((row, "causal softcap", (False, True, 2, 0)))
+                variants.append((row, "causal softcap running", (False, True, 1, 0)))
     specs = []
     for (row, what, flags), dtype in itertools.product(variants, dtypes):
         cfg = row.config

@@ -756,6 +756,9 @@ _GLUON_OPTS_128 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=128 ALi
                    "at 4k / 16k (0.98-0.99x at 1k)")
 _GLUON_OPTS_256 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=256 1.10-1.27x at 1k-16k with a window of "
                    "1024 or 128, softcap 30, ALiBi, softcap 50 + window 1024")
+# The fixed-max softmax of softcap calls (launch/fwd.py ``softcap_max``, the Gluon forward's SOFTCAP 2): softcap *
+# log2(e) up to this (softcap <= 53: Gemma 2's 50, Grok's 30); kernels/fwd.py says why.
+SOFTCAP_MAX_LOG2 = 77.0
 FWD_GLUON_OPTIONS: dict[str, list[Row]] = {
     "sm90": [
         Row(128, _T(128, 128, 4, 2, reason=_GLUON_OPTS_128), causal=True, min_seqlen_k=4096),
