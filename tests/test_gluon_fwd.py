@@ -44,7 +44,7 @@ def test_serves_plain_and_causal_calls():
 
 def test_serves_windows_softcap_alibi():
     """The options table's rows (causal calls, as measured): a window, softcap and ALiBi, alone or together, within
-    each head dim's limits (GLUON_OPTION_LIMITS: at d=128 no softcap and windows of 1024 keys or more)."""
+    each head dim's limits (GLUON_OPTION_LIMITS: at d=128 softcap from 16384 keys, windows of 1024 keys or more)."""
     slopes = torch.rand(4)
     served = (dict(window_left=1024, causal=True), dict(alibi_slopes=slopes, causal=True),
               dict(window_left=2048, causal=True, alibi_slopes=slopes))
@@ -58,13 +58,17 @@ def test_serves_windows_softcap_alibi():
                    dict(softcap=50.0, window_left=512, causal=True, alibi_slopes=slopes)):
         assert fwd_gluon.gluon_reason("sm90", q, k, v, params(256, **change), False) is None, change
     q, k, v = qkv(2, 4096, 4096, 4, 2, torch.bfloat16, device="cpu")
-    assert "softcap at head dim 128" in fwd_gluon.gluon_reason("sm90", q, k, v, params(softcap=30.0, causal=True),
-                                                               False)
+    assert "softcap at head dim 128 below 16384" in fwd_gluon.gluon_reason("sm90", q, k, v,
+                                                                           params(softcap=30.0, causal=True), False)
+    q16, k16, v16 = qkv(1, 16384, 16384, 1, 1, torch.bfloat16, device="cpu")
+    assert fwd_gluon.gluon_reason("sm90", q16, k16, v16, params(softcap=30.0, causal=True), False) is None
     assert "window_left 128 < 1024" in fwd_gluon.gluon_reason("sm90", q, k, v, params(window_left=128, causal=True),
                                                              False)
     assert "no FWD_GLUON_OPTIONS row" in fwd_gluon.gluon_reason("sm90", q, k, v, params(window_left=2048), False)
     q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
-    assert "below 4096" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
+    assert fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False) is None
+    q, k, v = qkv(2, 2040, 2040, 4, 2, torch.bfloat16, device="cpu")
+    assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
     assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
     assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1)
 
@@ -287,9 +291,9 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     # descriptors made on the device / on the host (the host-made ones dense and varlen; dense plain calls run
     # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
-    # the options rows: every option at once with |distance| ALiBi, and one-sided ALiBi (d=128) or causal softcap
-    # with the fixed max and with the running max (d=256, which takes softcap; the second persistent)
-    variants += sum(2 if r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D else 3 for r in tiles.FWD_GLUON_OPTIONS["sm90"])
+    # the options rows: every option at once with |distance| ALiBi, one-sided ALiBi (d=128), causal softcap with the
+    # fixed max and with the running max (the second persistent)
+    variants += sum(3 + (r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D) for r in tiles.FWD_GLUON_OPTIONS["sm90"])
     assert rc == 0 and len(rows) == variants * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
     assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
@@ -526,7 +530,7 @@ def test_options_take_every_tile(any_length, d, b, sq, sk, h, hk, change):
     assert plan.gluon.hd_slot.constexprs["FLAGS"] == flags and plan.gluon.hd_slot.constexprs["PERSISTENT"] == persist
     assert persist == (plan.gluon.hd_grid != plan.gluon.grid)  # persistent: (min(tiles, SMs), 1, 1)
     # softcap alone with a running max (fp16; up to 4096 keys)
-    assert persist == (any_length and set(change) == {"causal", "softcap"} and q.dtype == torch.float16)
+    assert persist == (set(change) == {"causal", "softcap"} and q.dtype == torch.float16)
     out, lse = run_gluon(q, k, v, p)
     ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
                softcap=p.softcap, alibi_slopes=p.alibi_slopes)

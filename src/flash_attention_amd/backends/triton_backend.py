@@ -133,7 +133,8 @@ class TritonBackend(KernelBackend):
         limits = tiles.GLUON_OPTION_LIMITS.get((problem.arch, problem.headdim), {})
         gluon_ok = (not bias and not problem.has_sinks and not dropout and not problem.fp8
                     and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16)
-                    and not (options and problem.softcap > 0 and not limits.get("softcap", True))
+                    and not (options and problem.softcap > 0
+                             and min(problem.seqlen_q, problem.seqlen_k) < limits.get("softcap_min_seqlen", 0))
                     and not (options and 0 <= problem.window_left < limits.get("min_window", 0)))
         if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off():
             lines.append(f"triton forward: the Gluon kernel (BLOCK {fwd_gluon.BLOCK_M}x{gluon.config.block_n}, "

@@ -134,8 +134,10 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool, ma
         return "a bias, sinks, dropout or FP8 (the Gluon forward has none)"
     if options:
         limits = GLUON_OPTION_LIMITS.get((arch, d), {})
-        if params.softcap > 0 and not limits.get("softcap", True):
-            return f"softcap at head dim {d} (the softcap tier's kernel measured faster: launch/tiles.py)"
+        shortest = min(q.shape[1], k.shape[1]) if not varlen else (max_seqlen or params.max_seqlen_q or 0)
+        if params.softcap > 0 and shortest < limits.get("softcap_min_seqlen", 0):
+            return (f"softcap at head dim {d} below {limits['softcap_min_seqlen']} keys (the softcap tier's kernel "
+                    "measured faster: launch/tiles.py)")
         if 0 <= params.window_left < limits.get("min_window", 0):
             return (f"window_left {params.window_left} < {limits['min_window']} at head dim {d} (the window tier's "
                     "kernel measured faster: launch/tiles.py)")
@@ -333,13 +335,12 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
             for causal in (False, True) if row.causal is None else (row.causal,):
                 variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0)))
         for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
-            softcap = int(GLUON_OPTION_LIMITS.get((arch, row.max_d), {}).get("softcap", True))
-            variants.append((row, "opts", (True, True, softcap, 1)))
+            variants.append((row, "opts", (True, True, 1, 1)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
-                variants.append((row, "opts one-sided", (False, True, softcap, 2)))
-            if softcap:  # softcap alone: the fixed max (bf16), the running max (persistent)
-                variants.append((row, "causal softcap", (False, True, 2, 0)))
-                variants.append((row, "causal softcap running", (False, True, 1, 0)))
+                variants.append((row, "opts one-sided", (False, True, 1, 2)))
+            # softcap alone: the fixed max (bf16), the running max (persistent)
+            variants.append((row, "causal softcap", (False, True, 2, 0)))
+            variants.append((row, "causal softcap running", (False, True, 1, 0)))
     specs = []
     for (row, what, flags), dtype in itertools.product(variants, dtypes):
         cfg = row.config

@@ -752,8 +752,13 @@ FWD_GLUON: dict[str, list[Row]] = {
 # softcap 30, ALiBi, softcap 50 + window 1024: Gemma 2's layers). d=128: ALiBi 1.10-1.12x and window 1024 1.05-1.06x
 # from 4k (0.98-0.99x at 1k), but softcap lost to the softcap tier's fixed-max kernel (0.75-0.91x) and window 128 to
 # the window tier (0.87-0.89x): those stay with the Triton kernels (GLUON_OPTION_LIMITS).
+# Session 32 (one-sided ALiBi, softcap against a fixed max; benchmarks/results/run29/h100_gluon_opts_3_gpu{2,3}.md,
+# every option at every length and head dim, two GPUs of one H100 host): d=128 from 2048 keys, ALiBi 1.11-1.13x and
+# window 1024 1.04-1.06x there (1k: 1.04x and 0.96x); softcap 30 at d=128 1.10x at 16k but 0.97-0.99x at 4k and
+# 0.94-0.97x at 2k, so it starts at 16384 keys (softcap_min_seqlen); window 128 still 0.87-0.91x (min_window).
 _GLUON_OPTS_128 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=128 ALiBi 1.10-1.12x, window 1024 1.05-1.06x "
-                   "at 4k / 16k (0.98-0.99x at 1k)")
+                   "at 4k / 16k; run29/h100_gluon_opts_3_gpu*.md: 2k ALiBi 1.11-1.13x, window 1024 1.04-1.06x "
+                   "(1k 1.04x / 0.96x)")
 _GLUON_OPTS_256 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=256 1.10-1.27x at 1k-16k with a window of "
                    "1024 or 128, softcap 30, ALiBi, softcap 50 + window 1024")
 # The fixed-max softmax of softcap calls (launch/fwd.py ``softcap_max``, the Gluon forward's SOFTCAP 2): softcap *
@@ -761,15 +766,15 @@ _GLUON_OPTS_256 = ("H100 (run25/h100_gluon_opts_any_length.md): causal d=256 1.1
 SOFTCAP_MAX_LOG2 = 77.0
 FWD_GLUON_OPTIONS: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, _T(128, 128, 4, 2, reason=_GLUON_OPTS_128), causal=True, min_seqlen_k=4096),
+        Row(128, _T(128, 128, 4, 2, reason=_GLUON_OPTS_128), causal=True, min_seqlen_k=2048),
         Row(256, _T(128, 64, 4, 2, reason=_GLUON_OPTS_256), causal=True, min_seqlen_k=1024),
     ],
 }
-# What a FWD_GLUON_OPTIONS row of (arch, head dim) takes: softcap or not, and the shortest left window bound
-# (windows without one take any); measured as above.
+# What a FWD_GLUON_OPTIONS row of (arch, head dim) takes: softcap from how many queries and keys
+# (softcap_min_seqlen), and the shortest left window bound (windows without one take any); measured as above.
 GLUON_OPTION_LIMITS: dict[tuple[str, int], dict] = {
-    ("sm90", 128): dict(softcap=False, min_window=1024),
-    ("sm90", 256): dict(softcap=True, min_window=0),
+    ("sm90", 128): dict(softcap_min_seqlen=16384, min_window=1024),
+    ("sm90", 256): dict(min_window=0),
 }
 
 # FP8 (e4m3) forward, head dims up to 256, every option but dropout (FP8 is forward-only), keyed by
