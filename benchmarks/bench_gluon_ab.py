@@ -44,11 +44,15 @@ def _tile(spec: str | None) -> None:
 
 
 def _applies(mode: str, opt) -> bool:
-    """Whether a --modes entry changes anything for a call with this option label (ALiBi / softcap modes)."""
-    parts = mode.split("+")
-    if any(p[:1] == "a" and p[1:].isdigit() for p in parts) and "alibi" not in (opt or ""):
-        return False
-    return not (("s1" in parts or "pf" in parts) and "softcap" not in (opt or ""))
+    """Whether a --modes entry changes anything for a call with this option label: one of its changes does (an
+    ALiBi change for ALiBi calls, a softcap change for softcap calls, any other for every call)."""
+    def part(p: str) -> bool:
+        if p[:1] == "a" and p[1:].isdigit():
+            return "alibi" in (opt or "")
+        if p in ("s1", "pf"):
+            return "softcap" in (opt or "")
+        return True
+    return any(part(p) for p in mode.split("+"))
 
 
 def _set(mode) -> None:
