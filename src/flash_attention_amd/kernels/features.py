@@ -40,6 +40,7 @@ FLAGS = (
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
+    "ALIBI_ONE_SIDED",  # causal ALiBi as a per-key term, its per-row term added to the LSE alone (no sinks)
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)

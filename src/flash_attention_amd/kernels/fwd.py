@@ -79,7 +79,11 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     IEEE_DOT: both products in fp32 "ieee" precision (fp32 inputs; and bf16 in Triton 3.6's
     interpreter, whose dot multiplies bf16 bit patterns as integers). P is still rounded to
     V's dtype first, as on the fast path. scores = (qk_scale, sm_scale, softcap, slope,
-    window_left, window_right); drop = (seed_lo, seed_hi, drop_threshold, drop_row0,
+    window_left, window_right, alibi_c); ALIBI_ONE_SIDED (causal ALiBi: no visible key right of the diagonal):
+    -slope * (i + diag - j) is slope * (j - alibi_c) per key plus slope * (alibi_c - i - diag) per row, which the
+    softmax does not see (the kernel adds it to the LSE): one add a score instead of a distance, its absolute
+    value and a conversion; alibi_c = the block's first row's diagonal key keeps the key term small wherever a
+    score weighs; drop = (seed_lo, seed_hi, drop_threshold, drop_row0,
     drop_offset_k, bh_id), drop_row0 the Philox row counter of the block's first row. bias_src (HAS_BIAS): pointer to
     the bias element (this query block's first row, key 0) of this (batch, head); bias_offs: row
     offsets [BLOCK_M] int32 from that row (rows clamped to the sequence); BIAS_N: the key stride (1, or
@@ -93,7 +97,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     to its first chunk, row mask [BLOCK_M]) and its chunks are read again for every key block
     (from L1 / L2) instead of being held in registers.
     """
-    qk_scale, sm_scale, softcap, slope, window_left, window_right = scores
+    qk_scale, sm_scale, softcap, slope, window_left, window_right, alibi_c = scores
     seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id = drop
     MASKED: tl.constexpr = has(FEATURES, "MASKED")
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
@@ -101,6 +105,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     HAS_SOFTCAP: tl.constexpr = has(FEATURES, "HAS_SOFTCAP")
     FAST_TANH: tl.constexpr = has(FEATURES, "FAST_TANH")
     HAS_ALIBI: tl.constexpr = has(FEATURES, "HAS_ALIBI")
+    ALIBI_ONE_SIDED: tl.constexpr = has(FEATURES, "ALIBI_ONE_SIDED")
     HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
     IEEE_DOT: tl.constexpr = has(FEATURES, "IEEE_DOT")
     USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
@@ -170,7 +175,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
         else:
             qk = tl.dot(q, tl.trans(k))
         if HAS_SOFTCAP or HAS_ALIBI or not POS_SCALE or (HAS_BIAS and not BIAS_BOOL):
-            if HAS_SOFTCAP or HAS_ALIBI:
+            if ALIBI_ONE_SIDED:  # the key term: one vector a block, one add a score
+                s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, False, FAST_TANH)
+                s = s + ((cols - alibi_c).to(tl.float32) * (slope * LOG2E))[None, :]
+            elif HAS_SOFTCAP or HAS_ALIBI:
                 s, _ = score_mod(qk, offs_m, cols, diag, sm_scale, softcap, slope, HAS_SOFTCAP, HAS_ALIBI, FAST_TANH)
             else:
                 s = qk * qk_scale
@@ -367,6 +375,10 @@ def attn_fwd_kernel(
     slope = 0.0
     if Alibi is not None:
         slope = tl.load(Alibi + off_b * stride_alibi + off_h)  # scalar fp32
+    # ALiBi's per-key term is relative to the block's first row's diagonal key (``_fwd_blocks``); sinks are a logit
+    # of the true frame, so calls with them keep the |distance| form
+    ONE_SIDED: tl.constexpr = has(FEATURES, "ALIBI_ONE_SIDED") and Alibi is not None and Sinks is None
+    alibi_c = start_m + diag
     if Descales is not None:  # FP8: this (batch, KV head)'s factors scale the scores and the output
         ds_off = off_b * (nheads // group) + off_hk
         sm_scale = sm_scale * (tl.load(Descales[0] + ds_off) * tl.load(Descales[1] + ds_off))  # scalar fp32
@@ -420,10 +432,11 @@ def attn_fwd_kernel(
                 range_lo, range_hi = full_hi, hi
             acc, l_i, m_i = _fwd_blocks(
                 acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, range_lo, range_hi, stride_k[1], stride_v[1], offs_m,
-                diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right),
+                diag, seqlen_k, (qk_scale, sm_scale, softcap, slope, window_left, window_right, alibi_c),
                 (seed_lo, seed_hi, drop_threshold, drop_row0, drop_offset_k, bh_id), dv0, bias_src, bias_rows,
                 BLOCK_N, HEAD_DIM, HEAD_DIM_V,
-                with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None, HAS_BIAS=Bias is not None),
+                with_flags(FEATURES, MASKED=part != 1, HAS_ALIBI=Alibi is not None, HAS_BIAS=Bias is not None,
+                           ALIBI_ONE_SIDED=ONE_SIDED),
                 BLOCK_DK, BLOCK_DVK, DV_SPLIT)
 
     # rows with no visible key: l_i == 0 -> out 0, lse +inf (with a sink: l_i >= 1, lse = sink)
@@ -433,6 +446,8 @@ def attn_fwd_kernel(
         inv_l = inv_l * drop_scale
     if Descales is not None:
         inv_l = inv_l * tl.load(Descales[2] + ds_off)
+    if ONE_SIDED:  # the per-row ALiBi term the softmax left out: slope * (alibi_c - i - diag) = slope * (start_m - i)
+        m_i = m_i + (slope * LOG2E) * (start_m - offs_m).to(tl.float32)
     lse = tl.where(has_key, (m_i + tl.log2(tl.where(has_key, l_i, 1.0))) * LN2, float("inf"))
 
     row_ok = offs_m < seqlen_q

@@ -258,7 +258,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=skip_keys, V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
-        SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked)
+        SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked,
+        ALIBI_ONE_SIDED=ALIBI_ONE_SIDED and bool(params.causal) and params.alibi_slopes is not None)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -421,6 +422,10 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
 
 
 _LOG2E = math.log2(math.e)
+
+# Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED; calls with sinks keep
+# the |distance| form). A module attribute for benchmarks (the A/B), not a user setting.
+ALIBI_ONE_SIDED = True
 
 
 # SOFTCAP_MAX where its builds were checked (check-kernels, the "softcap" variant against the same build
@@ -635,6 +640,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says
+    flags["ALIBI_ONE_SIDED"] = alibi and bool(flags.get("IS_CAUSAL"))  # as plan_forward sets it
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
