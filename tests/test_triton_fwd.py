@@ -547,11 +547,11 @@ def test_softcap_tier():
 
 
 def test_alibi_one_sided(monkeypatch):
-    """Causal ALiBi takes the one-sided form (ALIBI_ONE_SIDED: a per-key term, the per-row one added to the LSE) and
-    matches the float64 oracle with steep slopes (up to 6 a key: the per-row term spans hundreds over a 64-row block),
-    a bottom-right diagonal and a fully masked row (seqlen_q > seqlen_k); not causal and ALIBI_ONE_SIDED False keep
-    the |distance| form; calls with sinks keep it in the kernel (the flag is ignored there: the sink is a logit of
-    the true frame)."""
+    """Causal ALiBi alone (dense) takes the one-sided form (ALIBI_ONE_SIDED: a per-key term, the per-row one added to
+    the LSE) and matches the float64 oracle with steep slopes (up to 6 a key: the per-row term spans hundreds over a
+    64-row block), a bottom-right diagonal and a fully masked row (seqlen_q > seqlen_k); not causal, with another
+    option, and with ALIBI_ONE_SIDED False the |distance| form; calls with sinks keep it in the kernel (the flag is
+    ignored there: the sink is a logit of the true frame)."""
     torch.manual_seed(7)
     q = torch.randn(2, 70, 3, 32, device=DEVICE)
     k, v = torch.randn(2, 60, 3, 32, device=DEVICE), torch.randn(2, 60, 3, 32, device=DEVICE)
@@ -565,6 +565,9 @@ def test_alibi_one_sided(monkeypatch):
         assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.2, causal=causal, alibi_slopes=slopes)[0])
         seen = torch.isfinite(rl)  # causal with 70 queries over 60 keys: the first 10 rows see no key
         assert torch.equal(torch.isfinite(lse), seen) and rel_err(lse[seen], rl[seen]) < 1e-4
+    for other in (dict(window_left=20), dict(softcap=10.0), dict(dropout_p=0.1, seed=1)):  # ALiBi alone only
+        p = AttnParams(softmax_scale=0.2, causal=True, alibi_slopes=slopes, **other)
+        assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["ALIBI_ONE_SIDED"], other
     monkeypatch.setattr(launch, "ALIBI_ONE_SIDED", False)
     p = AttnParams(softmax_scale=0.2, causal=True, alibi_slopes=slopes)
     assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["ALIBI_ONE_SIDED"]

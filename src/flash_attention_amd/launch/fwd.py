@@ -259,7 +259,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         KEY_MASK=skip_keys, V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
         SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked,
-        ALIBI_ONE_SIDED=ALIBI_ONE_SIDED and bool(params.causal) and params.alibi_slopes is not None)
+        ALIBI_ONE_SIDED=alibi_one_sided(params, dropout, varlen))
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -423,9 +423,22 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
 
 _LOG2E = math.log2(math.e)
 
-# Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED; calls with sinks keep
-# the |distance| form). A module attribute for benchmarks (the A/B), not a user setting.
+# Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
+# ALiBi alone (the ALiBi tier's builds, which compile as before on every arch:
+# benchmarks/check_alibi_one_sided_specs.py).
+# H100, same process (benchmarks/alibi_one_sided_ab.py, benchmarks/results/run29/h100_triton_alibi_ab_5_*.md): d=64
+# 1.04-1.09x the |distance| form, d=128 1.03-1.05x at 1k-16k. With every option at once (window, softcap, dropout,
+# varlen) the one-sided builds spilled on sm80 (5-12 registers, with dropout) and gfx1100 (d=256, 4-32) or lost a
+# wave (gfx942 / gfx950 at d <= 64), so those calls keep the |distance| form. Nothing here ran on AMD hardware.
+# A module attribute for the benchmark (the A/B), not a user setting.
 ALIBI_ONE_SIDED = True
+
+
+def alibi_one_sided(params: AttnParams, dropout: bool, varlen: bool) -> bool:
+    """Whether the forward takes causal ALiBi's one-sided form: dense, causal, ALiBi alone (no window, softcap,
+    sinks, dropout or bias)."""
+    return (ALIBI_ONE_SIDED and bool(params.causal) and params.alibi_only and not dropout and not varlen
+            and params.attn_bias is None)
 
 
 # SOFTCAP_MAX where its builds were checked (check-kernels, the "softcap" variant against the same build
@@ -640,7 +653,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says
-    flags["ALIBI_ONE_SIDED"] = alibi and bool(flags.get("IS_CAUSAL"))  # as plan_forward sets it
+    flags["ALIBI_ONE_SIDED"] = vname == "alibi" and bool(flags.get("IS_CAUSAL"))  # ALiBi alone: alibi_one_sided
     constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0,
