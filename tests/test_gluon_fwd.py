@@ -476,6 +476,16 @@ def test_softcap_saturated_scores(any_length, softcap, dtype):
     assert rel_err(lse, rl) < 1e-3
 
 
+def check_options(q, k, v, p) -> None:
+    """The Gluon kernel's out and LSE for params p against the float64 oracle with the same options."""
+    out, lse = run_gluon(q, k, v, p)
+    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
+               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
+    assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
+    assert rel_err(lse, rl) < 1e-3
+
+
 @pytest.mark.gpu
 @GPU
 @pytest.mark.parametrize("d,sq,sk,change", [
@@ -494,13 +504,7 @@ def test_options_match_reference(any_length, d, sq, sk, change):
     kind = change.pop("alibi", None)
     if kind:
         change["alibi_slopes"] = (torch.rand(4, device=DEVICE) if kind == "1d" else torch.rand(2, 4, device=DEVICE))
-    p = params(d, **change)
-    out, lse = run_gluon(q, k, v, p)
-    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
-               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
-    ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
-    assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
-    assert rel_err(lse, rl) < 1e-3
+    check_options(q, k, v, params(d, **change))
 
 
 @pytest.mark.gpu
@@ -531,12 +535,7 @@ def test_options_take_every_tile(any_length, d, b, sq, sk, h, hk, change):
     assert persist == (plan.gluon.hd_grid != plan.gluon.grid)  # persistent: (min(tiles, SMs), 1, 1)
     # softcap alone with a running max (fp16; up to 4096 keys)
     assert persist == (set(change) == {"causal", "softcap"} and q.dtype == torch.float16)
-    out, lse = run_gluon(q, k, v, p)
-    ref = dict(softmax_scale=p.softmax_scale, causal=p.causal, window_size=(p.window_left, p.window_right),
-               softcap=p.softcap, alibi_slopes=p.alibi_slopes)
-    ro, rl = attention_ref(q.double(), k.double(), v.double(), **ref)
-    assert_matches(out, ro, attention_ref(q, k, v, **ref)[0])
-    assert rel_err(lse, rl) < 1e-3
+    check_options(q, k, v, p)
 
 
 @pytest.mark.gpu

@@ -51,25 +51,33 @@ def _tanh(x):
 
 
 @gluon.jit
+def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
+    """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
+    scores and FLAGS)."""
+    sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
+    MASK_LEFT: gl.constexpr = FLAGS[0]
+    MASK_RIGHT: gl.constexpr = FLAGS[1]
+    ok = cols[None, :] < seqlen_k
+    if MASK_RIGHT:
+        ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
+    if MASK_LEFT:
+        ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
+    return gl.where(ok, s, float("-inf"))
+
+
+@gluon.jit
 def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
     seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
     col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
-    MASK_LEFT: gl.constexpr = FLAGS[0]
-    MASK_RIGHT: gl.constexpr = FLAGS[1]
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
     if SOFTCAP == 2:  # |s| <= c = softcap * log2(e): against the fixed max state_m (no max, nothing to rescale)
         s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
         if MASK:
-            ok = cols[None, :] < seqlen_k
-            if MASK_RIGHT:
-                ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
-            if MASK_LEFT:
-                ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
-            s = gl.where(ok, s, float("-inf"))
+            s = _masked(s, rows, cols, scores, FLAGS)
         p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
         return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
@@ -86,12 +94,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     else:  # sm_scale > 0: the max before the scale, one FMA per score
         scale = sm_scale * LOG2E
     if MASK:
-        ok = cols[None, :] < seqlen_k
-        if MASK_RIGHT:
-            ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
-        if MASK_LEFT:
-            ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
-        s = gl.where(ok, s, float("-inf"))
+        s = _masked(s, rows, cols, scores, FLAGS)
     m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
     p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
