@@ -427,7 +427,7 @@ _LOG2E = math.log2(math.e)
 # ALiBi alone (the ALiBi tier's builds, which compile as before on every arch:
 # benchmarks/check_alibi_one_sided_specs.py).
 # H100, same process (benchmarks/alibi_one_sided_ab.py, benchmarks/results/run29/h100_triton_alibi_ab_5_*.md): d=64
-# 1.04-1.09x the |distance| form, d=128 1.03-1.05x at 1k-16k. With every option at once (window, softcap, dropout,
+# 1.03-1.09x the |distance| form, d=128 1.02-1.05x at 1k-16k. With every option at once (window, softcap, dropout,
 # varlen) the one-sided builds spilled on sm80 (5-12 registers, with dropout) and gfx1100 (d=256, 4-32) or lost a
 # wave (gfx942 / gfx950 at d <= 64), so those calls keep the |distance| form. Nothing here ran on AMD hardware.
 # A module attribute for the benchmark (the A/B), not a user setting.
