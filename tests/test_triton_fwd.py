@@ -568,6 +568,10 @@ def test_alibi_one_sided(monkeypatch):
     for other in (dict(window_left=20), dict(softcap=10.0), dict(dropout_p=0.1, seed=1)):  # ALiBi alone only
         p = AttnParams(softmax_scale=0.2, causal=True, alibi_slopes=slopes, **other)
         assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["ALIBI_ONE_SIDED"], other
+    ones = torch.ones(2, 3, device=DEVICE)
+    fp8 = AttnParams(softmax_scale=0.2, causal=True, alibi_slopes=slopes, q_descale=ones, k_descale=ones,
+                     v_descale=ones)
+    assert not launch.alibi_one_sided(fp8, False, False)  # FP8 builds: not checked with it
     monkeypatch.setattr(launch, "ALIBI_ONE_SIDED", False)
     p = AttnParams(softmax_scale=0.2, causal=True, alibi_slopes=slopes)
     assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["ALIBI_ONE_SIDED"]

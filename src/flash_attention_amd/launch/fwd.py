@@ -436,9 +436,9 @@ ALIBI_ONE_SIDED = True
 
 def alibi_one_sided(params: AttnParams, dropout: bool, varlen: bool) -> bool:
     """Whether the forward takes causal ALiBi's one-sided form: dense, causal, ALiBi alone (no window, softcap,
-    sinks, dropout or bias)."""
+    sinks, dropout, bias or FP8: the builds checked and timed)."""
     return (ALIBI_ONE_SIDED and bool(params.causal) and params.alibi_only and not dropout and not varlen
-            and params.attn_bias is None)
+            and params.attn_bias is None and params.q_descale is None)
 
 
 # SOFTCAP_MAX where its builds were checked (check-kernels, the "softcap" variant against the same build
