@@ -935,3 +935,55 @@ def test_delta_in_dq_follows_the_row():
     assert bwd.delta_in_dq(bwd.pick_config("sm80", 128, 128, True))
     assert bwd.delta_in_dq(bwd.pick_config("sm90", 256, 256, True))
     assert not bwd.delta_in_dq(bwd.pick_config("sm90", 512, 512, True))  # head-dim chunks
+
+
+if HAS_TRITON:  # a module-level kernel: Triton resolves heavy_first in this module's globals
+    import triton
+    import triton.language as tl
+
+    from flash_attention_amd.kernels.common import heavy_first
+
+    @triton.jit
+    def _heavy_first_order(Out, LAST: tl.constexpr, GROUP: tl.constexpr):
+        blk, bh = heavy_first(tl.program_id(0), tl.program_id(1), LAST, GROUP)
+        lin = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        tl.store(Out + lin * 2, blk)
+        tl.store(Out + lin * 2 + 1, bh)
+
+
+@pytest.mark.parametrize("group", [1, 2, 8])
+@pytest.mark.parametrize("last_heaviest", [False, True])
+def test_heavy_first_program_order(last_heaviest, group):
+    """kernels/common.heavy_first renumbers a (blocks, b * h) grid: every (block, bh) exactly once, and in the
+    programs' linear launch order each group of ``group`` heads runs block by block over its heads, the heaviest
+    block first (block 0 for dK/dV, the last block for dQ); 5 heads leave a narrower last group."""
+    n_blk, n_bh = 4, 5
+    out = torch.full((n_blk * n_bh, 2), -1, dtype=torch.int32, device=DEVICE)
+    _heavy_first_order[(n_blk, n_bh)](out, LAST=last_heaviest, GROUP=group)
+    pairs = [tuple(p) for p in out.cpu().tolist()]
+    assert sorted(pairs) == [(b, h) for b in range(n_blk) for h in range(n_bh)]
+    expect = []
+    for g0 in range(0, n_bh, group):
+        heads = range(g0, min(g0 + group, n_bh))
+        blocks = range(n_blk - 1, -1, -1) if last_heaviest else range(n_blk)
+        expect += [(b, h) for b in blocks for h in heads]
+    assert pairs == expect
+
+
+@pytest.mark.parametrize("order", [1, 8])
+@pytest.mark.parametrize("case", [CASES[2], CASES[3], CASES[6], CASES[10]], ids=lambda c: c[0])
+def test_heavy_order_gradients(case, order, monkeypatch):
+    """The causal backward with either program order (launch/bwd.py HEAVY_ORDER) against the reference, on
+    more heads than one group holds, and the plan's flags say which order ran."""
+    monkeypatch.setattr(_bwd(), "HEAVY_ORDER", order)
+    _, (b, sq, sk, h, hk, d), opts = case
+    h, hk = h * 5, hk * 5  # 10 / 5 heads: two groups of 8, the last narrower
+    opts = _resolve(b, h, opts)
+    _check(b, sq, sk, h, hk, d, **opts)
+    q, k = torch.randn(b, sq, h, d, device=DEVICE, dtype=FP), torch.randn(b, sk, hk, d, device=DEVICE, dtype=FP)
+    plan = _bwd().plan_backward(q, k, k, _params(d, **opts))
+    for features in (plan.constexprs[1][0]["FEATURES"], plan.constexprs[2]["FEATURES"]):  # dK/dV, dQ
+        assert has(features, "HEAVY_FIRST") and has(features, "HEAVY_IN_HEAD") == (order == 1)
+    monkeypatch.setattr(_bwd(), "HEAVY_ORDER", 0)
+    plan = _bwd().plan_backward(q, k, k, _params(d, **opts))
+    assert not has(plan.constexprs[2]["FEATURES"], "HEAVY_FIRST")

@@ -52,12 +52,14 @@ import triton
 import triton.language as tl
 
 from .common import (
+    HEAVY_GROUP,
     LOG2E,
     block_dim,
     dot_chunks,
     drop_mode,
     dropout_keep,
     has,
+    heavy_first,
     load_chunks,
     num_chunks,
     philox_keep,
@@ -523,6 +525,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     tl.static_assert(not (has(FEATURES, "DV_ONLY") and has(FEATURES, "DK_ONLY")))
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
+    if has(FEATURES, "HEAVY_FIRST"):  # causal: the programs with the most work first
+        pid_n, pid_bh = heavy_first(pid_n, pid_bh, False, 1 if has(FEATURES, "HEAVY_IN_HEAD") else HEAVY_GROUP)
     off_b = pid_bh // nheads_k
     off_hk = pid_bh % nheads_k
     q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k)

@@ -10,6 +10,7 @@ import triton.language as tl
 
 from .bwd import _acc_split, _dot_split, _head_base, _key_blocks, _load2, _mma
 from .common import (
+    HEAVY_GROUP,
     KEY_SCAN,
     LOG2E,
     block_dim,
@@ -17,6 +18,7 @@ from .common import (
     drop_mode,
     dropout_keep,
     has,
+    heavy_first,
     key_mask_span,
     load_chunks,
     num_chunks,
@@ -226,6 +228,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
+    if has(FEATURES, "HEAVY_FIRST"):  # causal: the programs with the most work first
+        pid_m, pid_bh = heavy_first(pid_m, pid_bh, True, 1 if has(FEATURES, "HEAVY_IN_HEAD") else HEAVY_GROUP)
     off_b = pid_bh // nheads
     off_h = pid_bh % nheads
     off_hk = off_h // group

@@ -35,12 +35,15 @@ FLAGS = (
     "HAS_ALIBI",  # ALiBi slopes given (the kernel: ``Alibi is not None``)
     "HAS_BIAS",  # a bias given (the kernel: ``Bias is not None``)
     # forward (attn_fwd_kernel)
-    "HEAVY_FIRST",  # the query blocks with the most keys start first
+    # the programs with the most work start first: the forward's query blocks with the most keys; the causal
+    # backward's dK/dV and dQ blocks, block by block over groups of 8 (sequence, head)s (common.heavy_first)
+    "HEAVY_FIRST",
     "USE_TMA",  # K / V are TMA tensor descriptors
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     "ALIBI_ONE_SIDED",  # causal ALiBi as a per-key term, its per-row term added to the LSE alone (no sinks)
+    "POLY_EXP",  # half of P's exponentials by a polynomial on the FMA units (common.exp2_half_fma; NVIDIA)
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)
@@ -52,6 +55,8 @@ FLAGS = (
     "DBIAS_SUM_M",  # the bias has one query row: dS summed over rows
     "DBIAS_SUM_N",  # the bias has one key: dS summed over keys
     "DBIAS_ATOMIC",  # dbias added with fp32 atomics
+    # backward dK/dV and dQ: HEAVY_FIRST within each (sequence, head) only (the dQ blocks last first)
+    "HEAVY_IN_HEAD",
     # decoding (decode_split_kernel)
     "SPLIT_KV",  # write per-split partial outputs and LSEs (the combine kernel merges them)
     # the sm90 warp-specialised forward (attn_fwd_ws_kernel)

@@ -215,6 +215,17 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
                       "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
 
 
+# The causal dK/dV and dQ kernels' program order (kernels/common.py heavy_first): 0 the grid's own (block by block
+# within each (sequence, head); dK/dV's heaviest block first, dQ's last), 1 heaviest first within each (sequence,
+# head), 8 heaviest first block by block over groups of 8 heads. A module switch for benchmarks/bwd_order_ab.py.
+HEAVY_ORDER = 0
+
+
+def heavy_flags(causal: bool) -> dict[str, bool]:
+    """The FEATURES flags of HEAVY_ORDER for a call (causal or not)."""
+    return dict(HEAVY_FIRST=causal and HEAVY_ORDER > 0, HEAVY_IN_HEAD=causal and HEAVY_ORDER == 1)
+
+
 def drop_quads(arch: str | None) -> bool:
     """Whether the dK/dV kernel evaluates the four-row dropout mask once per four query rows (DROP_QUADS)
     rather than per element: on RDNA3 (gfx11), where check-kernels found the per-element words spilling
@@ -275,7 +286,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
                  HAS_DROPOUT=dropout,
                  CHUNK=params.has_offsets, **bias_flags,
-                 DROP_QUADS=dropout and drop_quads(arch),
+                 DROP_QUADS=dropout and drop_quads(arch), **heavy_flags(params.causal),
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
@@ -524,7 +535,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     from ..kernels import bwd_dq as KQ
 
     amd = arch.startswith("gfx")
-    flags = dict(IS_CAUSAL=causal)  # the kernels' FEATURES flags (kernels/features.py; the others off)
+    # the kernels' FEATURES flags (kernels/features.py; the others off), the program order as plan_backward's
+    flags = dict(IS_CAUSAL=causal, **heavy_flags(causal))
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
