@@ -25,6 +25,8 @@ from flash_attention_amd.launch import bwd as launch_bwd
 SHAPES = [  # (label, b, s, h, hk, d)
     ("d=256 2k", 8, 2048, 8, 8, 256), ("d=256 4k", 4, 4096, 8, 8, 256), ("d=256 16k", 1, 16384, 8, 8, 256),
     ("d=256 GQA 16/4 4k", 4, 4096, 16, 4, 256),
+    ("d=256 1k", 16, 1024, 8, 8, 256), ("d=256 8k", 2, 8192, 8, 8, 256), ("d=192 4k", 4, 4096, 8, 8, 192),
+    ("d=256 GQA 16/4 16k", 1, 16384, 16, 4, 256),
     ("d=128 1k", 16, 1024, 16, 16, 128), ("d=128 2k", 8, 2048, 16, 16, 128),
     ("d=64 1k", 16, 1024, 32, 32, 64), ("d=64 2k", 8, 2048, 32, 32, 64),
 ]
@@ -43,9 +45,15 @@ def _case(b, s, h, hk, d):
     return q, k, v, torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
 
 
-def _time(q, k, v, dout):
+OPTIONS = {"none": {}, "softcap": dict(softcap=30.0), "window": dict(window_size=(1024, 0)), "alibi": "alibi"}
+
+
+def _time(q, k, v, dout, option="none"):
+    kw = OPTIONS[option]
+    if kw == "alibi":
+        kw = dict(alibi_slopes=torch.linspace(0.05, 0.5, q.shape[2], device="cuda"))
     with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=True)
+        out = fa.flash_attn_func(q, k, v, causal=True, **kw)
     grads = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
     ms = triton.testing.do_bench(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True),
                                  warmup=25, rep=100)
@@ -57,13 +65,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--orders", type=int, nargs="+", default=[0, 1, 8])
     ap.add_argument("--shapes", nargs="*", default=None, help="labels to run (default: all)")
+    ap.add_argument("--option", default="none", choices=list(OPTIONS), help="one option on every call")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     orders = args.orders
     cols = " | ".join(f"order {o}" for o in orders)
     ratios = " | ".join(f"{o} / {orders[0]}" for o in orders[1:])
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: causal backward, "
-          f"bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n| shape | {cols} | {ratios} | max abs diff |\n"
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: causal backward "
+          f"({args.option}), bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n"
+          f"| shape | {cols} | {ratios} | max abs diff |\n"
           f"|{'---|' * (2 * len(orders) + 1)}", flush=True)
     rows = []
     for label, b, s, h, hk, d in SHAPES:
@@ -75,7 +85,7 @@ def main() -> None:
         for r in range(args.rounds):
             for o in (orders if r % 2 == 0 else orders[::-1]):
                 _set(o)
-                ms, grads[o] = _time(q, k, v, dout)
+                ms, grads[o] = _time(q, k, v, dout, args.option)
                 times[o].append(ms)
         _set(0)
         tf = {o: [flop / (t * 1e-3) / 1e12 for t in times[o]] for o in orders}
