@@ -973,7 +973,7 @@ def test_heavy_first_program_order(last_heaviest, group):
 @pytest.mark.parametrize("order", [1, 8])
 @pytest.mark.parametrize("case", [CASES[2], CASES[3], CASES[6], CASES[10]], ids=lambda c: c[0])
 def test_heavy_order_gradients(case, order, monkeypatch):
-    """The causal backward with either program order (launch/bwd.py HEAVY_ORDER) against the reference, on
+    """The causal backward with either program order forced (launch/bwd.py HEAVY_ORDER) against the reference, on
     more heads than one group holds, and the plan's flags say which order ran."""
     monkeypatch.setattr(_bwd(), "HEAVY_ORDER", order)
     _, (b, sq, sk, h, hk, d), opts = case
@@ -987,3 +987,25 @@ def test_heavy_order_gradients(case, order, monkeypatch):
     monkeypatch.setattr(_bwd(), "HEAVY_ORDER", 0)
     plan = _bwd().plan_backward(q, k, k, _params(d, **opts))
     assert not has(plan.constexprs[2]["FEATURES"], "HEAVY_FIRST")
+
+
+def test_heavy_first_rows():
+    """The tiles decide the order unless forced: sm90's causal d=256 rows below 16k keys are heavy-first (both
+    kernels, plain and options tiers), 16k keys and up, calls that are not causal and d=128 keep the grid's
+    order; the flags follow the tile (HEAVY_FIRST for causal calls only, never in-head)."""
+    bwd = _bwd()
+    assert bwd.HEAVY_ORDER is None
+    for options in (False, True):
+        short = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096, options=options)
+        assert short.dkdv.heavy_first and short.dq.heavy_first and "heavy-first" in short.reason
+        for cfg in (bwd.pick_config("sm90", 256, 256, True, seqlen_k=16384, options=options),
+                    bwd.pick_config("sm90", 256, 256, False, seqlen_k=4096, options=options),
+                    bwd.pick_config("sm90", 128, 128, True, seqlen_k=2048, options=options)):
+            assert not cfg.dkdv.heavy_first and not cfg.dq.heavy_first
+        assert short.replace(reason="") == bwd.pick_config("sm90", 256, 256, True, seqlen_k=16384,
+                                                           options=options).replace(
+            dkdv=short.dkdv, dq=short.dq, reason="")  # the same tiles otherwise
+    tile = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096).dq
+    assert bwd.heavy_flags(True, tile) == dict(HEAVY_FIRST=True, HEAVY_IN_HEAD=False)
+    assert bwd.heavy_flags(False, tile) == dict(HEAVY_FIRST=False, HEAVY_IN_HEAD=False)
+    assert bwd.heavy_flags(True, tile.replace(heavy_first=False)) == dict(HEAVY_FIRST=False, HEAVY_IN_HEAD=False)

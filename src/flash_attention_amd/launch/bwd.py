@@ -215,15 +215,17 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
                       "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
 
 
-# The causal dK/dV and dQ kernels' program order (kernels/common.py heavy_first): 0 the grid's own (block by block
-# within each (sequence, head); dK/dV's heaviest block first, dQ's last), 1 heaviest first within each (sequence,
-# head), 8 heaviest first block by block over groups of 8 heads. A module switch for benchmarks/bwd_order_ab.py.
-HEAVY_ORDER = 0
+# The causal dK/dV and dQ kernels' program order (kernels/common.py heavy_first): None the tiles' own
+# (``Tile.heavy_first``: heaviest first block by block over groups of 8 heads, else the grid's order, block by block
+# within each (sequence, head), dK/dV's heaviest block first, dQ's last); 0 / 1 / 8 force the grid's order, heaviest
+# first within each head, or over groups of 8 heads (benchmarks/bwd_order_ab.py).
+HEAVY_ORDER: int | None = None
 
 
-def heavy_flags(causal: bool) -> dict[str, bool]:
-    """The FEATURES flags of HEAVY_ORDER for a call (causal or not)."""
-    return dict(HEAVY_FIRST=causal and HEAVY_ORDER > 0, HEAVY_IN_HEAD=causal and HEAVY_ORDER == 1)
+def heavy_flags(causal: bool, tile: Tile | None = None) -> dict[str, bool]:
+    """The program-order FEATURES flags of a causal (or not) call's kernel of this tile."""
+    order = (8 if tile is not None and tile.heavy_first else 0) if HEAVY_ORDER is None else HEAVY_ORDER
+    return dict(HEAVY_FIRST=causal and order > 0, HEAVY_IN_HEAD=causal and order == 1)
 
 
 def drop_quads(arch: str | None) -> bool:
@@ -286,7 +288,7 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
                  FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
                  HAS_DROPOUT=dropout,
                  CHUNK=params.has_offsets, **bias_flags,
-                 DROP_QUADS=dropout and drop_quads(arch), **heavy_flags(params.causal),
+                 DROP_QUADS=dropout and drop_quads(arch),
                  # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32
                  IEEE_DOT=q.dtype == torch.float32 or (q.dtype == torch.bfloat16 and q.device.type == "cpu"))
     dims = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v)
@@ -295,10 +297,11 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     plan.constexprs = (
         dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         tuple(dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
-                   FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role),
+                   FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role,
+                                 **heavy_flags(params.causal, cfg.dkdv)),
                    **_chunks(cfg.dkdv)) for role in _passes(cfg)),
         dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
-             FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=_reload(cfg.dq)),
+             FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=_reload(cfg.dq), **heavy_flags(params.causal, cfg.dq)),
              **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
@@ -535,8 +538,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     from ..kernels import bwd_dq as KQ
 
     amd = arch.startswith("gfx")
-    # the kernels' FEATURES flags (kernels/features.py; the others off), the program order as plan_backward's
-    flags = dict(IS_CAUSAL=causal, **heavy_flags(causal))
+    flags = dict(IS_CAUSAL=causal)  # the kernels' FEATURES flags (kernels/features.py; the others off)
     flags.update({v: f for v, f, _ in _VARIANTS}[variant])
     alibi, varlen = flags.pop("HAS_ALIBI", False), flags.pop("IS_VARLEN", False)
     headdim_v = headdim if headdim_v is None else headdim_v
@@ -555,7 +557,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
     for atomic, gqa, role in itertools.product((False, True) if cfg.dq_atomic else (False,), group_builds,
                                                _passes(cfg)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
-                     FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa, **role), **_chunks(cfg.dkdv))
+                     FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa, **role,
+                                   **heavy_flags(causal, cfg.dkdv)), **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:  # group == 1: a constant in Triton's specialisation (the last element of sizes)
             sig["sizes"] = ("i32", "i32", "i32", "constexpr")
@@ -567,8 +570,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             f"{' dq-atomic' if atomic else ''}{' gqa' if gqa else ' mha'}",
             accepted_spills=cfg.dkdv.spills_ok if accepted_spills is None else accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
-                 FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic",
-                               RELOAD_TILES=_reload(cfg.dq)), **_chunks(cfg.dq))
+                 FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic", RELOAD_TILES=_reload(cfg.dq),
+                               **heavy_flags(causal, cfg.dq)), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     if not delta_in_dq(cfg):  # delta from the preprocess kernel (run_backward)
         sig["Out"] = "constexpr"
@@ -581,7 +584,8 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
 
 def _tile_label(t: Tile) -> str:
     chunks = f" dk{t.block_dk}/dv{t.block_dvk or t.block_dk}" if t.block_dk else ""
-    return f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}{chunks}{' reload' if t.reload else ''}"
+    return (f"{t.block_m}x{t.block_n} w{t.num_warps} s{t.num_stages}{chunks}{' reload' if t.reload else ''}"
+            f"{' heavy-first' if t.heavy_first else ''}")
 
 
 def compile_specs(arch: str) -> list[CompileSpec]:

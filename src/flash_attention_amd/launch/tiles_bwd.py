@@ -146,6 +146,17 @@ _D256_DQ128 = _D256_TWO_PASS.replace(
                                          "dropout; 0 per the driver in the timed builds"),
     reason=_D256_DQ128_H100)
 
+# The same row for causal calls below 16k keys, heavy-first (session 33, H100 only, not checked on an H200 or on
+# AMD): dK/dV and dQ programs start block by block over groups of 8 heads, the heaviest blocks first
+# (kernels/common.py heavy_first), against the grid's order, same process, rounds taking turns
+# (benchmarks/bwd_order_ab.py; benchmarks/results/run30/h100_bwd_order_*.md): d=256 causal 2k / 4k 1.08-1.10x, GQA
+# 16/4 4k 1.11-1.15x; at 16k 0.98-0.99x, so 16k keys and up keep the grid's order. At d=64 / 128 (the Triton
+# kernels below 4k keys) it measured 0.99-1.00x: no change there.
+_D256_HEAVY_H100 = ("H100 only (benchmarks/results/run30/h100_bwd_order_*.md): heavy-first over groups of 8 heads "
+                    "1.08-1.15x the grid's order, causal d=256 below 16k keys")
+_D256_HEAVY = _D256_DQ128.replace(dkdv=_D256_DQ128.dkdv.replace(heavy_first=True),
+                                  dq=_D256_DQ128.dq.replace(heavy_first=True), reason=_D256_HEAVY_H100)
+
 # sm90, d=128, causal, plain tier (benchmarks/results/run12/: session15_bwd_sweep2.sh, H100 twice and H200, the
 # table's row before / candidate / the row again, same process):
 # - GQA (4 query heads per KV head, 32 heads, 16k tokens): 64x128 w8 s3 dK/dV over the MHA row's 64x128 w8 s2:
@@ -178,6 +189,8 @@ BWD_PLAIN: dict[str, list[Row]] = {
         Row(128, _bwd((64, 128, 8, 2), (128, 64, 8, 3), reason=_BWD_H100, spills_ok=_SPILLS_PLAIN_128),
             causal=True, min_seqlen_k=2048),
         Row(128, _SHORT_CAUSAL_128, causal=True, gqa=False),
+        Row(256, _D256_DQ128, causal=True, min_seqlen_k=16384),
+        Row(256, _D256_HEAVY, causal=True),
         Row(256, _D256_DQ128),
         Row(512, _D512_BWD_NV),
     ],
@@ -227,6 +240,8 @@ BWD_OPTIONS: dict[str, list[Row]] = {
         Row(64, _bwd((32, 64, 4, 3), (128, 64, 8, 3), reason="spill-free, 0.92-1.0x the main row (tiles_h200.md)")),
         Row(128, _bwd((32, 64, 4, 2), (128, 64, 8, 3), reason="0.95-1.0x the main row, fewer spills (tiles_h200.md)",
                       spills_ok=_SPILLS_OPTS_128)),
+        Row(256, _D256_DQ128, causal=True, min_seqlen_k=16384),
+        Row(256, _D256_HEAVY, causal=True),
         Row(256, _D256_DQ128),
         Row(512, _D512_BWD_NV),
     ],
