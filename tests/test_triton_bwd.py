@@ -970,12 +970,11 @@ def test_heavy_first_program_order(last_heaviest, group):
     assert pairs == expect
 
 
-@pytest.mark.parametrize("order", [1, 8])
 @pytest.mark.parametrize("case", [CASES[2], CASES[3], CASES[6], CASES[10]], ids=lambda c: c[0])
-def test_heavy_order_gradients(case, order, monkeypatch):
-    """The causal backward with either program order forced (launch/bwd.py HEAVY_ORDER) against the reference, on
+def test_heavy_first_gradients(case, monkeypatch):
+    """The causal backward with the heavy-first order forced (launch/bwd.py HEAVY_FIRST) against the reference, on
     more heads than one group holds, and the plan's flags say which order ran."""
-    monkeypatch.setattr(_bwd(), "HEAVY_ORDER", order)
+    monkeypatch.setattr(_bwd(), "HEAVY_FIRST", True)
     _, (b, sq, sk, h, hk, d), opts = case
     h, hk = h * 5, hk * 5  # 10 / 5 heads: two groups of 8, the last narrower
     opts = _resolve(b, h, opts)
@@ -983,8 +982,8 @@ def test_heavy_order_gradients(case, order, monkeypatch):
     q, k = torch.randn(b, sq, h, d, device=DEVICE, dtype=FP), torch.randn(b, sk, hk, d, device=DEVICE, dtype=FP)
     plan = _bwd().plan_backward(q, k, k, _params(d, **opts))
     for features in (plan.constexprs[1][0]["FEATURES"], plan.constexprs[2]["FEATURES"]):  # dK/dV, dQ
-        assert has(features, "HEAVY_FIRST") and has(features, "HEAVY_IN_HEAD") == (order == 1)
-    monkeypatch.setattr(_bwd(), "HEAVY_ORDER", 0)
+        assert has(features, "HEAVY_FIRST")
+    monkeypatch.setattr(_bwd(), "HEAVY_FIRST", False)
     plan = _bwd().plan_backward(q, k, k, _params(d, **opts))
     assert not has(plan.constexprs[2]["FEATURES"], "HEAVY_FIRST")
 
@@ -992,9 +991,9 @@ def test_heavy_order_gradients(case, order, monkeypatch):
 def test_heavy_first_rows():
     """The tiles decide the order unless forced: sm90's causal d=256 rows below 16k keys are heavy-first (both
     kernels, plain and options tiers), 16k keys and up, calls that are not causal and d=128 keep the grid's
-    order; the flags follow the tile (HEAVY_FIRST for causal calls only, never in-head)."""
+    order; the flag follows the tile (HEAVY_FIRST for causal calls only)."""
     bwd = _bwd()
-    assert bwd.HEAVY_ORDER is None
+    assert bwd.HEAVY_FIRST is None
     for options in (False, True):
         short = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096, options=options)
         assert short.dkdv.heavy_first and short.dq.heavy_first and "heavy-first" in short.reason
@@ -1006,6 +1005,6 @@ def test_heavy_first_rows():
                                                            options=options).replace(
             dkdv=short.dkdv, dq=short.dq, reason="")  # the same tiles otherwise
     tile = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096).dq
-    assert bwd.heavy_flags(True, tile) == dict(HEAVY_FIRST=True, HEAVY_IN_HEAD=False)
-    assert bwd.heavy_flags(False, tile) == dict(HEAVY_FIRST=False, HEAVY_IN_HEAD=False)
-    assert bwd.heavy_flags(True, tile.replace(heavy_first=False)) == dict(HEAVY_FIRST=False, HEAVY_IN_HEAD=False)
+    assert bwd.heavy_flags(True, tile) == dict(HEAVY_FIRST=True)
+    assert bwd.heavy_flags(False, tile) == dict(HEAVY_FIRST=False)
+    assert bwd.heavy_flags(True, tile.replace(heavy_first=False)) == dict(HEAVY_FIRST=False)

@@ -722,31 +722,3 @@ def test_gpu_large_headdim_options_dropout(d):
     out, lse = run(q, k, v, p)
     ro, rl = ref(q, k, v, p)
     assert rel_err(out, ro) < 1e-2 and rel_err(lse, rl) < 1e-4
-
-
-@pytest.mark.parametrize("opts", [dict(causal=True), dict(causal=False), dict(causal=True, softcap=5.0)],
-                         ids=["causal", "plain", "causal-softcap"])
-def test_poly_exp(monkeypatch, opts):
-    """Half of P's exponentials on the FMA units (POLY_EXP, kernels/common.exp2_half_fma: the odd key columns by a
-    degree-4 polynomial) match the float64 oracle, fully masked rows included (seqlen_q > seqlen_k, causal); the
-    rule takes NVIDIA fp16 / bf16 builds without head-dim chunks only, and only with the switch on."""
-    monkeypatch.setattr(launch, "POLY_EXP", True)
-    assert launch.poly_exp("sm90", torch.bfloat16, False) and launch.poly_exp("sm80", torch.float16, False)
-    assert not launch.poly_exp("gfx942", torch.bfloat16, False) and not launch.poly_exp("sm90", torch.float32, False)
-    assert not launch.poly_exp("sm90", torch.bfloat16, True) and not launch.poly_exp(None, torch.bfloat16, False)
-    monkeypatch.setattr(launch, "poly_exp", lambda *a: True)  # the interpreter's fp32 calls too
-    torch.manual_seed(11)
-    q = torch.randn(2, 70, 3, 40, device=DEVICE)
-    k, v = torch.randn(2, 61, 3, 40, device=DEVICE), torch.randn(2, 61, 3, 40, device=DEVICE)
-    p = AttnParams(softmax_scale=0.3, **opts)
-    assert unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["POLY_EXP"]
-    out, lse = attention_forward(q, k, v, p)
-    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3, **opts)
-    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3, **opts)[0])
-    seen = torch.isfinite(rl)
-    assert torch.equal(torch.isfinite(lse), seen) and rel_err(lse[seen], rl[seen]) < 1e-5
-    if opts["causal"]:
-        assert not seen.all() and torch.equal(out[:, :9], torch.zeros_like(out[:, :9]))  # rows that see no key
-    monkeypatch.setattr(launch, "POLY_EXP", False)
-    monkeypatch.undo()
-    assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["POLY_EXP"]

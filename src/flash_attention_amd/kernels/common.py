@@ -226,35 +226,6 @@ def heavy_first(pid_blk, pid_bh, LAST_HEAVIEST: tl.constexpr, GROUP: tl.constexp
     return blk, group * GROUP + rest % width
 
 
-# 2^f on [-0.5, 0.5] by a degree-4 polynomial (least squares, constant term 1): relative error 2.9e-6 in fp32
-EXP2_C1 = tl.constexpr(0.6931241750717163)
-EXP2_C2 = tl.constexpr(0.24024109542369843)
-EXP2_C3 = tl.constexpr(0.055906474590301514)
-EXP2_C4 = tl.constexpr(0.009582322090864182)
-
-
-@triton.jit
-def exp2_fma(x):
-    """2^x of fp32 x <= 0 on the FMA and integer units, no special-function (MUFU) instruction: x clamped to -127
-    (-inf gives 0 exactly), split as n + f with n = round(x) (the 1.5 * 2^23 shift leaves n in the low mantissa
-    bits) and f in [-0.5, 0.5]; 2^f by EXP2_C*, 2^n added to its exponent field. 9 FP32 / 2 INT32 operations."""
-    x = tl.maximum(x, -127.0)
-    j = x + 12582912.0  # 1.5 * 2^23: x rounded to an integer, held in the low mantissa bits
-    f = x - (j - 12582912.0)  # [-0.5, 0.5]
-    p = (((EXP2_C4 * f + EXP2_C3) * f + EXP2_C2) * f + EXP2_C1) * f + 1.0
-    n = j.to(tl.int32, bitcast=True) << 23  # round(x) in the exponent field (mod 2^9: -127 and 1.0 make 0)
-    return (p.to(tl.int32, bitcast=True) + n).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def exp2_half_fma(x):
-    """2^x of a [M, N] fp32 tile, x <= 0: the even columns by the special-function unit (``tl.exp2``), the odd
-    ones by ``exp2_fma``, so the two units share the exponentials (FA4's split; on sm90 the forward at d=64 is
-    bound by the exponentials: one a score, against 2 * 64 * 2 tensor-core FLOPs)."""
-    a, b = tl.split(tl.reshape(x, [x.shape[0], x.shape[1] // 2, 2]))  # [M, N / 2] each: columns 2j, 2j + 1
-    return tl.reshape(tl.join(tl.exp2(a), exp2_fma(b)), [x.shape[0], x.shape[1]])
-
-
 @triton.jit
 def visible(offs_m, offs_n, diag, seqlen_k, window_left, window_right,
             IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, MASK_N: tl.constexpr):

@@ -43,7 +43,6 @@ FLAGS = (
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     "ALIBI_ONE_SIDED",  # causal ALiBi as a per-key term, its per-row term added to the LSE alone (no sinks)
-    "POLY_EXP",  # half of P's exponentials by a polynomial on the FMA units (common.exp2_half_fma; NVIDIA)
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)
@@ -55,8 +54,6 @@ FLAGS = (
     "DBIAS_SUM_M",  # the bias has one query row: dS summed over rows
     "DBIAS_SUM_N",  # the bias has one key: dS summed over keys
     "DBIAS_ATOMIC",  # dbias added with fp32 atomics
-    # backward dK/dV and dQ: HEAVY_FIRST within each (sequence, head) only (the dQ blocks last first)
-    "HEAVY_IN_HEAD",
     # decoding (decode_split_kernel)
     "SPLIT_KV",  # write per-split partial outputs and LSEs (the combine kernel merges them)
     # the sm90 warp-specialised forward (attn_fwd_ws_kernel)

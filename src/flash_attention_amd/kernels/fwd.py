@@ -43,7 +43,6 @@ from .common import (
     dot_chunks,
     drop_mode,
     dropout_keep,
-    exp2_half_fma,
     has,
     key_blocks,
     key_mask_span,
@@ -119,7 +118,6 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     V_T: tl.constexpr = has(FEATURES, "V_T")
     SOFTCAP_MAX: tl.constexpr = has(FEATURES, "SOFTCAP_MAX")
-    POLY_EXP: tl.constexpr = has(FEATURES, "POLY_EXP")
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -196,10 +194,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 m_new = m_i
             else:  # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
                 m_new = tl.maximum(m_i, tl.max(s, 1))
-            if POLY_EXP:
-                p = exp2_half_fma(s - m_new[:, None])
-            else:
-                p = tl.exp2(s - m_new[:, None])
+            p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
             if HAS_BIAS:  # a bool mask
                 qk = tl.where(bias != 0, qk, float("-inf"))
@@ -207,10 +202,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            if POLY_EXP:
-                p = exp2_half_fma(qk * qk_scale - m_new[:, None])
-            else:
-                p = tl.exp2(qk * qk_scale - m_new[:, None])
+            p = tl.exp2(qk * qk_scale - m_new[:, None])
         if SOFTCAP_MAX:  # the max never moves: nothing to rescale (BLOCK_DK == 0, plan_forward)
             l_i = l_i + tl.sum(p, 1)
         else:

@@ -216,16 +216,17 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
 
 
 # The causal dK/dV and dQ kernels' program order (kernels/common.py heavy_first): None the tiles' own
-# (``Tile.heavy_first``: heaviest first block by block over groups of 8 heads, else the grid's order, block by block
-# within each (sequence, head), dK/dV's heaviest block first, dQ's last); 0 / 1 / 8 force the grid's order, heaviest
-# first within each head, or over groups of 8 heads (benchmarks/bwd_order_ab.py).
-HEAVY_ORDER: int | None = None
+# (``Tile.heavy_first``: heaviest first, block by block over groups of 8 heads; else the grid's order, block by block
+# within each (sequence, head): dK/dV's heaviest block first, dQ's last); True / False force one
+# (benchmarks/bwd_order_ab.py). Heaviest first within each head alone measured 0.98-1.01x the grid's order on an
+# H100 (benchmarks/results/run30/h100_bwd_order_1_gpu0.md), so it is not an option.
+HEAVY_FIRST: bool | None = None
 
 
 def heavy_flags(causal: bool, tile: Tile | None = None) -> dict[str, bool]:
-    """The program-order FEATURES flags of a causal (or not) call's kernel of this tile."""
-    order = (8 if tile is not None and tile.heavy_first else 0) if HEAVY_ORDER is None else HEAVY_ORDER
-    return dict(HEAVY_FIRST=causal and order > 0, HEAVY_IN_HEAD=causal and order == 1)
+    """The program-order FEATURES flag of a causal (or not) call's kernel of this tile."""
+    on = (tile is not None and tile.heavy_first) if HEAVY_FIRST is None else HEAVY_FIRST
+    return dict(HEAVY_FIRST=causal and on)
 
 
 def drop_quads(arch: str | None) -> bool:

@@ -259,8 +259,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         KEY_MASK=skip_keys, V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
         SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked,
-        ALIBI_ONE_SIDED=alibi_one_sided(params, dropout, varlen),
-        POLY_EXP=poly_exp(arch, q.dtype, chunked))
+        ALIBI_ONE_SIDED=alibi_one_sided(params, dropout, varlen))
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -275,8 +274,6 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         plan.tma_blocks = (cfg.block_n, padded_dim(d), padded_dim(dv))
         plan.constexprs_tma = dict(plan.constexprs, FEATURES=pack(**flags, USE_TMA=True))
     plan.options = cfg.launch_options(amd)
-    if flags["POLY_EXP"] and POLY_MAXNREG and cfg.num_warps == 8:  # two 8-warp programs per SM, as without it
-        plan.options = dict(plan.options, maxnreg=POLY_MAXNREG)
     from ..kernels.fwd import attn_fwd_kernel
 
     # per call only the tensors and the seed words change
@@ -425,20 +422,6 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
 
 
 _LOG2E = math.log2(math.e)
-
-# Half of P's exponentials by a polynomial on the FMA units (kernels/common.py exp2_half_fma): NVIDIA fp16 / bf16
-# calls without head-dim chunks. A module switch for benchmarks/poly_exp_ab.py, off until measured.
-POLY_EXP = False
-# ptxas's register cap for 8-warp builds with POLY_EXP (0: none): the d=64 128x64 w8 build takes 167-171 registers
-# with it (one program per SM) against 120-128 without; capped at 128 it builds spill-free (117-127)
-POLY_MAXNREG = 0
-
-
-def poly_exp(arch: str | None, dtype: torch.dtype, chunked: bool) -> bool:
-    """Whether a forward call splits its exponentials between the special-function and FMA units (POLY_EXP)."""
-    return (POLY_EXP and arch is not None and arch.startswith("sm") and dtype in (torch.float16, torch.bfloat16)
-            and not chunked)
-
 
 # Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
 # ALiBi alone (the ALiBi tier's builds, which compile as before on every arch:
