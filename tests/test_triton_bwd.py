@@ -945,7 +945,8 @@ if HAS_TRITON:  # a module-level kernel: Triton resolves heavy_first in this mod
 
     @triton.jit
     def _heavy_first_order(Out, LAST: tl.constexpr, GROUP: tl.constexpr):
-        blk, bh = heavy_first(tl.program_id(0), tl.program_id(1), LAST, GROUP)
+        blk, bh = heavy_first(tl.program_id(1) * tl.num_programs(0) + tl.program_id(0), tl.num_programs(0),
+                              tl.num_programs(1), LAST, GROUP)
         lin = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
         tl.store(Out + lin * 2, blk)
         tl.store(Out + lin * 2 + 1, bh)

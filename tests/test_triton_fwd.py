@@ -722,3 +722,28 @@ def test_gpu_large_headdim_options_dropout(d):
     out, lse = run(q, k, v, p)
     ro, rl = ref(q, k, v, p)
     assert rel_err(out, ro) < 1e-2 and rel_err(lse, rl) < 1e-4
+
+
+@pytest.mark.parametrize("order", ["group", "all"])
+@pytest.mark.parametrize("shape", [(2, 70, 61, 5, 5), (1, 33, 90, 12, 4)], ids=["sq>sk", "gqa-sq<sk"])
+def test_heavy_first_order(monkeypatch, order, shape):
+    """The causal forward with the heavy-first program order forced (launch.HEAVY_FIRST: the last query blocks
+    first, over groups of 8 heads or every head at once) matches the float64 oracle, over more (sequence, head)s
+    than a group holds (a narrower last group), fully masked rows included; not causal calls never take it."""
+    monkeypatch.setattr(launch, "HEAVY_FIRST", order)
+    b, sq, sk, h, hk = shape
+    torch.manual_seed(sq + h)
+    q = torch.randn(b, sq, h, 32, device=DEVICE)
+    k, v = torch.randn(b, sk, hk, 32, device=DEVICE), torch.randn(b, sk, hk, 32, device=DEVICE)
+    p = AttnParams(softmax_scale=0.25, causal=True)
+    flags = unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])
+    assert flags["HEAVY_FIRST"] and flags["HEAVY_ALL"] == (order == "all")
+    out, lse = attention_forward(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.25, causal=True)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.25, causal=True)[0])
+    seen = torch.isfinite(rl)
+    assert torch.equal(torch.isfinite(lse), seen) and rel_err(lse[seen], rl[seen]) < 1e-5
+    assert not unpack(launch.plan_forward(q, k, v, AttnParams(softmax_scale=0.25)).constexprs["FEATURES"])[
+        "HEAVY_FIRST"]
+    monkeypatch.setattr(launch, "HEAVY_FIRST", None)  # the tiles' own: no forward row takes it today
+    assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["HEAVY_FIRST"]

@@ -526,7 +526,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     if has(FEATURES, "HEAVY_FIRST"):  # causal: the programs with the most work first
-        pid_n, pid_bh = heavy_first(pid_n, pid_bh, False, HEAVY_GROUP)
+        pid_n, pid_bh = heavy_first(pid_bh * tl.num_programs(0) + pid_n, tl.num_programs(0), tl.num_programs(1),
+                                     False, HEAVY_GROUP)
     off_b = pid_bh // nheads_k
     off_hk = pid_bh % nheads_k
     q_start, k_start, seqlen_q, seqlen_k = seq_bounds(CuSeqlensQ, CuSeqlensK, off_b, seqlen_q, seqlen_k)

@@ -229,7 +229,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     if has(FEATURES, "HEAVY_FIRST"):  # causal: the programs with the most work first
-        pid_m, pid_bh = heavy_first(pid_m, pid_bh, True, HEAVY_GROUP)
+        pid_m, pid_bh = heavy_first(pid_bh * tl.num_programs(0) + pid_m, tl.num_programs(0), tl.num_programs(1),
+                                     True, HEAVY_GROUP)
     off_b = pid_bh // nheads
     off_h = pid_bh % nheads
     off_hk = off_h // group

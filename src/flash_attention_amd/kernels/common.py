@@ -207,16 +207,13 @@ HEAVY_GROUP = tl.constexpr(8)
 
 
 @triton.jit
-def heavy_first(pid_blk, pid_bh, LAST_HEAVIEST: tl.constexpr, GROUP: tl.constexpr):
-    """(block, bh) of the program at (pid_blk, pid_bh) of a (blocks, b * h) grid, renumbered so that within each
-    group of GROUP (sequence, head)s programs start block by block over the group, the heaviest blocks first:
-    block 0 first (a causal dK/dV program: its keys are seen by the most query rows) or, LAST_HEAVIEST, the last
-    block first (a causal dQ program: its rows see the most keys). GPUs start programs in the order of their
-    linear index, so the longest programs no longer start last (a causal grid's tail), while the programs
-    running at once still read the tiles of a few heads (L2)."""
-    n_blk = tl.num_programs(0)
-    n_bh = tl.num_programs(1)
-    lin = pid_bh * n_blk + pid_blk
+def heavy_first(lin, n_blk, n_bh, LAST_HEAVIEST: tl.constexpr, GROUP: tl.constexpr):
+    """(block, bh) of the program with linear index lin (lin = bh * n_blk + block: the GPU starts programs in that
+    order) over n_blk blocks of n_bh (sequence, head)s, renumbered so that within each group of GROUP heads
+    programs start block by block over the group, the heaviest blocks first: block 0 first (a causal dK/dV
+    program: its keys are seen by the most query rows) or, LAST_HEAVIEST, the last block first (a causal query
+    block: its rows see the most keys). The longest programs no longer start last (a causal grid's tail), while
+    the programs running at once still read the tiles of a few heads (L2)."""
     group = lin // (GROUP * n_blk)
     rest = lin % (GROUP * n_blk)
     width = tl.minimum(n_bh - group * GROUP, GROUP)  # the last group may be narrower

@@ -36,6 +36,7 @@ import triton
 import triton.language as tl
 
 from .common import (
+    HEAVY_GROUP,
     KEY_SCAN,
     LN2,
     LOG2E,
@@ -44,6 +45,7 @@ from .common import (
     drop_mode,
     dropout_keep,
     has,
+    heavy_first,
     key_blocks,
     key_mask_span,
     load_chunks,
@@ -271,8 +273,9 @@ def attn_fwd_kernel(
     FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
-    the most keys (the last ones under a causal mask) start first, all heads together;
-    otherwise the query blocks of one head are neighbours (they share K/V in L2).
+    the most keys (the last ones under a causal mask) start first, over groups of 8 heads
+    (common.heavy_first; HEAVY_ALL: every head at once); otherwise the query blocks of one
+    head are neighbours (they share K/V in L2).
 
     K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
     batch stride stride_alibi), CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) and Descales (FP8:
@@ -329,9 +332,9 @@ def attn_fwd_kernel(
         n_bh = tl.num_programs(0) // (num_m_blocks * DV_SPLIT)
     else:
         n_bh = tl.num_programs(0) // num_m_blocks
-    if HEAVY_FIRST:
-        block_m = num_m_blocks - 1 - pid // n_bh
-        off_bh = pid % n_bh
+    if HEAVY_FIRST:  # over groups of HEAVY_GROUP heads, or (HEAVY_ALL) every head at once
+        HEADS: tl.constexpr = 65536 if has(FEATURES, "HEAVY_ALL") else HEAVY_GROUP
+        block_m, off_bh = heavy_first(pid, num_m_blocks, n_bh, True, HEADS)
     else:
         block_m = pid % num_m_blocks
         off_bh = pid // num_m_blocks

@@ -253,7 +253,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
         # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
-        HEAVY_FIRST=cfg.heavy_first, POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
+        **heavy_flags(params.causal, cfg), POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=skip_keys, V_T=plan.v_t,
@@ -422,6 +422,18 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
 
 
 _LOG2E = math.log2(math.e)
+
+# The causal forward's program order (kernels/fwd.py HEAVY_FIRST): None the tile's own (``Tile.heavy_first``: the
+# query blocks with the most keys first, over groups of 8 heads; else head by head); "off" / "group" / "all" force
+# head by head, groups of 8 heads, every head at once (benchmarks/fwd_order_ab.py).
+HEAVY_FIRST: str | None = None
+
+
+def heavy_flags(causal: bool, cfg: Tile) -> dict[str, bool]:
+    """The program-order FEATURES flags of a forward call of this tile."""
+    order = ("group" if cfg.heavy_first else "off") if HEAVY_FIRST is None else HEAVY_FIRST
+    return dict(HEAVY_FIRST=causal and order != "off", HEAVY_ALL=causal and order == "all")
+
 
 # Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
 # ALiBi alone (the ALiBi tier's builds, which compile as before on every arch:
@@ -637,7 +649,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
 
 
 def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool, dv: int | None = None) -> CompileSpec:
-    """flags: the kernel's FEATURES flags by name (kernels/features.py; the rest off, but HEAVY_FIRST,
+    """flags: the kernel's FEATURES flags by name (kernels/features.py; the rest off, but HEAVY_FIRST (causal),
     POS_SCALE, RELOAD_TILES, BIAS_BOOL and KEY_MASK as the config and bias give them: a "bool" bias is
     built as a padding mask, the HF integration's call, whose build holds the full mask's code too),
     plus HAS_ALIBI / IS_VARLEN / HAS_SINKS (Alibi / cu_seqlens / Sinks given) and HAS_BIAS ("float": a
@@ -648,8 +660,9 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     dv = d if dv is None else dv
     chunked = cfg.block_dk > 0
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
-    flags = dict(dict(HEAVY_FIRST=cfg.heavy_first, POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload,
-                      BIAS_BOOL=bias == "bool", KEY_MASK=bias == "bool"), **flags)
+    flags = dict(dict(POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias == "bool",
+                      KEY_MASK=bias == "bool"), **flags)
+    flags.update(heavy_flags(bool(flags.get("IS_CAUSAL")), cfg))
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says

@@ -1,0 +1,76 @@
+"""The causal forward's program order in the Triton kernel (kernels/fwd.py HEAVY_FIRST, forced by launch/fwd.py
+HEAVY_FIRST): "off" head by head (the query blocks of one head are neighbours), "group" the query blocks with the
+most keys first over groups of 8 heads, "all" over every head at once. Same process, rounds taking turns, our
+triton backend forced, the Gluon forward off (FLASH_ATTENTION_GLUON=0: the Triton kernel serves every call). bf16,
+TFLOP/s of the visible pairs (4 b h s^2 d / 2) over the median time (triton.testing.do_bench); outputs of every
+order compared with the first's (bitwise: the order changes no arithmetic).
+
+    PYTHONPATH=src python benchmarks/fwd_order_ab.py [--rounds 3] [--orders off group all] [--shapes LABEL ...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import torch
+import triton
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+from flash_attention_amd.launch import fwd as launch_fwd
+
+SHAPES = [  # (label, b, s, h, hk, d)
+    ("d=64 1k", 16, 1024, 32, 32, 64), ("d=64 2k", 8, 2048, 32, 32, 64), ("d=64 4k", 4, 4096, 32, 32, 64),
+    ("d=64 8k", 2, 8192, 32, 32, 64), ("d=64 16k", 1, 16384, 32, 32, 64), ("d=64 GQA 32/8 4k", 4, 4096, 32, 8, 64),
+    ("d=128 1k", 16, 1024, 16, 16, 128), ("d=128 4k", 4, 4096, 16, 16, 128), ("d=128 16k", 1, 16384, 16, 16, 128),
+    ("d=256 4k", 4, 4096, 8, 8, 256), ("d=256 16k", 1, 16384, 8, 8, 256),
+]
+
+
+def _set(order: str) -> None:
+    launch_fwd.HEAVY_FIRST = order
+    core.clear_plans()  # the switch is read when a call signature is planned
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--orders", nargs="+", default=["off", "group", "all"], choices=["off", "group", "all"])
+    ap.add_argument("--shapes", nargs="*", default=None, help="labels to run (default: all)")
+    args = ap.parse_args()
+    os.environ["FLASH_ATTENTION_GLUON"] = "0"
+    orders = args.orders
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: causal forward "
+          f"(Triton kernel, Gluon off), bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n"
+          f"| shape | {' | '.join(orders)} | {' | '.join(f'{o} / {orders[0]}' for o in orders[1:])} | max abs diff |\n"
+          f"|{'---|' * (2 * len(orders) + 1)}", flush=True)
+    for label, b, s, h, hk, d in SHAPES:
+        if args.shapes and label not in args.shapes:
+            continue
+        g = torch.Generator(device="cuda").manual_seed(s * h + hk + d)
+        q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+        flop = 4 * b * h * s * s * d / 2
+
+        def call(q=q, k=k, v=v):
+            with fa.use_backend("triton"):
+                return fa.flash_attn_func(q, k, v, causal=True)
+        times, outs = {o: [] for o in orders}, {}
+        for r in range(args.rounds):
+            for o in (orders if r % 2 == 0 else orders[::-1]):
+                _set(o)
+                outs[o] = call()
+                times[o].append(triton.testing.do_bench(call, warmup=25, rep=150, return_mode="median"))
+        launch_fwd.HEAVY_FIRST = None
+        core.clear_plans()
+        tf = {o: [flop / (t * 1e-3) / 1e12 for t in times[o]] for o in orders}
+        med = {o: statistics.median(v_) for o, v_ in tf.items()}
+        diff = max((outs[o].float() - outs[orders[0]].float()).abs().max().item() for o in orders)
+        cells = " | ".join(f"{med[o]:.1f} ({min(tf[o]):.0f}-{max(tf[o]):.0f})" for o in orders)
+        rat = " | ".join(f"{med[o] / med[orders[0]]:.3f}" for o in orders[1:])
+        print(f"| {label} | {cells} | {rat} | {diff:.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
