@@ -745,5 +745,19 @@ def test_heavy_first_order(monkeypatch, order, shape):
     assert torch.equal(torch.isfinite(lse), seen) and rel_err(lse[seen], rl[seen]) < 1e-5
     assert not unpack(launch.plan_forward(q, k, v, AttnParams(softmax_scale=0.25)).constexprs["FEATURES"])[
         "HEAVY_FIRST"]
-    monkeypatch.setattr(launch, "HEAVY_FIRST", None)  # the tiles' own: no forward row takes it today
+    monkeypatch.setattr(launch, "HEAVY_FIRST", None)  # the tiles' own: the interpreter's rows take none
     assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["HEAVY_FIRST"]
+
+
+def test_heavy_first_rows():
+    """sm90's plain dense rows at d=64 / 128 / 256 are heavy-first (their causal calls take the order, the others
+    never: heavy_flags); the option tiers and packed varlen calls keep head-by-head order; so do AMD's rows."""
+    bf16 = torch.bfloat16
+    for d in (64, 128, 256):
+        tile = launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096)
+        assert tile.heavy_first and "heavy-first" in tile.reason, d
+        assert launch.heavy_flags(True, tile) == dict(HEAVY_FIRST=True, HEAVY_ALL=False)
+        assert launch.heavy_flags(False, tile) == dict(HEAVY_FIRST=False, HEAVY_ALL=False)
+        assert not launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True).heavy_first
+        assert not launch.select_config("gfx942", bf16, d, d, True, seqlen_k=4096).heavy_first
+    assert not launch.select_config("sm90", bf16, 64, 64, True, seqlen_k=4096, varlen=True).heavy_first

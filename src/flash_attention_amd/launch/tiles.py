@@ -321,18 +321,26 @@ _D64_VARLEN = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d
 _D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fwd64_*.txt): causal GQA 32/8 "
              "1.04-1.09x, MHA 1.00-1.08x, not causal 1.00-1.07x the 4-warp rows at 1k-16k; 120 registers, 0 spills")
 
+# sm90, causal calls of the plain rows below: heavy-first program order (Tile.heavy_first: the query blocks with the
+# most keys first, over groups of 8 heads; kernels/common.py heavy_first), session 33, H100 only (not run on an
+# H200), against head-by-head order, same process, rounds taking turns, the Gluon forward off
+# (benchmarks/fwd_order_ab.py, benchmarks/results/run30/h100_fwd_order_*.md): d=64 1.00-1.02x at 1k-2k, 1.02-1.03x
+# at 4k, 1.06x at 8k, 1.03-1.04x at 16k, GQA 32/8 4k 1.01x; d=128 1.02-1.03x; d=256 1.08x at 4k, 1.03x at 16k. Over
+# every head at once it lost 3-18% (L2). Not causal calls keep the grid's order (nothing to balance).
+_HEAVY_FWD = "; causal: heavy-first over 8 heads 1.00-1.08x (H100, benchmarks/results/run30/h100_fwd_order_*.md)"
+
 FWD_PLAIN: dict[str, list[Row]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 and d<=128 128x64 w8 s3 plain
     # pointers (TMA was 1-6% slower there), 4 stages for long
     # non-causal keys. Spill-free per ptxas.
     "sm90": [
-        Row(64, _T(128, 64, 8, 3, reason=_D64_H100), varlen=False),
+        Row(64, _T(128, 64, 8, 3, heavy_first=True, reason=_D64_H100 + _HEAVY_FWD), varlen=False),
         Row(64, _T(128, 64, 4, 3, use_tma=True, reason=_H100_FWD + "; run13/h100_sweep_d64.txt: 1.02-1.05x the "
                    "same tile through pointers, causal s=16384"), causal=True, min_seqlen_k=8192),
         Row(64, _T(128, 64, 4, 3, reason=_D64_VARLEN)),
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
-        Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
-        Row(256, _FWD_D256),
+        Row(128, _T(128, 64, 8, 3, heavy_first=True, reason=_H100_FWD + _HEAVY_FWD)),
+        Row(256, _FWD_D256.replace(heavy_first=True, reason=_FWD_D256_H100 + _HEAVY_FWD)),
         Row(512, _D512_SM90),
     ],
     # A100: 164 KB shared memory, mma.sync. Not timed on an A100: spill-free per ptxas (64x64 w4
