@@ -2,10 +2,11 @@
 HEAVY_FIRST): "off" head by head (the query blocks of one head are neighbours), "group" the query blocks with the
 most keys first over groups of 8 heads, "all" over every head at once. Same process, rounds taking turns, our
 triton backend forced, the Gluon forward off (FLASH_ATTENTION_GLUON=0: the Triton kernel serves every call). bf16,
-TFLOP/s of the visible pairs (4 b h s^2 d / 2) over the median time (triton.testing.do_bench); outputs of every
-order compared with the first's (bitwise: the order changes no arithmetic).
+TFLOP/s of the causal pairs (4 b h s^2 d / 2, a window's too) over the median time (triton.testing.do_bench);
+outputs of every order compared with the first's (bitwise: the order changes no arithmetic).
 
     PYTHONPATH=src python benchmarks/fwd_order_ab.py [--rounds 3] [--orders off group all] [--shapes LABEL ...]
+        [--option softcap|window|alibi]
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ SHAPES = [  # (label, b, s, h, hk, d)
 ]
 
 
+OPTIONS = {"none": {}, "softcap": dict(softcap=30.0), "window": dict(window_size=(1024, 0)), "alibi": "alibi"}
+
+
 def _set(order: str) -> None:
     launch_fwd.HEAVY_FIRST = order
     core.clear_plans()  # the switch is read when a call signature is planned
@@ -38,11 +42,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--orders", nargs="+", default=["off", "group", "all"], choices=["off", "group", "all"])
     ap.add_argument("--shapes", nargs="*", default=None, help="labels to run (default: all)")
+    ap.add_argument("--option", default="none", choices=list(OPTIONS), help="one option on every call")
     args = ap.parse_args()
     os.environ["FLASH_ATTENTION_GLUON"] = "0"
     orders = args.orders
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: causal forward "
-          f"(Triton kernel, Gluon off), bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n"
+          f"({args.option}; Triton kernel, Gluon off), bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n"
           f"| shape | {' | '.join(orders)} | {' | '.join(f'{o} / {orders[0]}' for o in orders[1:])} | max abs diff |\n"
           f"|{'---|' * (2 * len(orders) + 1)}", flush=True)
     for label, b, s, h, hk, d in SHAPES:
@@ -52,10 +57,13 @@ def main() -> None:
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
         flop = 4 * b * h * s * s * d / 2
+        kw = OPTIONS[args.option]
+        if kw == "alibi":
+            kw = dict(alibi_slopes=torch.linspace(0.05, 0.5, h, device="cuda"))
 
-        def call(q=q, k=k, v=v):
+        def call(q=q, k=k, v=v, kw=kw):
             with fa.use_backend("triton"):
-                return fa.flash_attn_func(q, k, v, causal=True)
+                return fa.flash_attn_func(q, k, v, causal=True, **kw)
         times, outs = {o: [] for o in orders}, {}
         for r in range(args.rounds):
             for o in (orders if r % 2 == 0 else orders[::-1]):
