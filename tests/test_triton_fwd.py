@@ -751,13 +751,17 @@ def test_heavy_first_order(monkeypatch, order, shape):
 
 def test_heavy_first_rows():
     """sm90's plain dense rows at d=64 / 128 / 256 are heavy-first (their causal calls take the order, the others
-    never: heavy_flags); the option tiers and packed varlen calls keep head-by-head order; so do AMD's rows."""
+    never: heavy_flags), and so are the rows ALiBi alone takes at d=64 / 128; softcap's row, d=256 with options and
+    packed varlen calls keep head-by-head order; so do AMD's rows."""
     bf16 = torch.bfloat16
     for d in (64, 128, 256):
         tile = launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096)
         assert tile.heavy_first and "heavy-first" in tile.reason, d
         assert launch.heavy_flags(True, tile) == dict(HEAVY_FIRST=True, HEAVY_ALL=False)
         assert launch.heavy_flags(False, tile) == dict(HEAVY_FIRST=False, HEAVY_ALL=False)
-        assert not launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True).heavy_first
+        assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,
+                                    softcap_only=True).heavy_first is False
+        assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,
+                                    alibi_only=True).heavy_first is (d <= 128)
         assert not launch.select_config("gfx942", bf16, d, d, True, seqlen_k=4096).heavy_first
     assert not launch.select_config("sm90", bf16, 64, 64, True, seqlen_k=4096, varlen=True).heavy_first
