@@ -579,7 +579,8 @@ def test_alibi_one_sided(monkeypatch):
 
 def test_alibi_tier():
     """ALiBi alone, dense, takes the ALiBi tier's row on sm90 at d<=64 (the plain row's 128x64 w8 s3 through
-    pointers), except causal GQA calls; varlen, d=128, ALiBi with softcap / a window, dropout and other arches
+    pointers), except causal GQA calls, and at d=128 the options row's tile (heavy-first when causal); varlen,
+    ALiBi with softcap / a window, dropout and other arches
     keep their rows; the call's params say ALiBi alone only without a window, softcap and sinks; check-amd's
     "alibi" builds compile the new row (sm90 only); and the tile computes the reference (the interpreter: block
     sizes, not warps)."""
@@ -599,8 +600,9 @@ def test_alibi_tier():
         assert gqa == (options if causal else alibi)
         assert sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True, alibi_only=True) == \
             sel("sm90", bf16, 64, 64, causal, 4096, False, True, varlen=True)
-        assert sel("sm90", bf16, 128, 128, causal, 4096, False, True, alibi_only=True) == \
-            sel("sm90", bf16, 128, 128, causal, 4096, False, True)
+        d128 = sel("sm90", bf16, 128, 128, causal, 4096, False, True, alibi_only=True)  # the options row's tile,
+        assert d128.replace(heavy_first=False) == sel("sm90", bf16, 128, 128, causal, 4096, False, True)
+        assert d128.heavy_first == causal  # heavy-first for causal calls (test_heavy_first_rows)
         assert sel("sm90", bf16, 64, 64, causal, 4096, True, True, alibi_only=True) == \
             sel("sm90", bf16, 64, 64, causal, 4096, True, True)  # dropout: its own tier
         for arch in ("sm80", "gfx942", "gfx1100"):
@@ -765,3 +767,11 @@ def test_heavy_first_rows():
                                     alibi_only=True).heavy_first is (d <= 128)
         assert not launch.select_config("gfx942", bf16, d, d, True, seqlen_k=4096).heavy_first
     assert not launch.select_config("sm90", bf16, 64, 64, True, seqlen_k=4096, varlen=True).heavy_first
+    # the rows ALiBi alone takes: not the options row itself (the bias tiers fall back to it), and calls that are not
+    # causal, GQA or varlen keep the rows they had
+    assert not launch.select_config("sm90", bf16, 128, 128, True, seqlen_k=4096, options=True).heavy_first
+    assert not launch.select_config("sm90", bf16, 128, 128, True, 4096, False, True, bias=True).heavy_first
+    for kw in (dict(causal=False), dict(causal=True, gqa=True), dict(causal=True, varlen=True)):
+        causal = kw.pop("causal")
+        assert launch.select_config("sm90", bf16, 128, 128, causal, 4096, False, True, alibi_only=True, **kw) == \
+            launch.select_config("sm90", bf16, 128, 128, causal, 4096, False, True, **kw)

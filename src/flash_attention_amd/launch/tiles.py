@@ -328,9 +328,11 @@ _D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fw
 # at 4k, 1.06x at 8k, 1.03-1.04x at 16k, GQA 32/8 4k 1.01x; d=128 1.02-1.03x; d=256 1.08x at 4k, 1.03x at 16k. Over
 # every head at once it lost 3-18% (L2). Not causal calls keep the grid's order (nothing to balance).
 _HEAVY_FWD = "; causal: heavy-first over 8 heads 1.00-1.08x (H100, benchmarks/results/run30/h100_fwd_order_*.md)"
-# The same order in the ALiBi row (d=64) and the options row (d=128; ALiBi alone at d=128 takes it), measured with
-# ALiBi on the H100 and the H200 (run30/h100_fwd_order_opts.md, h200_fwd_order_opts_*.md): d=64 1.00 / 1.02 / 1.04-1.06x
-# at 1k / 4k / 16k, d=128 1.01 / 1.04 / 1.02-1.03x. Softcap alone (its own 64x64 w4 row) measured 0.99-1.04x: not taken.
+# The same order for ALiBi alone (dense MHA; the ALiBi tier's rows: d=64 its own, d=128 the options row's tile),
+# measured on the H100 and the H200 (run30/h100_fwd_order_opts.md, h200_fwd_order_opts_*.md): d=64 1.00 / 1.02 /
+# 1.04-1.06x at 1k / 4k / 16k, d=128 1.01 / 1.04 / 1.02-1.03x. Not in the options row itself: the bias tiers fall
+# back to it, and its causal bias build spilled 2 registers heavy-first (run30/check_heavy_first_sm90.md). Softcap
+# alone (its own 64x64 w4 row) measured 0.99-1.04x: not taken.
 _HEAVY_ALIBI = "; causal: heavy-first over 8 heads, ALiBi 1.00-1.06x (H100 and H200, run30/*fwd_order_opts*)"
 
 FWD_PLAIN: dict[str, list[Row]] = {
@@ -417,7 +419,7 @@ FWD_OPTIONS: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _T(64, 64, 4, 3, use_tma=True, reason="measured on an H200, benchmarks/results/tiles_h200.md")),
         Row(128, _T(128, 64, 8, 4, reason=_H100_FWD), causal=False, min_seqlen_k=4096),
-        Row(128, _T(128, 64, 8, 3, heavy_first=True, reason=_H100_FWD + _HEAVY_ALIBI)),
+        Row(128, _T(128, 64, 8, 3, reason=_H100_FWD)),
         Row(256, _FWD_D256_OPTS),
         Row(512, _D512_SM90),
     ],
@@ -705,6 +707,8 @@ FWD_ALIBI: dict[str, list[Row]] = {
     "sm90": [
         Row(64, _ALIBI64, varlen=False, gqa=False),
         Row(64, _ALIBI64, causal=False, varlen=False),
+        Row(128, _T(128, 64, 8, 3, heavy_first=True, reason=_H100_FWD + _HEAVY_ALIBI), causal=True, varlen=False,
+            gqa=False),
         *FWD_OPTIONS["sm90"],
     ],
 }
