@@ -1,11 +1,12 @@
 """The causal forward's program order in the Triton kernel (kernels/fwd.py HEAVY_FIRST, forced by launch/fwd.py
 HEAVY_FIRST): "off" head by head (the query blocks of one head are neighbours), "group" the query blocks with the
-most keys first over groups of 8 heads, "all" over every head at once. Same process, rounds taking turns, our
+most keys first over groups of 8 heads. (Session 33's first run also had "all", over every head at once, since
+removed: `git show 6f05f35:benchmarks/fwd_order_ab.py`.) Same process, rounds taking turns, our
 triton backend forced, the Gluon forward off (FLASH_ATTENTION_GLUON=0: the Triton kernel serves every call). bf16,
 TFLOP/s of the causal pairs (4 b h s^2 d / 2, a window's too) over the median time (triton.testing.do_bench);
 outputs of every order compared with the first's (bitwise: the order changes no arithmetic).
 
-    PYTHONPATH=src python benchmarks/fwd_order_ab.py [--rounds 3] [--orders off group all] [--shapes LABEL ...]
+    PYTHONPATH=src python benchmarks/fwd_order_ab.py [--rounds 3] [--orders off group] [--shapes LABEL ...]
         [--option softcap|window|alibi]
 """
 from __future__ import annotations
@@ -33,14 +34,14 @@ OPTIONS = {"none": {}, "softcap": dict(softcap=30.0), "window": dict(window_size
 
 
 def _set(order: str) -> None:
-    launch_fwd.HEAVY_FIRST = order
+    launch_fwd.HEAVY_FIRST = order == "group"
     core.clear_plans()  # the switch is read when a call signature is planned
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--orders", nargs="+", default=["off", "group", "all"], choices=["off", "group", "all"])
+    ap.add_argument("--orders", nargs="+", default=["off", "group"], choices=["off", "group"])
     ap.add_argument("--shapes", nargs="*", default=None, help="labels to run (default: all)")
     ap.add_argument("--option", default="none", choices=list(OPTIONS), help="one option on every call")
     args = ap.parse_args()

@@ -726,20 +726,18 @@ def test_gpu_large_headdim_options_dropout(d):
     assert rel_err(out, ro) < 1e-2 and rel_err(lse, rl) < 1e-4
 
 
-@pytest.mark.parametrize("order", ["group", "all"])
 @pytest.mark.parametrize("shape", [(2, 70, 61, 5, 5), (1, 33, 90, 12, 4)], ids=["sq>sk", "gqa-sq<sk"])
-def test_heavy_first_order(monkeypatch, order, shape):
+def test_heavy_first_order(monkeypatch, shape):
     """The causal forward with the heavy-first program order forced (launch.HEAVY_FIRST: the last query blocks
-    first, over groups of 8 heads or every head at once) matches the float64 oracle, over more (sequence, head)s
-    than a group holds (a narrower last group), fully masked rows included; not causal calls never take it."""
-    monkeypatch.setattr(launch, "HEAVY_FIRST", order)
+    first, over groups of 8 heads) matches the float64 oracle, over more (sequence, head)s than a group holds (a
+    narrower last group), fully masked rows included; not causal calls never take it."""
+    monkeypatch.setattr(launch, "HEAVY_FIRST", True)
     b, sq, sk, h, hk = shape
     torch.manual_seed(sq + h)
     q = torch.randn(b, sq, h, 32, device=DEVICE)
     k, v = torch.randn(b, sk, hk, 32, device=DEVICE), torch.randn(b, sk, hk, 32, device=DEVICE)
     p = AttnParams(softmax_scale=0.25, causal=True)
-    flags = unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])
-    assert flags["HEAVY_FIRST"] and flags["HEAVY_ALL"] == (order == "all")
+    assert unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["HEAVY_FIRST"]
     out, lse = attention_forward(q, k, v, p)
     ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.25, causal=True)
     assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.25, causal=True)[0])
@@ -759,8 +757,8 @@ def test_heavy_first_rows():
     for d in (64, 128, 256):
         tile = launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096)
         assert tile.heavy_first and "heavy-first" in tile.reason, d
-        assert launch.heavy_flags(True, tile) == dict(HEAVY_FIRST=True, HEAVY_ALL=False)
-        assert launch.heavy_flags(False, tile) == dict(HEAVY_FIRST=False, HEAVY_ALL=False)
+        assert launch.heavy_flags(True, tile) == dict(HEAVY_FIRST=True)
+        assert launch.heavy_flags(False, tile) == dict(HEAVY_FIRST=False)
         assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,
                                     softcap_only=True).heavy_first is False
         assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,

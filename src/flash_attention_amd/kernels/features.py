@@ -38,7 +38,6 @@ FLAGS = (
     # the programs with the most work start first: the forward's query blocks with the most keys; the causal
     # backward's dK/dV and dQ blocks, block by block over groups of 8 (sequence, head)s (common.heavy_first)
     "HEAVY_FIRST",
-    "HEAVY_ALL",  # the forward's HEAVY_FIRST over every head at once, not groups of 8
     "USE_TMA",  # K / V are TMA tensor descriptors
     "POS_SCALE",  # sm_scale > 0: the row max is taken before scaling
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)

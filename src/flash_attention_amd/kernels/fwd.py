@@ -274,8 +274,8 @@ def attn_fwd_kernel(
 ):
     """Grid: (num_m_blocks * b * h,). HEAVY_FIRST orders programs so the query blocks with
     the most keys (the last ones under a causal mask) start first, over groups of 8 heads
-    (common.heavy_first; HEAVY_ALL: every head at once); otherwise the query blocks of one
-    head are neighbours (they share K/V in L2).
+    (common.heavy_first); otherwise the query blocks of one head are neighbours (they share
+    K/V in L2).
 
     K / V: tensors, or TMA tensor descriptors with USE_TMA. Alibi (slopes fp32 [h] or [b, h],
     batch stride stride_alibi), CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) and Descales (FP8:
@@ -332,9 +332,8 @@ def attn_fwd_kernel(
         n_bh = tl.num_programs(0) // (num_m_blocks * DV_SPLIT)
     else:
         n_bh = tl.num_programs(0) // num_m_blocks
-    if HEAVY_FIRST:  # over groups of HEAVY_GROUP heads, or (HEAVY_ALL) every head at once
-        HEADS: tl.constexpr = 65536 if has(FEATURES, "HEAVY_ALL") else HEAVY_GROUP
-        block_m, off_bh = heavy_first(pid, num_m_blocks, n_bh, True, HEADS)
+    if HEAVY_FIRST:  # the last query blocks first, over groups of HEAVY_GROUP heads
+        block_m, off_bh = heavy_first(pid, num_m_blocks, n_bh, True, HEAVY_GROUP)
     else:
         block_m = pid % num_m_blocks
         off_bh = pid // num_m_blocks

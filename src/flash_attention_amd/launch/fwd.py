@@ -424,15 +424,16 @@ def fast_tanh(device: torch.device, dtype: torch.dtype, bias: torch.Tensor | Non
 _LOG2E = math.log2(math.e)
 
 # The causal forward's program order (kernels/fwd.py HEAVY_FIRST): None the tile's own (``Tile.heavy_first``: the
-# query blocks with the most keys first, over groups of 8 heads; else head by head); "off" / "group" / "all" force
-# head by head, groups of 8 heads, every head at once (benchmarks/fwd_order_ab.py).
-HEAVY_FIRST: str | None = None
+# query blocks with the most keys first, over groups of 8 heads; else head by head); True / False force one
+# (benchmarks/fwd_order_ab.py). The same order over every head at once measured 0.82-0.99x head by head on an H100
+# (benchmarks/results/run30/h100_fwd_order_*.md, the "all" column), so it is not an option.
+HEAVY_FIRST: bool | None = None
 
 
 def heavy_flags(causal: bool, cfg: Tile) -> dict[str, bool]:
-    """The program-order FEATURES flags of a forward call of this tile."""
-    order = ("group" if cfg.heavy_first else "off") if HEAVY_FIRST is None else HEAVY_FIRST
-    return dict(HEAVY_FIRST=causal and order != "off", HEAVY_ALL=causal and order == "all")
+    """The program-order FEATURES flag of a forward call of this tile."""
+    on = cfg.heavy_first if HEAVY_FIRST is None else HEAVY_FIRST
+    return dict(HEAVY_FIRST=causal and on)
 
 
 # Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
