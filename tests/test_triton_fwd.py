@@ -752,7 +752,8 @@ def test_heavy_first_order(monkeypatch, shape):
 def test_heavy_first_rows():
     """sm90's plain dense rows at d=64 / 128 / 256 are heavy-first (their causal calls take the order, the others
     never: heavy_flags), and so are the rows ALiBi alone takes at d=64 / 128; softcap's row, d=256 with options and
-    packed varlen calls keep head-by-head order; so do AMD's rows."""
+    packed varlen calls keep head-by-head order. CDNA3 / CDNA4's plain rows take it too (static check only); CDNA2,
+    RDNA and sm80 keep head-by-head order."""
     bf16 = torch.bfloat16
     for d in (64, 128, 256):
         tile = launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096)
@@ -763,7 +764,9 @@ def test_heavy_first_rows():
                                     softcap_only=True).heavy_first is False
         assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,
                                     alibi_only=True).heavy_first is (d <= 128)
-        assert not launch.select_config("gfx942", bf16, d, d, True, seqlen_k=4096).heavy_first
+        for arch, on in (("gfx942", True), ("gfx950", True), ("gfx90a", False), ("gfx1100", False), ("sm80", False)):
+            if d <= 128 or arch.startswith(("gfx94", "gfx95")):  # RDNA3 declines d=256
+                assert launch.select_config(arch, bf16, d, d, True, seqlen_k=4096).heavy_first is on, (arch, d)
     assert not launch.select_config("sm90", bf16, 64, 64, True, seqlen_k=4096, varlen=True).heavy_first
     # the rows ALiBi alone takes: not the options row itself (the bias tiers fall back to it), and calls that are not
     # causal, GQA or varlen keep the rows they had

@@ -335,6 +335,16 @@ _HEAVY_FWD = "; causal: heavy-first over 8 heads 1.00-1.08x (H100, benchmarks/re
 # alone (its own 64x64 w4 row) measured 0.99-1.04x: not taken.
 _HEAVY_ALIBI = "; causal: heavy-first over 8 heads, ALiBi 1.00-1.06x (H100 and H200, run30/*fwd_order_opts*)"
 
+# CDNA3 / CDNA4 (gfx942, and gfx950 through FALLBACK), the plain rows' causal calls: the same heavy-first order,
+# static check only, never run on an AMD GPU (benchmarks/results/run30/check_heavy_first_cdna.md: the same VGPRs
+# within a few, spills and occupancy). Why it should carry: an MI300X / MI355X deals workgroups round-robin over its
+# 8 XCDs, each with its own 4 MB L2; in the heads' own order the query blocks of one head land on all 8 XCDs, so each
+# XCD's L2 holds every running head's K / V, while over groups of 8 heads the program with linear index i runs head
+# i % 8 of its group, so each XCD reads one head's K / V (the pid remapping AMD's own Triton kernels do for the
+# same reason), and the longest causal blocks start first, as on sm90. An MI300A has 6 XCDs: the balance holds, the
+# per-XCD head does not. Unmeasured: it needs an MI300 timing (docs/HARDWARE.md).
+_HEAVY_CDNA = "; causal: heavy-first over 8 heads (the sm90 order; static check only, never timed on AMD)"
+
 FWD_PLAIN: dict[str, list[Row]] = {
     # Hopper: 227 KB shared memory, wgmma; BLOCK_M 128 per 2 warpgroups. d<=64 and d<=128 128x64 w8 s3 plain
     # pointers (TMA was 1-6% slower there), 4 stages for long
@@ -369,9 +379,9 @@ FWD_PLAIN: dict[str, list[Row]] = {
     # divisible by 16). MI300 (CDNA3): 64 KB LDS, 512 VGPRs+AGPRs per lane; waves_per_eu=2 caps
     # at 256.
     "gfx942": [
-        Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 234 VGPRs")),
-        Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 227 VGPRs")),
-        Row(256, _cdna(64, 32, 4, 1, _STATIC + "; 253 VGPRs")),
+        Row(64, _cdna(128, 64, 4, 2, _STATIC + "; 234 VGPRs" + _HEAVY_CDNA, heavy_first=True)),
+        Row(128, _cdna(128, 32, 4, 2, _STATIC + "; 227 VGPRs" + _HEAVY_CDNA, heavy_first=True)),
+        Row(256, _cdna(64, 32, 4, 1, _STATIC + "; 253 VGPRs" + _HEAVY_CDNA, heavy_first=True)),
         Row(512, _D512_CDNA3),
     ],
     # MI200 (CDNA2): 64 KB LDS.
