@@ -992,7 +992,7 @@ def test_heavy_first_gradients(case, monkeypatch):
 def test_heavy_first_rows():
     """The tiles decide the order unless forced: sm90's causal d=256 rows below 16k keys are heavy-first (both
     kernels, plain and options tiers), 16k keys and up, calls that are not causal and d=128 keep the grid's
-    order; the flag follows the tile (HEAVY_FIRST for causal calls only)."""
+    order; the flag follows the tile (HEAVY_FIRST for dense causal calls only)."""
     bwd = _bwd()
     assert bwd.HEAVY_FIRST is None
     for options in (False, True):
@@ -1006,6 +1006,29 @@ def test_heavy_first_rows():
                                                            options=options).replace(
             dkdv=short.dkdv, dq=short.dq, reason="")  # the same tiles otherwise
     tile = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096).dq
+    assert bwd.heavy_flags(True, tile, varlen=True) == dict(HEAVY_FIRST=False)  # packed varlen: not measured
     assert bwd.heavy_flags(True, tile) == dict(HEAVY_FIRST=True)
     assert bwd.heavy_flags(False, tile) == dict(HEAVY_FIRST=False)
     assert bwd.heavy_flags(True, tile.replace(heavy_first=False)) == dict(HEAVY_FIRST=False)
+
+
+def test_heavy_first_varlen(monkeypatch):
+    """Packed varlen calls with the heavy-first order forced (the grid spans the longest sequence: the heaviest
+    blocks of a shorter one are empty programs): gradients against the reference, ragged lengths, a sequence with no
+    queries, more heads than a group."""
+    monkeypatch.setattr(_bwd(), "HEAVY_FIRST", True)
+    lens_q, lens_k = [5, 30, 0, 13], [17, 30, 9, 13]
+    h, hk, d = 10, 5, 24
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    q = torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP)
+    k, v = (torch.randn(sum(lens_k), hk, d, device=DEVICE, dtype=FP) for _ in range(2))
+    dout = torch.randn(sum(lens_q), h, d, device=DEVICE, dtype=FP)
+    params = _params(d, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
+                     max_seqlen_k=max(lens_k))
+    assert has(_bwd().plan_backward(q, k, v, params).constexprs[2]["FEATURES"], "HEAVY_FIRST")
+    out, lse, ref = _ref_grads(q, k, v, dout, cu=(cu_q, cu_k), **_ref_kwargs(params))
+    grads = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
+        assert torch.isfinite(g).all(), name
+        assert_matches(g, r, name=name)

@@ -253,7 +253,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
         # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
-        **heavy_flags(params.causal, cfg), POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
+        **heavy_flags(params.causal, cfg, varlen), POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
         RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=skip_keys, V_T=plan.v_t,
@@ -430,9 +430,10 @@ _LOG2E = math.log2(math.e)
 HEAVY_FIRST: bool | None = None
 
 
-def heavy_flags(causal: bool, cfg: Tile) -> dict[str, bool]:
-    """The program-order FEATURES flag of a forward call of this tile."""
-    on = cfg.heavy_first if HEAVY_FIRST is None else HEAVY_FIRST
+def heavy_flags(causal: bool, cfg: Tile, varlen: bool = False) -> dict[str, bool]:
+    """The program-order FEATURES flag of a forward call of this tile: the tile's for dense causal calls (packed
+    varlen calls were not measured with it), or as forced."""
+    on = (cfg.heavy_first and not varlen) if HEAVY_FIRST is None else HEAVY_FIRST
     return dict(HEAVY_FIRST=causal and on)
 
 
@@ -663,7 +664,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     flags = dict(dict(POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias == "bool",
                       KEY_MASK=bias == "bool"), **flags)
-    flags.update(heavy_flags(bool(flags.get("IS_CAUSAL")), cfg))
+    flags.update(heavy_flags(bool(flags.get("IS_CAUSAL")), cfg, varlen))
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says
