@@ -321,13 +321,14 @@ _D64_VARLEN = ("H100, d=64 h=32 b*s=16384 (benchmarks/results/run13/h100_sweep_d
 _D64_H100 = ("H100, d=64, 32 heads, b*s=16384 (benchmarks/results/run18/h100*_fwd64_*.txt): causal GQA 32/8 "
              "1.04-1.09x, MHA 1.00-1.08x, not causal 1.00-1.07x the 4-warp rows at 1k-16k; 120 registers, 0 spills")
 
-# sm90, causal calls of the plain rows below: heavy-first program order (Tile.heavy_first: the query blocks with the
-# most keys first, over groups of 8 heads; kernels/common.py heavy_first), session 33, H100 only (not run on an
-# H200), against head-by-head order, same process, rounds taking turns, the Gluon forward off
+# sm90, dense causal calls of the plain rows below: heavy-first program order (Tile.heavy_first: the query blocks
+# with the most keys first, over groups of 8 heads; kernels/common.py heavy_first; packed varlen calls keep the
+# heads' order, not measured with it), session 33, on the H100 and the H200 (run30/h200_fwd_order.md: 1.00-1.08x),
+# against head-by-head order, same process, rounds taking turns, the Gluon forward off
 # (benchmarks/fwd_order_ab.py, benchmarks/results/run30/h100_fwd_order_*.md): d=64 1.00-1.02x at 1k-2k, 1.02-1.03x
 # at 4k, 1.06x at 8k, 1.03-1.04x at 16k, GQA 32/8 4k 1.01x; d=128 1.02-1.03x; d=256 1.08x at 4k, 1.03x at 16k. Over
 # every head at once it lost 3-18% (L2). Not causal calls keep the grid's order (nothing to balance).
-_HEAVY_FWD = "; causal: heavy-first over 8 heads 1.00-1.08x (H100, benchmarks/results/run30/h100_fwd_order_*.md)"
+_HEAVY_FWD = "; causal: heavy-first over 8 heads 1.00-1.08x (H100 and H200, benchmarks/results/run30/h*_fwd_order*.md)"
 # The same order for ALiBi alone (dense MHA; the ALiBi tier's rows: d=64 its own, d=128 the options row's tile),
 # measured on the H100 and the H200 (run30/h100_fwd_order_opts.md, h200_fwd_order_opts_*.md): d=64 1.00 / 1.02 /
 # 1.04-1.06x at 1k / 4k / 16k, d=128 1.01 / 1.04 / 1.02-1.03x. Not in the options row itself: the bias tiers fall

@@ -146,14 +146,15 @@ _D256_DQ128 = _D256_TWO_PASS.replace(
                                          "dropout; 0 per the driver in the timed builds"),
     reason=_D256_DQ128_H100)
 
-# The same row for causal calls below 16k keys, heavy-first (session 33, H100 only, not checked on an H200 or on
-# AMD): dK/dV and dQ programs start block by block over groups of 8 heads, the heaviest blocks first
-# (kernels/common.py heavy_first), against the grid's order, same process, rounds taking turns
+# The same row for causal calls below 16k keys, heavy-first (session 33, H100 and H200, not on AMD): dK/dV and dQ
+# programs start block by block over groups of 8 heads, the heaviest blocks first (kernels/common.py heavy_first),
+# against the grid's order, same process, rounds taking turns
 # (benchmarks/bwd_order_ab.py; benchmarks/results/run30/h100_bwd_order_*.md): d=256 causal 2k / 4k 1.08-1.10x, GQA
-# 16/4 4k 1.11-1.15x; at 16k 0.98-0.99x, so 16k keys and up keep the grid's order. At d=64 / 128 (the Triton
-# kernels below 4k keys) it measured 0.99-1.00x: no change there.
-_D256_HEAVY_H100 = ("H100 only (benchmarks/results/run30/h100_bwd_order_*.md): heavy-first over groups of 8 heads "
-                    "1.08-1.15x the grid's order, causal d=256 below 16k keys")
+# 16/4 4k 1.11-1.15x; at 16k 0.98-0.99x, so 16k keys and up keep the grid's order; H200 (run30/h200_bwd_order.md)
+# 1.05-1.15x below 16k, 0.99x at 16k. At d=64 / 128 (the Triton kernels below 4k keys) it measured 0.99-1.00x: no
+# change there. Dense calls only (launch/bwd.py heavy_flags): packed varlen calls were not measured with it.
+_D256_HEAVY_H100 = ("H100 and H200 (benchmarks/results/run30/h*_bwd_order*.md): heavy-first over groups of 8 heads "
+                    "1.03-1.15x the grid's order, causal d=256 below 16k keys")
 _D256_HEAVY = _D256_DQ128.replace(dkdv=_D256_DQ128.dkdv.replace(heavy_first=True),
                                   dq=_D256_DQ128.dq.replace(heavy_first=True), reason=_D256_HEAVY_H100)
 
