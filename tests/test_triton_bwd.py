@@ -1006,10 +1006,13 @@ def test_heavy_first_rows():
                                                            options=options).replace(
             dkdv=short.dkdv, dq=short.dq, reason="")  # the same tiles otherwise
     tile = bwd.pick_config("sm90", 256, 256, True, seqlen_k=4096).dq
-    assert bwd.heavy_flags(True, tile, varlen=True) == dict(HEAVY_FIRST=False)  # packed varlen: not measured
-    assert bwd.heavy_flags(True, tile) == dict(HEAVY_FIRST=True)
-    assert bwd.heavy_flags(False, tile) == dict(HEAVY_FIRST=False)
-    assert bwd.heavy_flags(True, tile.replace(heavy_first=False)) == dict(HEAVY_FIRST=False)
+    order = bwd.heavy_first_order
+    assert order(tile, True, True) == dict(HEAVY_FIRST=False)  # packed varlen: not measured
+    assert order(tile, True, False) == dict(HEAVY_FIRST=True)
+    assert order(tile, False, False) == dict(HEAVY_FIRST=False)
+    assert order(tile.replace(heavy_first=False), True, False) == dict(HEAVY_FIRST=False)
+    assert order(tile.replace(heavy_first=False), True, True, True) == dict(HEAVY_FIRST=True)  # forced
+    assert order(tile, True, False, False) == dict(HEAVY_FIRST=False)
 
 
 def test_heavy_first_varlen(monkeypatch):

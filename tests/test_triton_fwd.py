@@ -751,16 +751,16 @@ def test_heavy_first_order(monkeypatch, shape):
 
 def test_heavy_first_rows():
     """sm90's plain dense rows at d=64 / 128 / 256 are heavy-first (their causal calls take the order, the others
-    never: heavy_flags), and so are the rows ALiBi alone takes at d=64 / 128; softcap's row, d=256 with options and
-    packed varlen calls keep head-by-head order. CDNA3 / CDNA4's plain rows take it too (static check only); CDNA2,
-    RDNA and sm80 keep head-by-head order."""
+    never: heavy_first_order), and so are the rows ALiBi alone takes at d=64 / 128; softcap's row, d=256 with
+    options and packed varlen calls keep head-by-head order. CDNA3 / CDNA4's plain rows take it too (static check
+    only); CDNA2, RDNA and sm80 keep head-by-head order."""
     bf16 = torch.bfloat16
     for d in (64, 128, 256):
         tile = launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096)
         assert tile.heavy_first and "heavy-first" in tile.reason, d
-        assert launch.heavy_flags(True, tile) == dict(HEAVY_FIRST=True)
-        assert launch.heavy_flags(False, tile) == dict(HEAVY_FIRST=False)
-        assert launch.heavy_flags(True, tile, varlen=True) == dict(HEAVY_FIRST=False)  # packed varlen: not measured
+        assert launch.heavy_first_order(tile, True, False) == dict(HEAVY_FIRST=True)
+        assert launch.heavy_first_order(tile, False, False) == dict(HEAVY_FIRST=False)
+        assert launch.heavy_first_order(tile, True, True) == dict(HEAVY_FIRST=False)  # packed varlen: not measured
         assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,
                                     softcap_only=True).heavy_first is False
         assert launch.select_config("sm90", bf16, d, d, True, seqlen_k=4096, options=True,

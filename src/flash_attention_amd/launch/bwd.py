@@ -50,6 +50,7 @@ from .tiles import (
     arch_family,
     cdiv,
     family_table,
+    heavy_first_order,
     padded_dim,
     pick,
     tier_of,
@@ -223,13 +224,6 @@ _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", 
 HEAVY_FIRST: bool | None = None
 
 
-def heavy_flags(causal: bool, tile: Tile | None = None, varlen: bool = False) -> dict[str, bool]:
-    """The program-order FEATURES flag of a call's kernel of this tile: the tile's for dense causal calls (packed
-    varlen calls were not measured with it), or as forced."""
-    on = (tile is not None and tile.heavy_first and not varlen) if HEAVY_FIRST is None else HEAVY_FIRST
-    return dict(HEAVY_FIRST=causal and on)
-
-
 def drop_quads(arch: str | None) -> bool:
     """Whether the dK/dV kernel evaluates the four-row dropout mask once per four query rows (DROP_QUADS)
     rather than per element: on RDNA3 (gfx11), where check-kernels found the per-element words spilling
@@ -300,11 +294,11 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
         dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, BLOCK_M=pre.block_m),
         tuple(dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
                    FEATURES=pack(**flags, DQ_ATOMIC=plan.use_atomic, SPLIT=cfg.split, GQA=group > 1, **role,
-                                 **heavy_flags(params.causal, cfg.dkdv, varlen)),
+                                 **heavy_first_order(cfg.dkdv, params.causal, varlen, HEAVY_FIRST)),
                    **_chunks(cfg.dkdv)) for role in _passes(cfg)),
         dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
              FEATURES=pack(**flags, **dbias_flags, RELOAD_TILES=_reload(cfg.dq),
-                           **heavy_flags(params.causal, cfg.dq, varlen)),
+                           **heavy_first_order(cfg.dq, params.causal, varlen, HEAVY_FIRST)),
              **_chunks(cfg.dq)))
     plan.options = (pre.launch_options(amd), cfg.dkdv.launch_options(amd), cfg.dq.launch_options(amd))
     plan.grids = ((cdiv(seqlen_q, pre.block_m), batch * nheads, 1),
@@ -561,7 +555,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
                                                _passes(cfg)):
         const = dict(dims, BLOCK_M=cfg.dkdv.block_m, BLOCK_N=cfg.dkdv.block_n,
                      FEATURES=pack(**flags, DQ_ATOMIC=atomic, SPLIT=cfg.split, GQA=gqa, **role,
-                                   **heavy_flags(causal, cfg.dkdv, varlen)), **_chunks(cfg.dkdv))
+                                   **heavy_first_order(cfg.dkdv, causal, varlen, HEAVY_FIRST)), **_chunks(cfg.dkdv))
         sig = _signature(K.bwd_dkdv, const, dtype, varlen, alibi, "*fp32" if atomic else "", bias)
         if not gqa:  # group == 1: a constant in Triton's specialisation (the last element of sizes)
             sig["sizes"] = ("i32", "i32", "i32", "constexpr")
@@ -574,7 +568,7 @@ def config_specs(arch: str, cfg: BwdConfig, dtype: str, headdim: int, causal: bo
             accepted_spills=cfg.dkdv.spills_ok if accepted_spills is None else accepted_spills))
     const = dict(dims, BLOCK_M=cfg.dq.block_m, BLOCK_N=cfg.dq.block_n,
                  FEATURES=pack(**flags, DBIAS_ATOMIC=dbias == "atomic", RELOAD_TILES=_reload(cfg.dq),
-                               **heavy_flags(causal, cfg.dq, varlen)), **_chunks(cfg.dq))
+                               **heavy_first_order(cfg.dq, causal, varlen, HEAVY_FIRST)), **_chunks(cfg.dq))
     sig = _signature(KQ.bwd_dq, const, dtype, varlen, alibi, bias=bias, dbias=dbias)
     if not delta_in_dq(cfg):  # delta from the preprocess kernel (run_backward)
         sig["Out"] = "constexpr"

@@ -48,6 +48,7 @@ from .tiles import (
     arch_family,
     cdiv,
     family_table,
+    heavy_first_order,
     padded_dim,
     pick,
     tier_of,
@@ -253,7 +254,8 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         # fp32: exact dots; bf16 in the interpreter: its dot is wrong for bf16, so go through fp32 (FP8 too:
         # the interpreter's fp32 -> e4m3 conversion of P is wrong, kernels/common.py round_e4m3)
         IEEE_DOT=q.dtype == torch.float32 or (q.dtype in (torch.bfloat16, *FP8_DTYPES) and q.device.type == "cpu"),
-        **heavy_flags(params.causal, cfg, varlen), POS_SCALE=params.softmax_scale > 0, CHUNK=params.has_offsets,
+        **heavy_first_order(cfg, params.causal, varlen, HEAVY_FIRST), POS_SCALE=params.softmax_scale > 0,
+        CHUNK=params.has_offsets,
         RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias is not None and bias.dtype == torch.bool,
         BIAS_BCAST_N=plan.bias_stride[3] == 0,
         KEY_MASK=skip_keys, V_T=plan.v_t,
@@ -428,13 +430,6 @@ _LOG2E = math.log2(math.e)
 # (benchmarks/fwd_order_ab.py). The same order over every head at once measured 0.82-0.99x head by head on an H100
 # (benchmarks/results/run30/h100_fwd_order_*.md, the "all" column), so it is not an option.
 HEAVY_FIRST: bool | None = None
-
-
-def heavy_flags(causal: bool, cfg: Tile, varlen: bool = False) -> dict[str, bool]:
-    """The program-order FEATURES flag of a forward call of this tile: the tile's for dense causal calls (packed
-    varlen calls were not measured with it), or as forced."""
-    on = (cfg.heavy_first and not varlen) if HEAVY_FIRST is None else HEAVY_FIRST
-    return dict(HEAVY_FIRST=causal and on)
 
 
 # Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
@@ -664,7 +659,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     tma = cfg.use_tma and not chunked and not amd and not varlen and d % 8 == 0
     flags = dict(dict(POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias == "bool",
                       KEY_MASK=bias == "bool"), **flags)
-    flags.update(heavy_flags(bool(flags.get("IS_CAUSAL")), cfg, varlen))
+    flags.update(heavy_first_order(cfg, bool(flags.get("IS_CAUSAL")), varlen, HEAVY_FIRST))
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says

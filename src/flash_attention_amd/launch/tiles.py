@@ -245,6 +245,14 @@ def pick(rows: list[Row] | None, max_d: int, causal: bool = False, seqlen_k: int
     return None
 
 
+def heavy_first_order(tile: Tile | None, causal: bool, varlen: bool, forced: bool | None = None) -> dict[str, bool]:
+    """The HEAVY_FIRST FEATURES flag of a call's kernel of this tile (kernels/common.py heavy_first): the tile's
+    order for dense causal calls (packed varlen calls were not measured with it), or ``forced`` (True / False: a
+    launcher's module switch, for A/B runs) for causal calls."""
+    on = (tile is not None and tile.heavy_first and not varlen) if forced is None else forced
+    return dict(HEAVY_FIRST=causal and on)
+
+
 def padded_dim(d: int) -> int:
     """Head dim rounded up to a power of two, at least 16 (tl.dot's minimum)."""
     return max(16, next_pow2(d))

@@ -152,7 +152,7 @@ _D256_DQ128 = _D256_TWO_PASS.replace(
 # (benchmarks/bwd_order_ab.py; benchmarks/results/run30/h100_bwd_order_*.md): d=256 causal 2k / 4k 1.08-1.10x, GQA
 # 16/4 4k 1.11-1.15x; at 16k 0.98-0.99x, so 16k keys and up keep the grid's order; H200 (run30/h200_bwd_order.md)
 # 1.05-1.15x below 16k, 0.99x at 16k. At d=64 / 128 (the Triton kernels below 4k keys) it measured 0.99-1.00x: no
-# change there. Dense calls only (launch/bwd.py heavy_flags): packed varlen calls were not measured with it.
+# change there. Dense calls only (launch/tiles.py heavy_first_order): packed varlen calls were not measured with it.
 _D256_HEAVY_H100 = ("H100 and H200 (benchmarks/results/run30/h*_bwd_order*.md): heavy-first over groups of 8 heads "
                     "1.03-1.15x the grid's order, causal d=256 below 16k keys")
 _D256_HEAVY = _D256_DQ128.replace(dkdv=_D256_DQ128.dkdv.replace(heavy_first=True),
