@@ -625,3 +625,58 @@ def test_public_call_and_gradients(any_length):
         for g, r, name in zip(grads, ref, "qkv"):
             assert rel_err(g, r) < 2e-2, (name, opts)
     core.clear_plans()
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("b,sq,sk,h,hk,causal,varlen", [
+    (2, 333, 333, 4, 2, True, False),     # partial tiles of 192 rows, GQA
+    (1, 200, 517, 3, 3, False, False),    # bottom-right lengths, not causal
+    (1, 130, 517, 2, 2, True, False),     # causal bottom-right: the third consumer's rows past seqlen_q
+    (4, 900, 900, 40, 8, True, False),    # persistent pairs of tiles, each program taking several
+    (3, 1000, 1000, 23, 23, False, False),
+    (1, 64, 64, 2, 2, True, False),       # one consumer's rows only
+    (0, 0, 0, 4, 2, True, True),          # packed sequences: (300, 1, 128, 517)
+])
+def test_three_consumers_match_reference(any_length, monkeypatch, b, sq, sk, h, hk, causal, varlen):
+    """d=64 with 192 query rows a tile: three consumer warp groups (160 registers each), each releasing every ring
+    slot and Q slot (barrier counts of three); the grid and the persistent pairs counted in tiles of 192 rows."""
+    rows = [r._replace(config=r.config.replace(block_m=192)) if r.max_d == 64 else r
+            for r in tiles.FWD_GLUON["sm90"]]
+    monkeypatch.setitem(tiles.FWD_GLUON, "sm90", rows)
+    if varlen:
+        from flash_attention_amd.reference import attention_ref_varlen
+
+        if not any_length:
+            pytest.skip("varlen calls take the host-made descriptors only")
+        lens = (300, 1, 128, 517)
+        cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=DEVICE)
+        total = cu[-1].item()
+        q = torch.randn(total, h, 64, dtype=torch.bfloat16, device=DEVICE)
+        k, v = (torch.randn(total, hk, 64, dtype=torch.bfloat16, device=DEVICE) for _ in range(2))
+        p = params(64, causal=causal, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens),
+                   max_seqlen_k=max(lens))
+        plan = launch.plan_forward(q, k, v, p)
+        assert plan.gluon is not None and plan.gluon.hd_slot.constexprs["CONSUMERS"] == 3
+        out = torch.full_like(q, math.nan)
+        lse = torch.full((h, total), math.nan, dtype=torch.float32, device=DEVICE)
+        _, launched = spied(launch, "launch_gluon", lambda: launch.run_forward(plan, q, k, v, p, out=out, lse=lse))
+        assert launched is True and not out.isnan().any() and not lse.isnan().any()
+        ro, rl = attention_ref_varlen(q.double(), k.double(), v.double(), cu, cu, softmax_scale=p.softmax_scale,
+                                      causal=causal)
+        assert_matches(out, ro, attention_ref_varlen(q, k, v, cu, cu, softmax_scale=p.softmax_scale,
+                                                     causal=causal)[0])
+        assert rel_err(lse, rl) < 1e-3
+        return
+    q, k, v = qkv(b, sq, sk, h, hk, torch.bfloat16, d=64)
+    p = params(64, causal=causal)
+    plan = launch.plan_forward(q, k, v, p)
+    assert plan.gluon.grid[0] == -(-sq // 192) and plan.gluon.slot.constexprs["CONSUMERS"] == 3
+    if plan.gluon.host and plan.gluon.hd_slot.constexprs["PERSISTENT"]:
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+        units = ((-(-sq // 192) + 1) // 2 if causal else -(-sq // 192)) * b * h
+        assert plan.gluon.hd_grid == (min(units, sms), 1, 1)
+    out, lse = run_gluon(q, k, v, p)
+    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=causal)
+    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=causal)[0])
+    assert rel_err(lse, rl) < 1e-3
