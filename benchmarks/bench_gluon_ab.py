@@ -60,8 +60,7 @@ def _set(mode) -> None:
     ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
     calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed), "s1"
     (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too) or
-    "t<block_n>:<stages>" (that ring for every row) or "m<block_m>" (the d=64 rows with that many query rows a tile:
-    192 is three consumer warp groups)."""
+    "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     parts = mode.split("+") if isinstance(mode, str) else []
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
@@ -72,10 +71,6 @@ def _set(mode) -> None:
     fwd_gluon.SOFTCAP_FIXED_MAX = "s1" not in parts
     fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
-    rows_m = next((int(p[1:]) for p in parts if p.startswith("m") and p[1:].isdigit()), None)
-    if rows_m is not None:  # the d=64 rows take this many query rows a tile (192: three consumer warp groups)
-        tiles.FWD_GLUON["sm90"] = [r._replace(config=r.config.replace(block_m=rows_m)) if r.max_d == 64 else r
-                                   for r in tiles.FWD_GLUON["sm90"]]
     core.clear_plans()  # the choice is made when a call signature is planned
 
 
@@ -232,7 +227,7 @@ def main() -> None:
                     help="a FWD_GLUON row for a head dim without one (causal or not), e.g. 64:128:2: on takes it")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
-    for spec in args.extra_row:  # D:BLOCK_N:STAGES, serving both causal and not, from 1024 keys
+    for spec in args.extra_row:
         d, n, st = (int(x) for x in spec.split(":"))
         _ROWS["FWD_GLUON"].append(tiles.Row(d, tiles.Tile(128, n, 4, st, reason="bench"), min_seqlen_k=1024))
         tiles.FWD_GLUON["sm90"] = list(_ROWS["FWD_GLUON"])

@@ -137,7 +137,7 @@ class TritonBackend(KernelBackend):
                              and min(problem.seqlen_q, problem.seqlen_k) < limits.get("softcap_min_seqlen", 0))
                     and not (options and 0 <= problem.window_left < limits.get("min_window", 0)))
         if gluon_ok and gluon is not None and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off():
-            lines.append(f"triton forward: the Gluon kernel (BLOCK {gluon.config.block_m}x{gluon.config.block_n}, "
+            lines.append(f"triton forward: the Gluon kernel (BLOCK {fwd_gluon.BLOCK_M}x{gluon.config.block_n}, "
                          f"{gluon.config.num_stages}-slot ring; {gluon.config.reason}) instead, from "
                          f"{gluon.min_seqlen_k} queries and keys, where the tensors' layout and lengths allow"
                          + (" and queries and keys share one cu_seqlens" if varlen else "") + " (launch/fwd_gluon.py)")

@@ -7,9 +7,9 @@ softmax(j), then waits for the second and rescales the accumulator. (A ``tl.dot`
 anything but another dot's accumulator gets ``wgmma.wait_group 0`` right after it from Triton's
 pipeliner, even with QK^T issued a block ahead by hand: benchmarks/wgmma_wait_probe.py shows it.)
 
-Partitions (``gl.warp_specialize``): CONSUMERS (2 or 3) consumer warp groups of 64 query rows each (the default
-partition and 4-warp workers; 232 registers each with two, 160 with three) and a producer warp (24 registers) that
-issues the TMA loads of Q and of K / V into a STAGES-deep ring. Each ring slot has a ready barrier per tensor
+Partitions (``gl.warp_specialize``): two consumer warp groups of 64 query rows each (the default
+partition and a 4-warp worker, 232 registers each) and a producer warp (24 registers) that issues the
+TMA loads of Q and of K / V into a STAGES-deep ring. Each ring slot has a ready barrier per tensor
 (the producer's expect + TMA) and an empty barrier per tensor (one arrive from each consumer when its
 product that read the slot has retired). Descriptors: made on the device per (sequence, head) over its
 [seqlen, d] rows (``attn_fwd_gluon_kernel``: global scratch memory, any strides TMA takes; rows past a
@@ -105,27 +105,26 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
               FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
-    """The TMA loads of the program's tiles (``_work``): per tile Q's 64-row slices, one per consumer (once every
-    consumer released the last tile's), then its key blocks j_lo .. j_lo + n_blocks - 1, the g-th block of the
-    program into ring slot g % STAGES once every consumer released the block that held it. bars = (q, q_empty,
-    k_ready, v_ready, k_empty, v_empty)."""
+    """The TMA loads of the program's tiles (``_work``): per tile Q's two 64-row halves (once both consumers
+    released the last tile's), then its key blocks j_lo .. j_lo + n_blocks - 1, the g-th block of the program into
+    ring slot g % STAGES once both consumers released the block that held it. bars = (q, q_empty, k_ready,
+    v_ready, k_empty, v_empty)."""
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     STAGES: gl.constexpr = k_smem.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    CONSUMERS: gl.constexpr = q_smem.shape[0]
     n_tiles = sched[1]
     base = 0  # key blocks the program loaded before this tile
     done = 0  # tiles the program loaded before this one
     for i in range(n_tiles):
-        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, CONSUMERS, FLAGS, ORDER, HOST)
+        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, ORDER, HOST)
         live, start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
         if live:
             q_row, k_row, q_col, k_col, v_col = origin
             mbarrier.wait(q_empty.index(0), (done - 1) & 1, pred=done > 0)
-            mbarrier.expect(q_bar.index(0), CONSUMERS * q_desc.block_type.nbytes)
-            for c in gl.static_range(CONSUMERS):  # each consumer's 64 rows
-                tma.async_copy_global_to_shared(q_desc, [q_row + start_m + c * ROWS, q_col], q_bar.index(0),
-                                                q_smem.index(c))
+            mbarrier.expect(q_bar.index(0), 2 * q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [q_row + start_m, q_col], q_bar.index(0), q_smem.index(0))
+            tma.async_copy_global_to_shared(q_desc, [q_row + start_m + ROWS, q_col], q_bar.index(0),
+                                            q_smem.index(1))
             for t in range(n_blocks):
                 g = base + t
                 slot = g % STAGES
@@ -265,9 +264,8 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
 
 @gluon.jit
 def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
-              CONSUMERS: gl.constexpr, FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
-    """Consumer warp group ``half`` (0 .. CONSUMERS - 1: the tile's query rows half * 64 .. + 63) over the program's
-    tiles."""
+              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
+    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -275,7 +273,7 @@ def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sche
     base = 0
     done = 0
     for i in range(n_tiles):
-        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, CONSUMERS, FLAGS, ORDER, HOST)
+        work = _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N, FLAGS, ORDER, HOST)
         live, start_m, off_b, off_h, seqlen_q_t, seqlen_k_t, limit, j_lo, n_blocks, origin, out_row0 = work
         if live:
             slope = 0.0
@@ -292,10 +290,9 @@ def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sche
 
 
 @gluon.jit
-def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr,
-          FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
-    """What the program's i-th tile computes (the same in every partition): query rows start_m .. + BLOCK_M - 1
-    (BLOCK_M = CONSUMERS x 64) of
+def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAGS: gl.constexpr,
+          ORDER: gl.constexpr, HOST: gl.constexpr):
+    """What the program's i-th tile computes (the same in every partition): query rows start_m .. + 127 of
     sequence off_b, head off_h; live: whether it has rows to compute; the sequence's seqlen_q / seqlen_k
     (varlen: from CuSeqlens) and limit (query i sits at key i + limit); its key blocks j_lo .. j_lo + n_blocks - 1
     (those some row sees); origin = (q_row, k_row, q_col, k_col, v_col): where this (sequence, head)'s row 0 lies
@@ -310,7 +307,7 @@ def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, CONS
     sm_scale, softcap, window_left, window_right = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
-    BLOCK_M: gl.constexpr = CONSUMERS * ROWS
+    BLOCK_M: gl.constexpr = 2 * ROWS
     first, n_tiles, step, nblocks_m = sched
     if ORDER == 2:
         pairs = (nblocks_m + 1) // 2
@@ -362,8 +359,8 @@ def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, CONS
 
 @gluon.jit
 def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, FLAGS: gl.constexpr,
-             ORDER: gl.constexpr, HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, ORDER: gl.constexpr,
+             HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers and the three partitions of one program, which computes the tiles that
     sched = (first, n_tiles, step, nblocks_m) and ORDER name (``_work``).
     sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
@@ -371,7 +368,7 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     smem: gl.constexpr = q_desc.layout
-    q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, ROWS, HEAD_DIM], smem)
+    q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     q_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
@@ -381,46 +378,33 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar.index(0), count=1)
-    mbarrier.init(q_empty.index(0), count=CONSUMERS)  # one arrive from each consumer
+    mbarrier.init(q_empty.index(0), count=2)  # one arrive from each consumer
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=CONSUMERS)
-        mbarrier.init(v_empty.index(i), count=CONSUMERS)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
-    if CONSUMERS == 3:
-        gl.warp_specialize([
-            (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                         scores, CuSeqlens, h_str, CONSUMERS, FLAGS, ORDER, HOST)),
-            (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                         scores, CuSeqlens, h_str, CONSUMERS, FLAGS, ORDER, HOST)),
-            (_consumer, (2, q_smem.index(2), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                         scores, CuSeqlens, h_str, CONSUMERS, FLAGS, ORDER, HOST)),
-            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens,
-                         h_str, FLAGS, ORDER, HOST)),
-        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
-    else:
-        gl.warp_specialize([
-            (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                         scores, CuSeqlens, h_str, CONSUMERS, FLAGS, ORDER, HOST)),
-            (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                         scores, CuSeqlens, h_str, CONSUMERS, FLAGS, ORDER, HOST)),
-            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens,
-                         h_str, FLAGS, ORDER, HOST)),
-        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    gl.warp_specialize([
+        (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
+        (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
+                     FLAGS, ORDER, HOST)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 @gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
-                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
-                          FLAGS: gl.constexpr, ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr):
+                          HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
+                          ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
-    strides TMA takes). Grid (cdiv(seqlen_q, CONSUMERS x 64), b * h), a tile a program; 4 warps (the first
-    consumer) plus the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch,
-    head); sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
-    window_left, window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT,
-    MASK_RIGHT, SOFTCAP, ALIBI); ORDER: the tiles' order, 0 or 1 (``_work``)."""
+    strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h), a tile a program; 4 warps (the first consumer) plus
+    the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
+    (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left,
+    window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT,
+    SOFTCAP, ALIBI); ORDER: the tiles' order, 0 or 1 (``_work``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     off_bh = gl.program_id(1)
@@ -437,14 +421,14 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     nblocks_m = gl.num_programs(0)
     sched = (off_bh * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, None, o_str, l_str, (0, 0, 0), sizes, scores, sched,
-             BLOCK_N, STAGES, CONSUMERS, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS)
+             BLOCK_N, STAGES, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
 def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores, tiles,
-                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
-                             FLAGS: gl.constexpr, ORDER: gl.constexpr, PERSISTENT: gl.constexpr,
-                             CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
+                             ORDER: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                             PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
@@ -462,10 +446,9 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens,
     if PERSISTENT:
         pid = gl.program_id(0)
         step = gl.num_programs(0)
-        sched = (pid, gl.cdiv(tiles - pid, step) * (2 if ORDER == 2 else 1), step,
-                 gl.cdiv(sizes[2], CONSUMERS * ROWS))
+        sched = (pid, gl.cdiv(tiles - pid, step) * (2 if ORDER == 2 else 1), step, gl.cdiv(sizes[2], 2 * ROWS))
     else:
         nblocks_m = gl.num_programs(0)
         sched = (gl.program_id(1) * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched, BLOCK_N,
-             STAGES, CONSUMERS, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS)
+             STAGES, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS)

@@ -23,12 +23,10 @@ from .tiles import FWD_GLUON, FWD_GLUON_OPTIONS, GLUON_OPTION_LIMITS, SOFTCAP_MA
 _LOG2E = 1.4426950408889634
 
 _DTYPES = (torch.float16, torch.bfloat16)
-ROWS = 64  # query rows of one consumer warp group (kernels/fwd_gluon.py ROWS): a row's block_m is 128 or 192
-# Register budgets (setmaxnreg) of each consumer warp group and of the producer, by the number of consumers (the
-# row's block_m / 64): 128 threads x (256 for the default partition + 232 + 24), or (168 + 160 + 160 + 24), = 64 Ki
-# registers, the SM's file (the producer's warp sits in a group of 4).
-CONSUMER_REGS = {2: 232, 3: 160}
-PRODUCER_REGS = 24
+BLOCK_M = 128  # two consumer warp groups of 64 query rows (kernels/fwd_gluon.py ROWS)
+# Register budgets (setmaxnreg) of each consumer warp group and of the producer: 128 threads x (256 for the
+# default partition + 232 + 24) = 64 Ki registers, the SM's file (the producer's warp sits in a group of 4).
+CONSUMER_REGS, PRODUCER_REGS = 232, 24
 # The Triton versions (major.minor) under which the Gluon forward was checked on a GPU: Gluon is an
 # experimental dialect whose API changes between minor versions; under any other Triton the other kernels serve.
 GLUON_TRITON = ("3.6",)
@@ -254,7 +252,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     else:
         batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     plan = GluonPlan()
-    plan.grid = (cdiv(seqlen_q, cfg.block_m), batch * nheads, 1)
+    plan.grid = (cdiv(seqlen_q, BLOCK_M), batch * nheads, 1)
     strides = (q.stride()[-4:-1] if not varlen else (0, 0, 0), k.stride()[-4:-1] if not varlen else (0, 0, 0),
                v.stride()[-4:-1] if not varlen else (0, 0, 0), out_stride, lse_stride)
     alibi = params.alibi_slopes
@@ -264,7 +262,8 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params, d, q.dtype)
-    common = _constexprs(cfg, flags)
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                  PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, ORDER=order(flags, False), **common),
                            {"num_warps": cfg.num_warps}, dynamic)
@@ -272,7 +271,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     plan.host = HOST_DESCRIPTORS and None not in views  # varlen: always (gluon_reason)
     # the descriptors of this call signature, made (and checked) once: a call copies them with its own bases
     plan.templates = tuple(_descriptor(t, view, rows) for t, view, rows in
-                           zip((q, k, v), views, (ROWS, cfg.block_n, cfg.block_n))) if plan.host else ()
+                           zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
     persist = persistent(flags, varlen, seqlen_k)
@@ -284,13 +283,6 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     plan.hd_slot = KernelSlot(attn_fwd_gluon_hd_kernel, dict(common, PERSISTENT=persist, ORDER=order(flags, persist)),
                               {"num_warps": cfg.num_warps}, hd_dynamic)
     return plan
-
-
-def _constexprs(cfg: Tile, flags: tuple) -> dict:
-    """The constexprs both kernels take from the row's tile and the call's FLAGS."""
-    consumers = cfg.block_m // ROWS
-    return dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, CONSUMERS=consumers, FLAGS=flags,
-                CONSUMER_REGS=CONSUMER_REGS[consumers], PRODUCER_REGS=PRODUCER_REGS)
 
 
 def _descriptor(t, view: tuple[int, int], block_rows: int):
@@ -355,11 +347,11 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
-        consts = _constexprs(cfg, flags)
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
-        label = (f"{dtype} d={row.max_d} {what} gluon {cfg.block_m}x{cfg.block_n} w{cfg.num_warps}"
-                 f"{'+4' * (cfg.block_m // ROWS - 1)}+1 s{cfg.num_stages}")
+        label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
         sig = {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", **common,
                "strides": (S3, S3, S3, S3, ("i32", "i32"))}
         specs.append(CompileSpec("fwd_gluon", attn_fwd_gluon_kernel, sig,
@@ -367,7 +359,7 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
                                  {"num_warps": cfg.num_warps}, label=label + " device-desc"))
         base = torch.empty(8, 8 * row.max_d, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
         hd_sig = {name: mangle_type(_descriptor(base.view(1, 8, 8, row.max_d), (8, 8 * row.max_d), rows))
-                  for name, rows in (("q_desc", ROWS), ("k_desc", cfg.block_n), ("v_desc", cfg.block_n))}
+                  for name, rows in (("q_desc", BLOCK_M // 2), ("k_desc", cfg.block_n), ("v_desc", cfg.block_n))}
         for varlen in (False, True):
             sig_v = dict(hd_sig, **common, CuSeqlens="*i32" if varlen else "constexpr",
                          strides=(S3, ("i32", "i32"), S3), tiles="i32")
