@@ -27,16 +27,20 @@ TOKENS, HIDDEN = 16384, 2048
 
 _ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
 _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
+_REGS = bwd_gluon.CONSUMER_REGS
 
 
 def _set(mode) -> None:
     """mode: True / False (the kernel on / off with the committed rows), "nodq" (on, its dQ off: the committed
     dK/dV-only rows and the dQ kernel), "d:block_m:stages" (on without dQ, that tile for head dim d, causal or not)
-    or "dq:d:block_m:stages" (on with dQ, that tile)."""
+    or "dq:d:block_m:stages" (on with dQ, that tile) or "r<regs>" (on with the committed rows, each consumer warp
+    group's register budget at regs instead of launch/bwd_gluon.py's CONSUMER_REGS)."""
     bwd_gluon.ENABLED = mode is not False
     bwd_gluon.WITH_DQ = mode != "nodq"
+    regs = isinstance(mode, str) and mode.startswith("r")
+    bwd_gluon.CONSUMER_REGS = int(mode[1:]) if regs else _REGS
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
-    if isinstance(mode, str) and mode != "nodq":
+    if isinstance(mode, str) and mode != "nodq" and not regs:
         dq = mode.startswith("dq:")
         d, m, st = (int(x) for x in mode.split(":")[dq:])
         rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
@@ -73,6 +77,8 @@ def main() -> None:
                     help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3; "
                          "dq:D:BLOCK_M:STAGES: with the kernel's dQ")
     ap.add_argument("--nodq", action="store_true", help="also on without the kernel's dQ (the dQ kernel instead)")
+    ap.add_argument("--regs", type=int, nargs="*", default=[], metavar="REGS",
+                    help="also on with each consumer warp group's register budget at REGS (e.g. 240)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
@@ -95,7 +101,8 @@ def main() -> None:
         flop = 2.5 * 4 * b * h * d * s * s * (0.5 if causal else 1.0)
         peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
-        extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq
+        extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq \
+            + [f"r{r}" for r in args.regs]
         times, grads = {m: [] for m in (True, False, *extra)}, {}
         for _ in range(args.reps):
             for on in (True, False, *extra):
