@@ -625,30 +625,3 @@ def test_public_call_and_gradients(any_length):
         for g, r, name in zip(grads, ref, "qkv"):
             assert rel_err(g, r) < 2e-2, (name, opts)
     core.clear_plans()
-
-
-@pytest.mark.gpu
-@GPU
-@pytest.mark.parametrize("d", [64, 128, 256])
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("scores", ["random", "rising", "falling"])
-def test_lazy_rescale_matches_reference(any_length, monkeypatch, d, causal, scores):
-    """Lazy rescaling (LAZY_RESCALE): a row keeps its max until a key block's passes it by more than 2^8. "rising":
-    every key block's scores pass the last block's max by far more (every block rescales, some rows only);
-    "falling": the first block holds the max (no block after it rescales); the outputs and the LSE against the
-    float64 oracle either way."""
-    monkeypatch.setattr(fwd_gluon, "LAZY_RESCALE", True)
-    b, s, h = 2, 700, 3
-    q, k, v = qkv(b, s, s, h, h, torch.bfloat16, d=d)
-    if scores != "random":  # a ramp over the keys along one direction shared by every query
-        ramp = torch.linspace(0.0, 1.0, s, device=DEVICE) if scores == "rising" else torch.linspace(1.0, 0.0, s,
-                                                                                                     device=DEVICE)
-        q = (q * 0.1 + 1.0).to(torch.bfloat16)
-        k = (k * 0.1 + (ramp * 40.0)[None, :, None, None]).to(torch.bfloat16)
-    p = params(d, causal=causal)
-    plan = launch.plan_forward(q, k, v, p)
-    assert plan.gluon is not None and plan.gluon.slot.constexprs["LAZY"] is True
-    out, lse = run_gluon(q, k, v, p)
-    ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=p.softmax_scale, causal=causal)
-    assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=p.softmax_scale, causal=causal)[0])
-    assert rel_err(lse, rl) < 1e-3

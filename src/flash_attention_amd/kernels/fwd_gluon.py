@@ -42,7 +42,6 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
 ROWS: gl.constexpr = gl.constexpr(64)  # query rows of one consumer warp group (wgmma's M)
-LAZY_TAU: gl.constexpr = gl.constexpr(8.0)  # LAZY: how far (log2 units) a row's max may grow before it moves
 
 
 @gluon.jit
@@ -67,14 +66,11 @@ def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
 
 
 @gluon.jit
-def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr,
-             LAZY: gl.constexpr):
+def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
-    accumulator's factor), l and grow (whether some alpha is not 1: the accumulator needs the rescale). scores =
-    (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP,
-    ALIBI); MASK: this block needs the visibility mask; col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of
-    this block's keys j (``_keys``). LAZY: a row keeps its max unless this block's passes it by more than LAZY_TAU
-    (then p <= 2^LAZY_TAU), so that most blocks leave every row's max, and the accumulator, as they are."""
+    accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
+    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
@@ -83,7 +79,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
         if MASK:
             s = _masked(s, rows, cols, scores, FLAGS)
         p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
-        return p, state_m, state_m, state_l + gl.sum(p, 1), False
+        return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
         if SOFTCAP:
             s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
@@ -99,17 +95,11 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
         scale = sm_scale * LOG2E
     if MASK:
         s = _masked(s, rows, cols, scores, FLAGS)
-    m_blk = gl.max(s, 1) * scale
-    if LAZY:  # (m_blk > state_m + tau implies m_blk > state_m)
-        m_new = gl.where(m_blk > state_m + LAZY_TAU, m_blk, state_m)
-        grow = gl.max(m_new - state_m, 0) > 0.0  # over the warp group's rows
-    else:
-        m_new = gl.maximum(state_m, m_blk)
-        grow = True
+    m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
     p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
     state_l = state_l * alpha + gl.sum(p, 1)
-    return p, m_new, alpha, state_l, grow
+    return p, m_new, alpha, state_l
 
 
 @gluon.jit
@@ -163,8 +153,7 @@ def _keys(j0, keys, FLAGS: gl.constexpr):
 
 
 @gluon.jit
-def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr,
-          LAZY: gl.constexpr):
+def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """The program's t-th key block (its ring position; not the tile's first), keys j0 .. j0 + BLOCK_N - 1 (keys:
     ``_keys``'s):
     issue QK^T(t) and PV(t - 1), wait for the first, softmax(t) while the second runs, then wait for it and rescale.
@@ -182,21 +171,17 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MAS
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
     mbarrier.arrive(k_empty.index(slot), count=1)
     cols, col_bias = _keys(j0, keys, FLAGS)
-    p, m_new, alpha, l_i, grow = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, MASK, FLAGS, LAZY)
+    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, MASK, FLAGS)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
     mbarrier.arrive(v_empty.index(prev), count=1)
     if FLAGS[2] != 2:  # a fixed max (SOFTCAP 2) never moves
-        if LAZY:
-            if grow:  # some row's max moved
-                acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        else:
-            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
     return acc, m_new, l_i, gl.convert_layout(p.to(p_prev.dtype), p_prev.type.layout)
 
 
 @gluon.jit
 def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
-                   base, done, FLAGS: gl.constexpr, LAZY: gl.constexpr):
+                   base, done, FLAGS: gl.constexpr):
     """One warp group, one tile: query rows first .. first + 63 (q: their tile in shared memory); out_ptr /
     lse_ptr point at this (sequence, head)'s row 0; base: the key blocks the program consumed before this tile,
     done: its tiles before this one. Of the tile's key blocks j_lo .. j_lo + n_blocks - 1, those that cut one of
@@ -246,20 +231,20 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     keys = (offs_n, offs_n.to(gl.float32) * a_l2, a_l2, first + limit)  # _keys: c = the first row's diagonal key
     cols, col_bias = _keys(j_lo * BLOCK_N, keys, FLAGS)
     if (j_lo < full_lo) | (j_lo >= full_hi):
-        p, m_i, alpha, l_i, grow = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS, False)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS)
     else:
-        p, m_i, alpha, l_i, grow = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS, False)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS)
     # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
     for t in range(1, a):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      True, FLAGS, LAZY)
+                      True, FLAGS)
     for t in range(a, b):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      False, FLAGS, LAZY)
+                      False, FLAGS)
     for t in range(b, n_blocks):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      True, FLAGS, LAZY)
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
     last = (base + n_blocks - 1) % STAGES
@@ -279,7 +264,7 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
 
 @gluon.jit
 def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
-              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr, LAZY: gl.constexpr):
+              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
     """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
@@ -299,7 +284,7 @@ def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sche
             lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + out_row0
             sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k_t)
             _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + half * ROWS, seqlen_q_t, sc,
-                           j_lo, n_blocks, base, done, FLAGS, LAZY)
+                           j_lo, n_blocks, base, done, FLAGS)
             base += n_blocks
             done += 1
 
@@ -375,7 +360,7 @@ def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAG
 @gluon.jit
 def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, ORDER: gl.constexpr,
-             HOST: gl.constexpr, LAZY: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+             HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers and the three partitions of one program, which computes the tiles that
     sched = (first, n_tiles, step, nblocks_m) and ORDER name (``_work``).
     sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
@@ -402,9 +387,9 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
     bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize([
         (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, ORDER, HOST, LAZY)),
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, ORDER, HOST, LAZY)),
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
                      FLAGS, ORDER, HOST)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -413,8 +398,7 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
 @gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                          ORDER: gl.constexpr, LAZY: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr):
+                          ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h), a tile a program; 4 warps (the first consumer) plus
     the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
@@ -437,14 +421,14 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     nblocks_m = gl.num_programs(0)
     sched = (off_bh * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, None, o_str, l_str, (0, 0, 0), sizes, scores, sched,
-             BLOCK_N, STAGES, FLAGS, ORDER, False, LAZY, CONSUMER_REGS, PRODUCER_REGS)
+             BLOCK_N, STAGES, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
 def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores, tiles,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                             ORDER: gl.constexpr, PERSISTENT: gl.constexpr, LAZY: gl.constexpr,
-                             CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                             ORDER: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                             PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
@@ -467,4 +451,4 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens,
         nblocks_m = gl.num_programs(0)
         sched = (gl.program_id(1) * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched, BLOCK_N,
-             STAGES, FLAGS, ORDER, True, LAZY, CONSUMER_REGS, PRODUCER_REGS)
+             STAGES, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS)

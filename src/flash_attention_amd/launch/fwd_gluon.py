@@ -69,12 +69,6 @@ ALIBI_ONE_SIDED_MAX_D = 128
 SOFTCAP_FIXED_MAX = True
 
 
-# Lazy rescaling (the kernel's LAZY, kernels/fwd_gluon.py ``_softmax``): a row keeps its running max until a key
-# block's passes it by more than 2^8, so that most key blocks leave the accumulator unscaled (one warp-group-wide
-# reduction a block decides). A module attribute for benchmarks/bench_gluon_ab.py (mode "lz"), not a user setting.
-LAZY_RESCALE = False
-
-
 def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int]:
     """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. SOFTCAP: 0 none,
     1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
@@ -268,8 +262,8 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params, d, q.dtype)
-    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, LAZY=LAZY_RESCALE,
-                  CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                  PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, ORDER=order(flags, False), **common),
                            {"num_warps": cfg.num_warps}, dynamic)
@@ -353,8 +347,8 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
-        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, LAZY=LAZY_RESCALE,
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS)
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
+                      PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
         label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
