@@ -7,7 +7,10 @@ TFLOP/s of the causal pairs (4 b h s^2 d / 2, a window's too) over the median ti
 outputs of every order compared with the first's (bitwise: the order changes no arithmetic).
 
     PYTHONPATH=src python benchmarks/fwd_order_ab.py [--rounds 3] [--orders off group] [--shapes LABEL ...]
-        [--option softcap|window|alibi]
+        [--option softcap|window|alibi] [--not-causal]
+
+"rows" (the committed rows' own order) and "lazy" (the same with lazy rescaling, launch/fwd.py LAZY_RESCALE; its
+outputs differ in rounding only) compare the Triton kernel's lazy rescaling with its eager rescale.
 """
 from __future__ import annotations
 
@@ -34,21 +37,26 @@ OPTIONS = {"none": {}, "softcap": dict(softcap=30.0), "window": dict(window_size
 
 
 def _set(order: str) -> None:
-    launch_fwd.HEAVY_FIRST = order == "group"
+    """off / group: the order forced; rows: the rows' own (heavy-first where a row takes it); lazy: the rows' own
+    with lazy rescaling (launch/fwd.py LAZY_RESCALE)."""
+    launch_fwd.HEAVY_FIRST = None if order in ("rows", "lazy") else order == "group"
+    launch_fwd.LAZY_RESCALE = order == "lazy"
     core.clear_plans()  # the switch is read when a call signature is planned
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--orders", nargs="+", default=["off", "group"], choices=["off", "group"])
+    ap.add_argument("--orders", nargs="+", default=["off", "group"], choices=["off", "group", "rows", "lazy"])
+    ap.add_argument("--not-causal", action="store_true", help="calls without the causal mask")
     ap.add_argument("--shapes", nargs="*", default=None, help="labels to run (default: all)")
     ap.add_argument("--option", default="none", choices=list(OPTIONS), help="one option on every call")
     args = ap.parse_args()
     os.environ["FLASH_ATTENTION_GLUON"] = "0"
     orders = args.orders
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: causal forward "
-          f"({args.option}; Triton kernel, Gluon off), bf16, TFLOP/s (median of {args.rounds} rounds, min-max)\n"
+          f"({args.option}{', not causal' if args.not_causal else ''}; Triton kernel, Gluon off), bf16, TFLOP/s "
+          f"(median of {args.rounds} rounds, min-max)\n"
           f"| shape | {' | '.join(orders)} | {' | '.join(f'{o} / {orders[0]}' for o in orders[1:])} | max abs diff |\n"
           f"|{'---|' * (2 * len(orders) + 1)}", flush=True)
     for label, b, s, h, hk, d in SHAPES:
@@ -57,21 +65,21 @@ def main() -> None:
         g = torch.Generator(device="cuda").manual_seed(s * h + hk + d)
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-        flop = 4 * b * h * s * s * d / 2
+        flop = 4 * b * h * s * s * d / (1 if args.not_causal else 2)
         kw = OPTIONS[args.option]
         if kw == "alibi":
             kw = dict(alibi_slopes=torch.linspace(0.05, 0.5, h, device="cuda"))
 
         def call(q=q, k=k, v=v, kw=kw):
             with fa.use_backend("triton"):
-                return fa.flash_attn_func(q, k, v, causal=True, **kw)
+                return fa.flash_attn_func(q, k, v, causal=not args.not_causal, **kw)
         times, outs = {o: [] for o in orders}, {}
         for r in range(args.rounds):
             for o in (orders if r % 2 == 0 else orders[::-1]):
                 _set(o)
                 outs[o] = call()
                 times[o].append(triton.testing.do_bench(call, warmup=25, rep=150, return_mode="median"))
-        launch_fwd.HEAVY_FIRST = None
+        launch_fwd.HEAVY_FIRST, launch_fwd.LAZY_RESCALE = None, False
         core.clear_plans()
         tf = {o: [flop / (t * 1e-3) / 1e12 for t in times[o]] for o in orders}
         med = {o: statistics.median(v_) for o, v_ in tf.items()}

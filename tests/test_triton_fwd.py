@@ -749,6 +749,34 @@ def test_heavy_first_order(monkeypatch, shape):
     assert not unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["HEAVY_FIRST"]
 
 
+@pytest.mark.parametrize("scores", ["random", "rising", "falling"])
+@pytest.mark.parametrize("opts", [dict(causal=True), dict(), dict(causal=True, softcap=5.0, alibi="1d"),
+                                  dict(window_size=(40, 7))], ids=["causal", "plain", "softcap-alibi", "window"])
+def test_lazy_rescale(monkeypatch, scores, opts):
+    """Lazy rescaling (launch.LAZY_RESCALE: a row keeps its max until a key block's passes it by more than 2^8, the
+    accumulator rescaled only in blocks where some row's max moved) against the float64 oracle: "rising" scores
+    pass the last block's max by far more in every block (each block rescales), "falling" ones never after the
+    first."""
+    monkeypatch.setattr(launch, "LAZY_RESCALE", True)
+    b, s, h, d = 1, 150, 2, 32
+    torch.manual_seed(len(scores) + len(opts))
+    q, k, v = (torch.randn(b, s, h, d, device=DEVICE) for _ in range(3))
+    if scores != "random":  # a ramp over the keys along one direction every query shares
+        ramp = torch.linspace(0.0, 1.0, s, device=DEVICE)
+        ramp = ramp if scores == "rising" else ramp.flip(0)
+        q = q * 0.1 + 1.0
+        k = k * 0.1 + (ramp * 10.0)[None, :, None, None]
+    opts = dict(opts)
+    if opts.pop("alibi", None):
+        opts["alibi_slopes"] = torch.rand(h, device=DEVICE) * 0.3
+    p = make_params(d, **opts)
+    assert unpack(launch.plan_forward(q, k, v, p).constexprs["FEATURES"])["LAZY_RESCALE"]
+    out, lse = run(q, k, v, p)
+    ro, rl = ref(q, k, v, p)
+    assert rel_err(out, ro) < (1e-2 if q.dtype != torch.float32 or DEVICE != "cpu" else 1e-5)
+    assert rel_err(lse, rl) < 1e-5
+
+
 def test_heavy_first_rows():
     """sm90's plain dense rows at d=64 / 128 / 256 are heavy-first (their causal calls take the order, the others
     never: heavy_first_order), and so are the rows ALiBi alone takes at d=64 / 128; softcap's row, d=256 with

@@ -43,6 +43,9 @@ FLAGS = (
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     "ALIBI_ONE_SIDED",  # causal ALiBi as a per-key term, its per-row term added to the LSE alone (no sinks)
+    # a row keeps its running max until a key block's passes it by more than 2^LAZY_TAU (p <= 2^LAZY_TAU), and the
+    # accumulator is rescaled only in blocks where some row's max moved (one block-wide reduction decides)
+    "LAZY_RESCALE",
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)

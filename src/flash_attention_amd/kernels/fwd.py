@@ -60,6 +60,17 @@ from .common import (
     with_flags,
 )
 
+LAZY_TAU: tl.constexpr = tl.constexpr(8.0)  # LAZY_RESCALE: how far (log2 units) a row's max may grow before it moves
+
+
+@triton.jit
+def _row_max(m_i, m_blk, LAZY: tl.constexpr):
+    """The running max [BLOCK_M] after a block whose row maxima are m_blk (log2 units): their maximum, or (LAZY) m_i
+    unless m_blk passes it by more than LAZY_TAU (m_blk > m_i + tau implies m_blk > m_i)."""
+    if LAZY:
+        return tl.where(m_blk > m_i + LAZY_TAU, m_blk, m_i)
+    return tl.maximum(m_i, m_blk)
+
 
 @triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_hi,
@@ -120,6 +131,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
     KEY_MASK: tl.constexpr = has(FEATURES, "KEY_MASK")
     V_T: tl.constexpr = has(FEATURES, "V_T")
     SOFTCAP_MAX: tl.constexpr = has(FEATURES, "SOFTCAP_MAX")
+    LAZY_RESCALE: tl.constexpr = has(FEATURES, "LAZY_RESCALE") and BLOCK_DK == 0 and not SOFTCAP_MAX
     BLOCK_D: tl.constexpr = block_dim(HEAD_DIM)
     BLOCK_DV: tl.constexpr = block_dim(HEAD_DIM_V)
     offs_n = tl.arange(0, BLOCK_N)
@@ -195,7 +207,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if SOFTCAP_MAX:  # m_i: the fixed max (attn_fwd_kernel); no rescaling below
                 m_new = m_i
             else:  # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
-                m_new = tl.maximum(m_i, tl.max(s, 1))
+                m_new = _row_max(m_i, tl.max(s, 1), LAZY_RESCALE)
             p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
             if HAS_BIAS:  # a bool mask
@@ -203,14 +215,17 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            m_new = _row_max(m_i, tl.max(qk, 1) * qk_scale, LAZY_RESCALE)
             p = tl.exp2(qk * qk_scale - m_new[:, None])
         if SOFTCAP_MAX:  # the max never moves: nothing to rescale (BLOCK_DK == 0, plan_forward)
             l_i = l_i + tl.sum(p, 1)
         else:
             alpha = tl.exp2(m_i - m_new)
             l_i = l_i * alpha + tl.sum(p, 1)
-            if BLOCK_DK == 0:
+            if LAZY_RESCALE:
+                if tl.max(m_new - m_i, 0) > 0.0:  # some row's max moved
+                    acc = acc * alpha[:, None]
+            elif BLOCK_DK == 0:
                 acc = acc * alpha[:, None]
         if HAS_DROPOUT:
             if drop_mode(CHUNK, HAS_SOFTCAP, HAS_ALIBI) == 0:  # the classic mask (ALiBi / softcap calls)

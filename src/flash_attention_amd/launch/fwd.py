@@ -261,7 +261,7 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
         KEY_MASK=skip_keys, V_T=plan.v_t,
         FAST_TANH=params.softcap > 0 and fast_tanh(q.device, q.dtype, bias),
         SOFTCAP_MAX=softcap_max(params, q.dtype, arch, max(d, dv)) and not chunked,
-        ALIBI_ONE_SIDED=alibi_one_sided(params, dropout, varlen))
+        ALIBI_ONE_SIDED=alibi_one_sided(params, dropout, varlen), LAZY_RESCALE=LAZY_RESCALE)
     plan.constexprs = dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, HEAD_DIM_V=dv, FEATURES=pack(**flags),
         BLOCK_DK=cfg.block_dk, BLOCK_DVK=(cfg.block_dvk or cfg.block_dk) if chunked else 0, DV_SPLIT=dv_split,
@@ -430,6 +430,11 @@ _LOG2E = math.log2(math.e)
 # (benchmarks/fwd_order_ab.py). The same order over every head at once measured 0.82-0.99x head by head on an H100
 # (benchmarks/results/run30/h100_fwd_order_*.md, the "all" column), so it is not an option.
 HEAVY_FIRST: bool | None = None
+
+# Lazy rescaling in the Triton forward (kernels/fwd.py LAZY_RESCALE): a row keeps its running max until a key block's
+# passes it by more than 2^8, and the accumulator is rescaled only in the blocks where some row's max moved. An A/B
+# hook (benchmarks/fwd_order_ab.py --lazy), not a user setting: no row takes it.
+LAZY_RESCALE = False
 
 
 # Causal ALiBi as a per-key term, its per-row term in the LSE (kernels/fwd.py ALIBI_ONE_SIDED), for dense calls with
@@ -660,6 +665,7 @@ def _spec(fn, cfg: Tile, dtype: str, d: int, vname: str, flags: dict, amd: bool,
     flags = dict(dict(POS_SCALE=True, RELOAD_TILES=chunked and cfg.reload, BIAS_BOOL=bias == "bool",
                       KEY_MASK=bias == "bool"), **flags)
     flags.update(heavy_first_order(cfg, bool(flags.get("IS_CAUSAL")), varlen, HEAVY_FIRST))
+    flags.setdefault("LAZY_RESCALE", LAZY_RESCALE)
     flags["USE_TMA"] = tma
     flags["FAST_TANH"] = (not amd and bool(flags.get("HAS_SOFTCAP")) and bias != "float"
                           and dtype != "fp32")  # as fast_tanh says
