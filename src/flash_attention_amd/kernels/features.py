@@ -43,9 +43,6 @@ FLAGS = (
     "V_T",  # V lies as [b, hk, dv, sk] (FP8 on sm90)
     "SOFTCAP_MAX",  # softcap bounds every score: the softmax runs against that fixed max (no running max)
     "ALIBI_ONE_SIDED",  # causal ALiBi as a per-key term, its per-row term added to the LSE alone (no sinks)
-    # a row keeps its running max until a key block's passes it by more than 2^LAZY_TAU (p <= 2^LAZY_TAU), and the
-    # accumulator is rescaled only in blocks where some row's max moved (one block-wide reduction decides)
-    "LAZY_RESCALE",
     # backward dK/dV (bwd_dkdv)
     "DQ_ATOMIC",  # dQ added with atomics too
     "SPLIT",  # masked head, unmasked middle, masked tail (three loops; else one masked loop)
@@ -61,6 +58,10 @@ FLAGS = (
     "SPLIT_KV",  # write per-split partial outputs and LSEs (the combine kernel merges them)
     # the sm90 warp-specialised forward (attn_fwd_ws_kernel)
     "WARP_SPEC",  # the key loop split into a TMA producer warp group and two consumer warp groups
+    # forward (attn_fwd_kernel), last so that the bits before it stay those of the builds checked before it came:
+    # a row keeps its running max until a key block's passes it by more than 2^LAZY_TAU (p <= 2^LAZY_TAU), and the
+    # accumulator is rescaled only in blocks where some row's max moved (one block-wide reduction decides)
+    "LAZY_RESCALE",
 )
 BITS = {name: 1 << i for i, name in enumerate(FLAGS)}
 

@@ -432,8 +432,14 @@ _LOG2E = math.log2(math.e)
 HEAVY_FIRST: bool | None = None
 
 # Lazy rescaling in the Triton forward (kernels/fwd.py LAZY_RESCALE): a row keeps its running max until a key block's
-# passes it by more than 2^8, and the accumulator is rescaled only in the blocks where some row's max moved. An A/B
-# hook (benchmarks/fwd_order_ab.py --lazy), not a user setting: no row takes it.
+# passes it by more than 2^8, and the accumulator is rescaled only in the blocks where some row's max moved (one
+# block-wide reduction a block decides). H100, against the eager rescale, same process, Gluon off
+# (benchmarks/fwd_order_ab.py --orders rows lazy, benchmarks/results/run31/h100_triton_lazy_*.md): causal d=64
+# 0.91-0.93x, d=128 0.97-0.99x, d=256 1.00-1.01x at 4k and 1.02-1.03x at 16k; not causal 0.92-1.01x; ALiBi 0.75-0.96x.
+# So no NVIDIA row takes it (and sm90 runs the Gluon forward at d=256). On AMD the accumulator's rescale is plain
+# VALU work beside the MFMAs (64 multiplies a thread a block at d=128) and a lazy rescale is reported to pay there
+# (issue 13: a Gluon MI355X forward 1044 -> 1242 TFLOP/s), but nothing has timed it on an AMD GPU: an A/B switch for
+# that measurement (benchmarks/check_lazy_rescale_specs.py has its builds), not a user setting; no row takes it.
 LAZY_RESCALE = False
 
 
