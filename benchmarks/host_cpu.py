@@ -9,6 +9,7 @@ MODULE``: also time another copy of the library importable as MODULE (an older t
 renamed, as benchmarks/callpath_device_pass.sh makes it), in the same loops.
 
     PYTHONPATH=src python benchmarks/host_cpu.py [--calls 2000] [--loops 9] [--compare flash_attention_amd_base]
+        [--option softcap|window|alibi]
 """
 from __future__ import annotations
 
@@ -30,13 +31,20 @@ CASES = (  # name, (b, s, h, d), causal
 )
 
 
-def calls(lib_names: dict, shape, causal: bool) -> dict:
-    """path -> a no-argument function issuing one call (fresh inputs per case, float32)."""
+OPTIONS = {"none": {}, "softcap": dict(softcap=5.0), "window": dict(window_size=(3, 0)), "alibi": "alibi"}
+
+
+def calls(lib_names: dict, shape, causal: bool, option: str = "none") -> dict:
+    """path -> a no-argument function issuing one call (fresh inputs per case, float32); option: one of OPTIONS on
+    our calls (the torch backend serves those; raw SDPA's rows stay the plain call, for scale)."""
     b, s, h, d = shape
     q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
+    kw = OPTIONS[option]
+    if kw == "alibi":
+        kw = dict(alibi_slopes=torch.rand(h))
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     qc, kc, vc = (t.contiguous() for t in (qt, kt, vt))
-    out = {name: (lambda lib=lib: lib.flash_attn_func(q, k, v, causal=causal)) for name, lib in lib_names.items()}
+    out = {name: (lambda lib=lib: lib.flash_attn_func(q, k, v, causal=causal, **kw)) for name, lib in lib_names.items()}
     out["raw sdpa, flash_attn layout"] = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal
                                                                                 ).transpose(1, 2)
     out["raw sdpa, [b, h, s, d]"] = lambda: F.scaled_dot_product_attention(qc, kc, vc, is_causal=causal)
@@ -55,6 +63,7 @@ def main():
     ap.add_argument("--calls", type=int, default=2000, help="calls per timed loop")
     ap.add_argument("--loops", type=int, default=9, help="timed loops per path")
     ap.add_argument("--compare", default="", help="also time this importable copy of the library")
+    ap.add_argument("--option", default="none", choices=list(OPTIONS), help="one option on our calls")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -62,11 +71,14 @@ def main():
     if args.compare:
         libs["base"] = importlib.import_module(args.compare)
     print(f"# CPU, torch {torch.__version__}, {torch.get_num_threads()} threads, float32; host us per call, median "
-          f"(min) of {args.loops} loops of {args.calls} calls, paths interleaved")
+          f"(min) of {args.loops} loops of {args.calls} calls, paths interleaved; our calls with option {args.option}")
     rows = []
     for name, shape, causal in CASES:
-        fns = calls(libs, shape, causal)
-        first = flash_attention_amd.explain(*(torch.randn(shape) for _ in range(3)), causal=causal).splitlines()[0]
+        fns = calls(libs, shape, causal, args.option)
+        kw = OPTIONS[args.option]
+        kw = dict(alibi_slopes=torch.rand(shape[2])) if kw == "alibi" else kw
+        first = flash_attention_amd.explain(*(torch.randn(shape) for _ in range(3)), causal=causal,
+                                            **kw).splitlines()[0]
         for fn in fns.values():  # warm-up: plans, allocator
             for _ in range(200):
                 fn()

@@ -174,10 +174,9 @@ class _Tiles:
                 t, s = s, s * self.softcap
             else:
                 s.mul_(self.softcap)
-        if self.neg_slopes is not None or partial:
+        if self.neg_slopes is not None:
             i = torch.arange(m0, m1, device=self.device)[:, None] + self.diag  # [bm, 1]
             j = torch.arange(n0, n1, device=self.device)[None, :]  # [1, bn]
-        if self.neg_slopes is not None:
             s.addcmul_(self.neg_slopes, (i - j).abs().to(self.cdt))
         if self.bias is not None:  # after ALiBi; a bool bias is a mask
             bias = self.bias_tile(m0, m1, n0, n1)
@@ -186,13 +185,18 @@ class _Tiles:
             else:
                 s.add_(bias.to(self.cdt))
         if partial:
-            hidden = torch.zeros(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
-            if self.left >= 0:
-                hidden |= j < i - self.left
-            if self.right >= 0:
-                hidden |= j > i + self.right
-            s.masked_fill_(hidden, -math.inf)
+            s.masked_fill_(self.hidden(m0, m1, n0, n1), -math.inf)
         return s, t
+
+    def hidden(self, m0, m1, n0, n1):
+        """[bm, bn] bool, true where key j (n0 + col) lies outside the window of query i (m0 + row), which sits at key
+        i + diag: j < i + diag - left or j > i + diag + right. Made as the band's complement by tril_ / triu_."""
+        band = torch.ones(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
+        if self.right >= 0:  # keep col <= row + (m0 + diag + right - n0)
+            band.tril_(m0 + self.diag + self.right - n0)
+        if self.left >= 0:  # keep col >= row + (m0 + diag - left - n0)
+            band.triu_(m0 + self.diag - self.left - n0)
+        return band.logical_not_()
 
     def bias_tile(self, m0, m1, n0, n1):
         """The bias [b|1, hk|1, g|1, bm|1, bn|1] over queries [m0, m1) and keys [n0, n1) (a view)."""
@@ -220,26 +224,32 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
     for m0, m1 in T.query_blocks():
         bm = m1 - m0
         qt = T.q_tile(m0, m1)
-        if T.sinks is None:
-            row_max = torch.full((b, hk, g, bm, 1), -math.inf, dtype=T.cdt, device=T.device)
-            row_sum = torch.zeros((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
-        else:  # the sink is one more logit: the softmax starts from it
+        # the running state: row_max / row_sum [b, hk, g, bm, 1], acc [b, hk, g, bm, dv]; None before the first
+        # key block (no sinks), which then starts it without a rescale (the same values as from -inf / 0 / 0)
+        row_max = row_sum = acc = None
+        if T.sinks is not None:  # the sink is one more logit: the softmax starts from it
             row_max = T.sinks.expand(b, hk, g, bm, 1).clone()
             row_sum = torch.ones((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
-        acc = torch.zeros((b, hk, g, bm, T.dv), dtype=T.cdt, device=T.device)
+            acc = torch.zeros((b, hk, g, bm, T.dv), dtype=T.cdt, device=T.device)
         for n0, n1, partial in T.key_blocks(m0, m1):
             s, _ = T.scores(qt, T.kv_tile(T.k4, n0, n1), m0, m1, n0, n1, partial)
-            new_max = torch.maximum(row_max, s.amax(dim=-1, keepdim=True))
+            new_max = s.amax(dim=-1, keepdim=True)
+            if row_max is not None:
+                new_max = torch.maximum(row_max, new_max)
             # rows with nothing visible yet keep max -inf: shift by 0 so exp gives 0, not NaN
-            shift = torch.where(torch.isneginf(new_max), 0.0, new_max)
+            shift = torch.nan_to_num(new_max, nan=math.nan, posinf=math.inf, neginf=0.0)
             p = s.sub_(shift).exp_()
-            alpha = torch.exp(row_max - shift)
-            row_sum = row_sum * alpha + p.sum(dim=-1, keepdim=True)
+            alpha = None if row_max is None else torch.exp(row_max - shift)
+            row_sum = p.sum(dim=-1, keepdim=True) if alpha is None else row_sum * alpha + p.sum(dim=-1, keepdim=True)
             if T.bh is not None:
                 p.mul_(T.dropout_scale(m0, m1, n0, n1))
-            pv = torch.matmul(p.view(b, hk, g * bm, n1 - n0), T.kv_tile(T.v4, n0, n1))
-            acc = acc.mul_(alpha).add_(pv.view(b, hk, g, bm, T.dv))
+            pv = torch.matmul(p.view(b, hk, g * bm, n1 - n0), T.kv_tile(T.v4, n0, n1)).view(b, hk, g, bm, T.dv)
+            acc = pv if alpha is None else acc.mul_(alpha).add_(pv)
             row_max = new_max
+        if acc is None:  # no key block: every row sees nothing
+            row_max = torch.full((b, hk, g, bm, 1), -math.inf, dtype=T.cdt, device=T.device)
+            row_sum = torch.zeros((b, hk, g, bm, 1), dtype=T.cdt, device=T.device)
+            acc = torch.zeros((b, hk, g, bm, T.dv), dtype=T.cdt, device=T.device)
         empty = row_sum == 0
         out5[:, :, :, m0:m1] = acc.div_(torch.where(empty, 1.0, row_sum))
         blk_lse = torch.where(empty, math.inf, row_max + torch.log(row_sum))
