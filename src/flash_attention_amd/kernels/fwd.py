@@ -64,12 +64,11 @@ LAZY_TAU: tl.constexpr = tl.constexpr(8.0)  # LAZY_RESCALE: how far (log2 units)
 
 
 @triton.jit
-def _row_max(m_i, m_blk, LAZY: tl.constexpr):
-    """The running max [BLOCK_M] after a block whose row maxima are m_blk (log2 units): their maximum, or (LAZY) m_i
-    unless m_blk passes it by more than LAZY_TAU (m_blk > m_i + tau implies m_blk > m_i)."""
-    if LAZY:
-        return tl.where(m_blk > m_i + LAZY_TAU, m_blk, m_i)
-    return tl.maximum(m_i, m_blk)
+def _lazy_row_max(m_i, m_blk):
+    """LAZY_RESCALE's running max [BLOCK_M] after a block whose row maxima are m_blk (log2 units): m_i unless m_blk
+    passes it by more than LAZY_TAU (m_blk > m_i + tau implies m_blk > m_i). (The eager max stays inline at the call
+    sites: through a helper, ptxas gave the sm90 builds without the flag 2-7 registers more.)"""
+    return tl.where(m_blk > m_i + LAZY_TAU, m_blk, m_i)
 
 
 @triton.jit
@@ -207,7 +206,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if SOFTCAP_MAX:  # m_i: the fixed max (attn_fwd_kernel); no rescaling below
                 m_new = m_i
             else:  # m_i starts at -1e30 (finite), so fully masked rows give exp2(-inf) = 0, never NaN.
-                m_new = _row_max(m_i, tl.max(s, 1), LAZY_RESCALE)
+                if LAZY_RESCALE:
+                    m_new = _lazy_row_max(m_i, tl.max(s, 1))
+                else:
+                    m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.exp2(s - m_new[:, None])
         else:  # plain scores, scale > 0: max before scaling, one FMA per score
             if HAS_BIAS:  # a bool mask
@@ -215,7 +217,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
             if MASKED:
                 ok = visible(offs_m, cols, diag, seqlen_k, window_left, window_right, IS_CAUSAL, HAS_WINDOW, True)
                 qk = tl.where(ok, qk, float("-inf"))
-            m_new = _row_max(m_i, tl.max(qk, 1) * qk_scale, LAZY_RESCALE)
+            if LAZY_RESCALE:
+                m_new = _lazy_row_max(m_i, tl.max(qk, 1) * qk_scale)
+            else:
+                m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
             p = tl.exp2(qk * qk_scale - m_new[:, None])
         if SOFTCAP_MAX:  # the max never moves: nothing to rescale (BLOCK_DK == 0, plan_forward)
             l_i = l_i + tl.sum(p, 1)
