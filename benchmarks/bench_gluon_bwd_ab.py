@@ -28,6 +28,7 @@ TOKENS, HIDDEN = 16384, 2048
 _ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
 _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 _REGS = bwd_gluon.CONSUMER_REGS
+_ROWS_TMA = bwd_gluon.ROWS_TMA
 
 
 def _set(mode) -> None:
@@ -37,10 +38,12 @@ def _set(mode) -> None:
     group's register budget at regs instead of launch/bwd_gluon.py's CONSUMER_REGS)."""
     bwd_gluon.ENABLED = mode is not False
     bwd_gluon.WITH_DQ = mode != "nodq"
+    variant = isinstance(mode, str) and mode.startswith("v:")
+    bwd_gluon.ROWS_TMA = _ROWS_TMA != (variant and "rows" in mode)
     regs = isinstance(mode, str) and mode.startswith("r")
     bwd_gluon.CONSUMER_REGS = int(mode[1:]) if regs else _REGS
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
-    if isinstance(mode, str) and mode != "nodq" and not regs:
+    if isinstance(mode, str) and mode != "nodq" and not regs and not variant:
         dq = mode.startswith("dq:")
         d, m, st = (int(x) for x in mode.split(":")[dq:])
         rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
@@ -79,6 +82,9 @@ def main() -> None:
     ap.add_argument("--nodq", action="store_true", help="also on without the kernel's dQ (the dQ kernel instead)")
     ap.add_argument("--regs", type=int, nargs="*", default=[], metavar="REGS",
                     help="also on with each consumer warp group's register budget at REGS (e.g. 240)")
+    ap.add_argument("--variants", nargs="*", default=[], metavar="V",
+                    help="also on with the committed rows and these kernel switches flipped (launch/bwd_gluon.py): "
+                         "rows (ROWS_TMA)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
@@ -102,7 +108,7 @@ def main() -> None:
         peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
         extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq \
-            + [f"r{r}" for r in args.regs]
+            + [f"r{r}" for r in args.regs] + [f"v:{v}" for v in args.variants]
         times, grads = {m: [] for m in (True, False, *extra)}, {}
         for _ in range(args.reps):
             for on in (True, False, *extra):

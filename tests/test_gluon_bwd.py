@@ -138,6 +138,21 @@ def test_plan_keeps_no_tensor():
     assert all(t.base is None for t in plan.templates)
     assert [t.block_shape for t in plan.templates] == [[cfg.block_m, 128], [64, 128], [64, 128], [cfg.block_m, 128]]
     assert plan.tail[1] == (4, 2, 256, 384, 0)
+    # the LSE / delta through TMA: a flat [b * h * sq] template, block block_m (its base set per call)
+    assert plan.slot.constexprs["ROWS_TMA"] is True and plan.rows_template.base is None
+    assert plan.rows_template.shape == [2 * 4 * 256] and plan.rows_template.block_shape == [cfg.block_m]
+
+
+@pytest.mark.parametrize("seqlen_q,rows_tma", [(256, True), (300, True), (777, False), (130, False)])
+def test_rows_through_tma_only_when_aligned(seqlen_q, rows_tma):
+    """ROWS_TMA where every head's LSE / delta starts 16-byte aligned (seqlen_q a multiple of 4: at 777 an H100 raised
+    an illegal instruction); the loads otherwise."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    q, k, v = qkv(2, seqlen_q, 384, 4, 2, device="cpu")
+    cfg = bwd_gluon.dkdv_gluon_row("sm90", 128, True, True).config
+    plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), cfg, (4 * seqlen_q, seqlen_q), k.stride()[:3])
+    assert plan.slot.constexprs["ROWS_TMA"] is rows_tma
+    assert (plan.rows_template is not None) is rows_tma
 
 
 def test_sm90_build_overlaps_the_softmax_with_the_products():
@@ -160,17 +175,21 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
         "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
         "    ptx = triton.compile(src, target=GPUTarget('cuda', 90, 32), options=dict(s.options)).asm['ptx']\n"
-        "    out.append((' + dQ' in s.label, 'wgmma.wait_group.sync.aligned 1;' in ptx,\n"
+        "    out.append((' + dQ' in s.label, 'rows-tma' in s.label, 'wgmma.wait_group.sync.aligned 1;' in ptx,\n"
         "                ptx.count('wgmma.mma_async'),\n"
-        "                ptx.count('cp.reduce.async.bulk.tensor.2d.global.shared::cta.add')))\n"
+        "                ptx.count('cp.reduce.async.bulk.tensor.2d.global.shared::cta.add'),\n"
+        "                ptx.count('cp.async.bulk.tensor.1d.shared::cluster.global'), ptx.count('ld.global')))\n"
         "print(json.dumps(out))\n")
     builds = json.loads(run_fresh(code).strip().splitlines()[-1])
-    assert [b[0] for b in builds] == [False, True]
-    for dq, waits_one, products, reduces in builds:
+    # each row twice: LSE / delta through TMA (ROWS_TMA) and through loads (lengths not a multiple of 4)
+    assert [b[:2] for b in builds] == [[False, True], [False, False], [True, True], [True, False]]
+    for dq, rows_tma, waits_one, products, reduces, row_copies, loads in builds:
         assert waits_one
         assert products >= 8
         # with dQ: the TMA reduce-adds (the kernel's own wrapper of the builder's op), one per loop of each consumer
         assert reduces == (6 if dq else 0)
+        # ROWS_TMA: the producer's two 1-D copies (LSE, delta) and no global load left in the consumers
+        assert (row_copies, loads == 0) == ((2, True) if rows_tma else (0, False))
 
 
 # --- against the float64 oracle (sm90 GPU) ------------------------------------------------------

@@ -54,7 +54,8 @@ def _reduce_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group):
+def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group, rows_src,
+              ROWS_TMA: gl.constexpr):
     """The TMA loads: the program's K / V rows (two 64-row halves each), then for t = 0 .. group * n_iter - 1
     the Q and dO block of query head h0 + t // n_iter, query block m_first + t % n_iter, into ring slot
     t % STAGES once both consumers released the block that held it. origin = (q_row, k_row, q_col, k_col,
@@ -72,21 +73,36 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
         tma.async_copy_global_to_shared(v_desc, [row, v_col], kv_bar.index(0), v_smem.index(half))
     for t in range(group * n_iter):
         g = t // n_iter
-        row = q_row + (m_first + t - g * n_iter) * BLOCK_M
+        col = (m_first + t - g * n_iter) * BLOCK_M  # the block's first query position
+        row = q_row + col
         slot = t % STAGES
         use = t // STAGES
         mbarrier.wait(q_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes)
+        if ROWS_TMA:  # the block's LSE with its Q, its delta with its dO (rows_src: lse_desc, delta_desc, their
+            # ring slots [STAGES, BLOCK_M] fp32, the head's first element in the flat [b * h * sq] views, its step)
+            lse_desc, delta_desc, lse_smem, delta_smem, l_origin, l_step = rows_src
+            mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes + lse_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(lse_desc, [l_origin + g * l_step + col], q_ready.index(slot),
+                                            lse_smem.index(slot))
+        else:
+            mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [row, q_col + g * q_step], q_ready.index(slot), q_smem.index(slot))
         mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes)
+        if ROWS_TMA:
+            lse_desc, delta_desc, lse_smem, delta_smem, l_origin, l_step = rows_src
+            mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes + delta_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(delta_desc, [l_origin + g * l_step + col], do_ready.index(slot),
+                                            delta_smem.index(slot))
+        else:
+            mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(do_desc, [row, do_col + g * do_step], do_ready.index(slot),
                                         do_smem.index(slot))
 
 
 @gluon.jit
 def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
-          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
+          ROWS_TMA: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
     dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
     memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
@@ -106,16 +122,21 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
     flat: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # a [BLOCK_M] vector spread over the warp group
     slot = t % STAGES
     phase = (t // STAGES) & 1
-    cols_c = start_m + gl.arange(0, BLOCK_M, layout=flat)
-    lse_c = gl.load(lse_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M], in place when used
-    delta_c = gl.load(delta_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M]
+    if not ROWS_TMA:
+        cols_c = start_m + gl.arange(0, BLOCK_M, layout=flat)
+        lse_c = gl.load(lse_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M], in place when used
+        delta_c = gl.load(delta_ptr + cols_c, mask=cols_c < seqlen_q, other=0.0)  # [BLOCK_M]
     zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
     mbarrier.wait(q_ready.index(slot), phase)
     s_tok = warpgroup_mma(k_half, q_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     mbarrier.wait(do_ready.index(slot), phase)
     dp_tok = warpgroup_mma(v_half, do_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # [ROWS, BLOCK_M] S^T; dP^T in flight
-    p = gl.exp2(s * qk_scale - gl.convert_layout(lse_c * LOG2E, col_layout)[None, :])  # P^T
+    if ROWS_TMA:  # lse_ptr / delta_ptr: the ring's LSE / delta slots [STAGES, BLOCK_M]
+        lse_s = lse_ptr.index(slot).load(col_layout)  # [BLOCK_M]
+    else:
+        lse_s = gl.convert_layout(lse_c, col_layout)
+    p = gl.exp2(s * qk_scale - (lse_s * LOG2E)[None, :])  # P^T
     if MASK:
         cols = start_m + gl.arange(0, BLOCK_M, layout=col_layout)  # [BLOCK_M] query positions
         ok = (cols < seqlen_q)[None, :]
@@ -126,7 +147,11 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
         p = gl.where(ok, p, 0.0)
     dv_tok = warpgroup_mma(gl.convert_layout(p.to(dtype), a_layout), do_smem.index(slot), dv, is_async=True)
     dp = warpgroup_mma_wait(num_outstanding=1, deps=[dp_tok])  # [ROWS, BLOCK_M] dP^T; dV in flight
-    ds = p * (dp - gl.convert_layout(delta_c, col_layout)[None, :])  # dS^T (unscaled)
+    if ROWS_TMA:
+        delta_s = delta_ptr.index(slot).load(col_layout)  # [BLOCK_M]
+    else:
+        delta_s = gl.convert_layout(delta_c, col_layout)
+    ds = p * (dp - delta_s[None, :])  # dS^T (unscaled)
     if not DQ:
         dk_tok = warpgroup_mma(gl.convert_layout(ds.to(dtype), a_layout), q_smem.index(slot), dk, is_async=True)
         dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv_tok, dk_tok])
@@ -200,7 +225,7 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr):
+              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr, ROWS_TMA: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M;
@@ -232,19 +257,23 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     state = (dv, dk)
     ring = (q_ready, do_ready, q_empty, do_empty)
     for g in range(group):
-        lse_g = lse_ptr + g * l_head
-        delta_g = delta_ptr + g * l_head
+        if ROWS_TMA:  # the ring's slots
+            lse_g = lse_ptr
+            delta_g = delta_ptr
+        else:
+            lse_g = lse_ptr + g * l_head
+            delta_g = delta_ptr + g * l_head
         col_g = dq_col + g * HEAD_DIM
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG, ROWS_TMA)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG)
+                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG, ROWS_TMA)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG)
+                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG, ROWS_TMA)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
@@ -260,7 +289,7 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr):
+                          PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
@@ -301,8 +330,14 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         mbarrier.init(do_empty.index(i), count=2)
     bars = (kv_bar, q_ready, do_ready, q_empty, do_empty)
     b64 = off_b.to(gl.int64)
-    lse_ptr = LSE + b64 * l_str[0] + h0 * l_str[1]
-    delta_ptr = Delta + b64 * l_str[0] + h0 * l_str[1]
+    if ROWS_TMA:
+        lse_ptr = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], LSE.layout)
+        delta_ptr = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], Delta.layout)
+        rows_src = (LSE, Delta, lse_ptr, delta_ptr, off_b * l_str[0] + h0 * l_str[1], l_str[1])
+    else:
+        lse_ptr = LSE + b64 * l_str[0] + h0 * l_str[1]
+        delta_ptr = Delta + b64 * l_str[0] + h0 * l_str[1]
+        rows_src = gl.constexpr(0)
     g_off = b64 * g_str[0] + off_hk * g_str[2]
     out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
     scores = (sm_scale * LOG2E, limit, seqlen_q, seqlen_k)
@@ -326,9 +361,9 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0, ROWS_TMA)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1, ROWS_TMA)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
-                     n_iter, group)),
+                     n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -37,6 +37,16 @@ PRODUCER_REGS = 24
 # in one process), not user settings (FLASH_ATTENTION_GLUON=0 is).
 ENABLED = True
 WITH_DQ = True
+# The kernel's ROWS_TMA: each query block's LSE and delta come with its Q and dO, loaded by the producer through TMA
+# into ring slots, instead of a global load and a layout conversion through shared memory (4 warp-group barriers a
+# step) in each consumer; ptxas then keeps 72 B of the second consumer's scalars in local memory instead of 272 B
+# (d=128 with dQ). H100, the whole backward against the loads, same process, 5 rounds
+# (benchmarks/results/run32/h100_rows_tma_2_*.md): d=128 1.07x not causal (4k, 16k), 1.08-1.09x causal, GQA 32/8
+# 1.04x / 1.07x; d=64 causal (its dQ row) 0.99x. The flat views' blocks start 16-byte aligned when seqlen_q is a
+# multiple of ROWS_TMA_ALIGN; other lengths keep the loads (at 777 an H100 raised an illegal instruction,
+# run32/h100_rows_tma_probe.txt). A module attribute for the A/B (bench_gluon_bwd_ab.py --variants), not a setting.
+ROWS_TMA = True
+ROWS_TMA_ALIGN = 4
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -109,7 +119,7 @@ def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
 
 
 class DkdvGluonPlan:
-    __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m", "dq_template")
+    __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m", "dq_template", "rows_template")
 
 
 def _view_key(t) -> tuple:
@@ -131,6 +141,20 @@ def _dq_descriptor(base, rows: int, cols: int, block_m: int, block_cols: int):
     return desc
 
 
+def _rows_descriptor(base, numel: int, block_m: int):
+    """The descriptor over the flat fp32 LSE / delta [b * h * sq] (contiguous), block [block_m]; base None: a plan's
+    template."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+    if base is not None:
+        return TensorDescriptor(base, [numel], [1], [block_m], layout)
+    desc = object.__new__(TensorDescriptor)
+    desc.__dict__.update(base=None, shape=[numel], strides=[1], block_shape=[block_m], layout=layout, padding="zero")
+    return desc
+
+
 def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad_str: tuple,
                     dq: bool = False) -> DkdvGluonPlan:
     """lse_str: (batch, head) strides of the fp32 LSE / delta; grad_str: the (batch, row, head) strides of dk / dv;
@@ -142,6 +166,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan = DkdvGluonPlan()
     plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m, d // 2)
     plan.block_m = cfg.block_m
+    rows_tma = ROWS_TMA and seqlen_q % ROWS_TMA_ALIGN == 0
+    plan.rows_template = _rows_descriptor(None, batch * nheads * seqlen_q, cfg.block_m) if rows_tma else None
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
     plan.templates = tuple(_descriptor(t, rows_view(t), rows) for t, rows in
@@ -153,7 +179,7 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS)
+                      PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -175,6 +201,8 @@ def launch_dkdv_gluon(plan: DkdvGluonPlan, q, k, v, dout, lse, delta, dk, dv, de
     descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v), _rebase(tdo, dout),
              None if plan.dq_template is None else _rebase(plan.dq_template, dq_acc))
     # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked by the caller
+    if plan.rows_template is not None:
+        lse, delta = _rebase(plan.rows_template, lse), _rebase(plan.rows_template, delta)
     plan.slot.launch(plan.grid, device, (*descs, lse, delta, dk, dv, *plan.tail), fast=True)
     return True
 
@@ -197,16 +225,20 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                (("q_desc", cfg.block_m), ("k_desc", KV_ROWS), ("v_desc", KV_ROWS), ("do_desc", cfg.block_m))}
         acc = torch.empty(8, 8 * d, dtype=torch.float32)
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
-        sig.update(LSE="*fp32", Delta="*fp32", DK=f"*{dtype}", DV=f"*{dtype}",
-                   strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5, sm_scale="fp32")
-        for causal in (False, True) if row.causal is None else (row.causal,):
+        rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
+        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5,
+                   sm_scale="fp32")
+        causals = (False, True) if row.causal is None else (row.causal,)
+        # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads
+        for causal, rows_tma in itertools.product(causals, (True, False) if ROWS_TMA else (False,)):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS)
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
-                     f"{' + dQ' if dq else ''} "
-                     f"{BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}")
-            specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig, consts, {"num_warps": cfg.num_warps},
-                                     label=label, accepted_spills=cfg.spills_ok))
+                     f"{' + dQ' if dq else ''} {BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
+                     f"{' rows-tma' if rows_tma else ''}")
+            rows_ty = rows_desc if rows_tma else "*fp32"
+            specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, dict(sig, LSE=rows_ty, Delta=rows_ty), consts,
+                                     {"num_warps": cfg.num_warps}, label=label, accepted_spills=cfg.spills_ok))
     return specs

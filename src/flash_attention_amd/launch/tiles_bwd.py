@@ -532,7 +532,8 @@ BWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
         Row(128, Tile(64, 128, 4, 2, reason=_BWD_GLUON_128,
                       spills_ok=_BWD_GLUON_128 + "; ptxas spills 120 B of scalars (3-11 local accesses a step in "
-                                                 "the second consumer's loops)"),
+                                                 "the second consumer's loops), 32 B with the LSE / delta through "
+                                                 "TMA (run32)"),
             causal=True, min_seqlen_k=2048),
     ],
 }
@@ -547,13 +548,16 @@ BWD_GLUON: dict[str, list[Row]] = {
 #   d=128 causal 0.91-0.92x at 1k, 1.09-1.11x at 4k, 1.09-1.18x at 16k, GQA 32/8 1.08-1.09x;
 #   d=64 causal 0.86-0.87x at 1k, 1.02x at 4k, 1.06-1.13x at 16k; d=64 not causal 0.84x at 1k, 0.97-0.99x at
 #   4k, and at 16k 1.06-1.08x in two runs but 0.95x in the third: no row.
-# Not run on an H200 (two calls for one ran on H100s).
+# Not run on an H200 (two calls for one ran on H100s). Since session 35 the kernel takes each block's LSE / delta
+# through TMA (launch/bwd_gluon.py ROWS_TMA; d=128 1.04-1.09x, d=64 0.99x, run32/h100_rows_tma_2_*.md): its builds keep
+# 72-120 B of scalars in local memory (d=128, with dQ) and 32 B (without), the loads' builds 216-272 / 120 B.
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
         Row(128, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too",
                       spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; 216-272 B of local memory, scalars (a few "
-                                           "local accesses a step)"),
+                                           "local accesses a step), 72-120 B with the LSE / delta through TMA "
+                                           "(run32)"),
             min_seqlen_k=4096),
         Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k"),
             causal=True, min_seqlen_k=4096),
