@@ -549,7 +549,7 @@ BWD_GLUON: dict[str, list[Row]] = {
 #   d=64 causal 0.86-0.87x at 1k, 1.02x at 4k, 1.06-1.13x at 16k; d=64 not causal 0.84x at 1k, 0.97-0.99x at
 #   4k, and at 16k 1.06-1.08x in two runs but 0.95x in the third: no row.
 # Not run on an H200 (two calls for one ran on H100s). Since session 35 the kernel takes each block's LSE / delta
-# through TMA (launch/bwd_gluon.py ROWS_TMA; d=128 1.04-1.09x, d=64 0.99x, run32/h100_rows_tma_2_*.md): its builds keep
+# through TMA at d=128 (launch/bwd_gluon.py ROWS_TMA; 1.02-1.13x, run32/h100_rows_tma_2_*.md, _3_*.md): its builds keep
 # 72-120 B of scalars in local memory (d=128, with dQ) and 32 B (without), the loads' builds 216-272 / 120 B.
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
 BWD_GLUON_DQ: dict[str, list[Row]] = {
