@@ -29,20 +29,18 @@ _ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
 _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 _REGS = bwd_gluon.CONSUMER_REGS
 _ROWS_TMA = bwd_gluon.ROWS_TMA
-_ROWS_TMA_HEADDIMS = bwd_gluon.ROWS_TMA_HEADDIMS
 
 
 def _set(mode) -> None:
     """mode: True / False (the kernel on / off with the committed rows), "nodq" (on, its dQ off: the committed
     dK/dV-only rows and the dQ kernel), "d:block_m:stages" (on without dQ, that tile for head dim d, causal or not)
-    or "dq:d:block_m:stages" (on with dQ, that tile), either with ":rows" (the LSE / delta through TMA at head dim d)
-    and / or ":r<regs>" appended, or "r<regs>" (on with the committed rows, each consumer warp group's register
-    budget at regs instead of launch/bwd_gluon.py's CONSUMER_REGS)."""
+    or "dq:d:block_m:stages" (on with dQ, that tile), either with ":rows" (the tile's use_tma: the LSE / delta
+    through TMA) and / or ":r<regs>" appended, or "r<regs>" (on with the committed rows, each consumer warp group's
+    register budget at regs instead of launch/bwd_gluon.py's CONSUMER_REGS)."""
     bwd_gluon.ENABLED = mode is not False
     bwd_gluon.WITH_DQ = mode != "nodq"
     variant = isinstance(mode, str) and mode.startswith("v:")
     bwd_gluon.ROWS_TMA = _ROWS_TMA != (variant and "rows" in mode)
-    bwd_gluon.ROWS_TMA_HEADDIMS = _ROWS_TMA_HEADDIMS
     regs = isinstance(mode, str) and mode.startswith("r")
     bwd_gluon.CONSUMER_REGS = int(mode[1:]) if regs else _REGS
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
@@ -51,12 +49,10 @@ def _set(mode) -> None:
         fields = mode.split(":")[dq:]
         d, m, st = (int(x) for x in fields[:3])
         for extra in fields[3:]:
-            if extra == "rows":
-                bwd_gluon.ROWS_TMA_HEADDIMS = (*_ROWS_TMA_HEADDIMS, d)
-            else:
+            if extra != "rows":
                 bwd_gluon.CONSUMER_REGS = int(extra[1:])
-        rows, dq_rows = ([], [Row(d, Tile(m, 128, 4, st, reason="bench"))]) if dq else \
-            ([Row(d, Tile(m, 128, 4, st, reason="bench"))], [])
+        tile = Tile(m, 128, 4, st, use_tma="rows" in fields[3:], reason="bench")
+        rows, dq_rows = ([], [Row(d, tile)]) if dq else ([Row(d, tile)], [])
     tiles_bwd.BWD_GLUON["sm90"][:] = rows
     tiles_bwd.BWD_GLUON_DQ["sm90"][:] = dq_rows
     core.clear_plans()  # the choice is made when a call signature is planned

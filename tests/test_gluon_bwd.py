@@ -41,8 +41,9 @@ def grad_str(k):
 # --- which calls it takes (CPU) -------------------------------------------------------------------
 
 def test_serves_the_measured_calls():
-    """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 causal from 4096; dK/dV only
-    (BWD_GLUON) d=128 causal from 2048; the rest measured no faster."""
+    """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 from 4096 (causal: 64 query
+    rows a step; not causal: 128 rows, the LSE / delta through TMA); dK/dV only (BWD_GLUON) d=128 causal from 2048;
+    the rest measured no faster."""
     causal = params(causal=True)
     for h, hk in ((4, 4), (8, 2)):
         q, k, v = qkv(2, 4096, 4096, h, hk, device="cpu")
@@ -58,10 +59,12 @@ def test_serves_the_measured_calls():
     q, k, v = qkv(2, 1000, 1000, 4, 4, device="cpu")
     assert "below 2048" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, grad_str(k))
     q, k, v = qkv(1, 4096, 4096, 4, 4, d=64, device="cpu")
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64, causal=True), grad_str(k)) is None
+    for p, block_m, tma in ((params(64, causal=True), 64, False), (params(64), 128, True)):
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
+        row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
+        assert with_dq and (row.config.block_m, row.config.use_tma) == (block_m, tma)
+    q, k, v = qkv(1, 2048, 2048, 4, 4, d=64, device="cpu")  # d=64 below 4096: the other kernels
     assert "no BWD_GLUON / BWD_GLUON_DQ row" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
-    q, k, v = qkv(1, 16384, 16384, 1, 1, d=64, device="cpu")  # d=64 not causal: no row at any length
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k)) is not None
 
 
 def test_dq_rules():
@@ -143,14 +146,16 @@ def test_plan_keeps_no_tensor():
     assert plan.rows_template.shape == [2 * 4 * 256] and plan.rows_template.block_shape == [cfg.block_m]
 
 
-@pytest.mark.parametrize("seqlen_q,d,rows_tma", [(256, 128, True), (300, 128, True), (777, 128, False),
-                                                  (130, 128, False), (256, 64, False)])
-def test_rows_through_tma_only_when_aligned(seqlen_q, d, rows_tma):
-    """ROWS_TMA at d=128 where every head's LSE / delta starts 16-byte aligned (seqlen_q a multiple of 4: at 777 an
-    H100 raised an illegal instruction); the loads otherwise, and at d=64 (measured 0.97-0.99x there)."""
+@pytest.mark.parametrize("seqlen_q,use_tma,rows_tma", [(256, True, True), (300, True, True), (777, True, False),
+                                                       (130, True, False), (256, False, False)])
+def test_rows_through_tma_only_when_aligned(seqlen_q, use_tma, rows_tma):
+    """ROWS_TMA for a tile with use_tma where every head's LSE / delta starts 16-byte aligned (seqlen_q a multiple of
+    4: at 777 an H100 raised an illegal instruction); the loads otherwise, and for tiles without it (d=64 causal)."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
-    q, k, v = qkv(2, seqlen_q, 384, 4, 2, d=d, device="cpu")
-    cfg = bwd_gluon.dkdv_gluon_row("sm90", 128, True, True).config
+    from dataclasses import replace
+
+    q, k, v = qkv(2, seqlen_q, 384, 4, 2, device="cpu")
+    cfg = replace(bwd_gluon.dkdv_gluon_row("sm90", 128, True, True).config, use_tma=use_tma)
     plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), cfg, (4 * seqlen_q, seqlen_q), k.stride()[:3])
     assert plan.slot.constexprs["ROWS_TMA"] is rows_tma
     assert (plan.rows_template is not None) is rows_tma
@@ -203,21 +208,24 @@ def any_tile(request, monkeypatch):
     from flash_attention_amd.launch.tiles import Row, Tile
 
     m, st = (int(x) for x in request.param.split(":"))
-    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(64, 128, 4, st))])
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [Row(128, Tile(m, 128, 4, st, use_tma=True)),
+                                                      Row(64, Tile(64, 128, 4, st))])
     monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [])
     return request.param
 
 
-@pytest.fixture(params=["64:2"], ids=["m64s2"])
+@pytest.fixture(params=["64:2", "64:2:tma", "d64m128"], ids=["m64s2", "m64s2tma", "d64m128"])
 def dq_tile(request, monkeypatch):
-    """The kernel with dQ (BWD_GLUON_DQ) serving d=64 and d=128, causal or not, from any length, with
-    block_m:stages as the param; no dK/dV-only row."""
+    """The kernel with dQ (BWD_GLUON_DQ) serving d=64 and d=128, causal or not, from any length; no dK/dV-only row.
+    m64s2: 64 query rows a step, the LSE / delta loaded; m64s2tma: through TMA (where seqlen_q allows); d64m128:
+    d=128 as m64s2tma, d=64 with 128 rows a step through TMA (the committed not-causal d=64 row)."""
     from flash_attention_amd.launch import tiles_bwd
     from flash_attention_amd.launch.tiles import Row, Tile
 
-    m, st = (int(x) for x in request.param.split(":"))
+    tma = request.param != "64:2"
+    d64 = Tile(128, 128, 4, 2, use_tma=True) if request.param == "d64m128" else Tile(64, 128, 4, 2, use_tma=tma)
     monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [])
-    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [Row(128, Tile(m, 128, 4, st)), Row(64, Tile(m, 128, 4, st))])
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", [Row(128, Tile(64, 128, 4, 2, use_tma=tma)), Row(64, d64)])
     return request.param
 
 
@@ -324,6 +332,8 @@ def test_chunk_diagonal_offset(any_tile):
     (1, 300, 700, 4, 2, 128, True),   # GQA, bottom-right causal, partial blocks
     (2, 777, 513, 6, 2, 128, False),  # 513 keys: the last program's second consumer holds none
     (2, 777, 513, 6, 2, 64, False),
+    (2, 1000, 1000, 4, 4, 64, False),  # 1000 queries: a partial last block of 64 and of 128 rows
+    (1, 300, 700, 4, 2, 64, False),   # GQA, more keys than queries
     (1, 513, 513, 2, 1, 64, True),    # MQA
     (3, 130, 130, 2, 2, 64, True),
     (2, 64, 64, 2, 2, 128, False),    # one query block, one program, its second consumer empty
@@ -341,8 +351,18 @@ def test_dq_gradients_match_reference(dq_tile, monkeypatch, b, sq, sk, h, hk, d,
     dout = torch.randn_like(q)
     with fa.use_backend("triton"):
         out = fa.flash_attn_func(q, k, v, causal=causal)
+    tma = []
+    real = launch.launch_dkdv_gluon  # _dq_spy's
+
+    def spy(plan, *args, **kwargs):
+        tma.append(plan.rows_template is not None)
+        return real(plan, *args, **kwargs)
+
+    monkeypatch.setattr(launch, "launch_dkdv_gluon", spy)
     grads = torch.autograd.grad(out, (q, k, v), dout)
     assert seen == [True]
+    # the LSE / delta through TMA where the tile asks for it and seqlen_q allows
+    assert tma == [dq_tile != "64:2" and sq % 4 == 0]
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
 
 

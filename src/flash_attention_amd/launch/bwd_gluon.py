@@ -37,18 +37,18 @@ PRODUCER_REGS = 24
 # in one process), not user settings (FLASH_ATTENTION_GLUON=0 is).
 ENABLED = True
 WITH_DQ = True
-# The kernel's ROWS_TMA: each query block's LSE and delta come with its Q and dO, loaded by the producer through TMA
-# into ring slots, instead of a global load and a layout conversion through shared memory (4 warp-group barriers a
-# step) in each consumer; ptxas then keeps 72 B of the second consumer's scalars in local memory instead of 272 B
-# (d=128 with dQ). H100, the whole backward against the loads, same process, 5 rounds
-# (benchmarks/results/run32/h100_rows_tma_2_*.md): d=128 1.07x not causal (4k, 16k), 1.08-1.09x causal, GQA 32/8
-# 1.04x / 1.07x; again on two other H100s (call C, run32/h100_rows_tma_3_*.md, 3 rounds) 1.05-1.13x and GQA 1.02x /
-# 1.07x. At d=64 (its causal dQ row) 0.97-0.99x in four samples: that row keeps the loads (ROWS_TMA_HEADDIMS).
-# The flat views' blocks start 16-byte aligned when seqlen_q is a multiple of ROWS_TMA_ALIGN; other lengths keep the
-# loads (at 777 an H100 raised an illegal instruction, run32/h100_rows_tma_probe.txt). Module attributes for the A/B
-# (bench_gluon_bwd_ab.py --variants), not settings.
+# The kernel's ROWS_TMA, for rows whose tile says ``use_tma`` (launch/tiles_bwd.py): each query block's LSE and delta
+# come with its Q and dO, loaded by the producer through TMA into ring slots, instead of a global load and a layout
+# conversion through shared memory (4 warp-group barriers a step) in each consumer; ptxas then keeps 72 B of the
+# second consumer's scalars in local memory instead of 272 B (d=128 with dQ). H100, the whole backward against the
+# loads, same process, 5 rounds (benchmarks/results/run32/h100_rows_tma_2_*.md): d=128 1.07x not causal (4k, 16k),
+# 1.08-1.09x causal, GQA 32/8 1.04x / 1.07x; again on two other H100s (call C, run32/h100_rows_tma_3_*.md, 3 rounds)
+# 1.05-1.13x and GQA 1.02x / 1.07x. d=64's causal row (64 query rows a step) measured 0.97-0.99x with it in four
+# samples and keeps the loads. The flat views' blocks start 16-byte aligned when seqlen_q is a multiple of
+# ROWS_TMA_ALIGN; other lengths keep the loads (at 777 an H100 raised an illegal instruction,
+# run32/h100_rows_tma_probe.txt). ROWS_TMA: a module attribute for the A/B (bench_gluon_bwd_ab.py --variants), not a
+# setting.
 ROWS_TMA = True
-ROWS_TMA_HEADDIMS = (128,)
 ROWS_TMA_ALIGN = 4
 
 
@@ -169,7 +169,7 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan = DkdvGluonPlan()
     plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m, d // 2)
     plan.block_m = cfg.block_m
-    rows_tma = ROWS_TMA and d in ROWS_TMA_HEADDIMS and seqlen_q % ROWS_TMA_ALIGN == 0
+    rows_tma = ROWS_TMA and cfg.use_tma and seqlen_q % ROWS_TMA_ALIGN == 0
     plan.rows_template = _rows_descriptor(None, batch * nheads * seqlen_q, cfg.block_m) if rows_tma else None
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
@@ -233,7 +233,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                    sm_scale="fp32")
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads
-        ways = (True, False) if ROWS_TMA and d in ROWS_TMA_HEADDIMS else (False,)
+        ways = (True, False) if ROWS_TMA and cfg.use_tma else (False,)
         for causal, rows_tma in itertools.product(causals, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)

@@ -63,8 +63,9 @@ class Tile:
     ``num_stages`` 0 leaves Triton's default. ``block_m`` 0 (decode): chosen per call from the
     number of packed query rows (a decode row's nonzero ``block_m`` caps it). ``heavy_first``: the
     programs with the most work start first (the forward's query blocks; the causal backward's dK/dV
-    and dQ blocks, over groups of 8 heads: kernels/common.py heavy_first). ``use_tma``: forward only
-    (K/V through TMA descriptors on sm90+ when the tensors allow).
+    and dQ blocks, over groups of 8 heads: kernels/common.py heavy_first). ``use_tma``: the forward's K/V
+    through TMA descriptors on sm90+ when the tensors allow; the Gluon backward's LSE / delta through TMA too
+    (launch/bwd_gluon.py ROWS_TMA; its Q / K / V / dO always are).
 
     Head dims above 256 (``block_dk`` > 0): the kernels hold q/k-like tiles as chunks of
     ``block_dk`` columns and v-like tiles (the forward's accumulator, V) as chunks of

@@ -528,9 +528,13 @@ BWD_WS: dict[str, list[Row]] = {"sm90": []}
 # 3-11 local loads / stores a step in the second consumer's loops (none in the first's), measured as above.
 _BWD_GLUON_128 = ("H100 (run26/h100_gluon_bwd_ab.md, _tiles.md): d=128 causal 1.03-1.06x the warp-specialised / main "
                   "dK/dV kernel from 4k keys (1.00x at 1k), GQA 32/8 1.04-1.06x")
+# use_tma (the LSE / delta through TMA, launch/bwd_gluon.py ROWS_TMA): the d=128 rows, measured with dQ from 4k keys
+# (run32/h100_rows_tma_2_*.md, _3_*.md: 1.02-1.13x); the dK/dV-only row at 2k causal 1.01x in call A's first A/B (with
+# a second switch since removed, run32/h100_rows_tma_1_d128_gpu0.md), 120 -> 32 B of local memory
+_ROWS_TMA_128 = "; LSE / delta through TMA: run32 (d=128 with dQ 1.02-1.13x, this row at 2k 1.01x)"
 BWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, Tile(64, 128, 4, 2, reason=_BWD_GLUON_128,
+        Row(128, Tile(64, 128, 4, 2, use_tma=True, reason=_BWD_GLUON_128 + _ROWS_TMA_128,
                       spills_ok=_BWD_GLUON_128 + "; ptxas spills 120 B of scalars (3-11 local accesses a step in "
                                                  "the second consumer's loops), 32 B with the LSE / delta through "
                                                  "TMA (run32)"),
@@ -552,15 +556,25 @@ BWD_GLUON: dict[str, list[Row]] = {
 # through TMA at d=128 (launch/bwd_gluon.py ROWS_TMA; 1.02-1.13x, run32/h100_rows_tma_2_*.md, _3_*.md): its builds keep
 # 72-120 B of scalars in local memory (d=128, with dQ) and 32 B (without), the loads' builds 216-272 / 120 B.
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
+# d=64 not causal: 128 query rows a step (FA3's d=64 tile) with the LSE / delta through TMA, which frees the registers
+# the loads' column vectors held (32 each at 128 rows); H100, two GPUs, against the Triton dK/dV + dQ kernels in one
+# process (run32/h100_d64_m128_gpu*.md): 1.08-1.09x at 4k, 1.12-1.20x at 16k (0.90-0.95x cuDNN); 64 rows a step with
+# dQ 0.99-1.00x (run32/h100_dq64_plain.md). Causal with 128 rows: 1.03-1.05x the committed row at 4k, 0.98-0.99x at
+# 16k: not taken.
+_D64_M128 = "H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08-1.20x the Triton kernels from 4k keys"
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
-        Row(128, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too",
+        Row(128, Tile(64, 128, 4, 2, use_tma=True,
+                      reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too" + _ROWS_TMA_128,
                       spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; 216-272 B of local memory, scalars (a few "
                                            "local accesses a step), 72-120 B with the LSE / delta through TMA "
                                            "(run32)"),
             min_seqlen_k=4096),
         Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k"),
             causal=True, min_seqlen_k=4096),
+        Row(64, Tile(128, 128, 4, 2, use_tma=True, reason=_D64_M128, spills_ok=_D64_M128 + "; ptxas keeps 304 B of "
+                     "scalars in local memory (144 B at 240 registers: no faster)"),
+            causal=False, min_seqlen_k=4096),
     ],
 }
 

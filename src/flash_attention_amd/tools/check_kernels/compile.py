@@ -88,6 +88,9 @@ def attrs_for(fn: Any, signature: dict[str, Any], backend: str, aligned_strides:
     return attrs
 
 
+NVIDIA_RESERVED_SMEM = 1024  # shared memory the CUDA driver reserves per block (sm80+), in cuobjdump's SHARED
+
+
 def compile_one(spec: Any, info: ArchInfo, aligned_strides: bool = True) -> Row:
     """Compile one spec (a launch/spec.py CompileSpec) for one arch and fill a Row (raises on
     compile errors)."""
@@ -129,7 +132,11 @@ def compile_one(spec: Any, info: ArchInfo, aligned_strides: bool = True) -> Row:
         row.vgprs = res["regs"]
         row.scratch = res["local"] + res["stack"]
         row.spills = ptxas_spill_stores(asm["ptx"], info) // 4 if row.scratch else 0
-        row.lds += res["static_shared"]
+        # cuobjdump's SHARED counts the 1 KiB the driver reserves per block on sm80+ (a Triton kernel whose PTX
+        # declares no static shared memory shows 1024), which the per-block limit (227 KiB on sm90) leaves out and
+        # occupancy_nvidia adds itself: an sm90 Gluon build with 231,968 B of dynamic shared memory launched on an
+        # H100 (benchmarks/results/run32/h100_d64_m128_*.md), where 1 KiB of static memory would leave 231,424
+        row.lds += max(0, res["static_shared"] - NVIDIA_RESERVED_SMEM)
         row.matrix = nvidia_matrix_instrs(asm["ptx"])
         row.occupancy, row.occ_by_regs, row.occ_by_lds = occupancy_nvidia(info, row.vgprs, row.lds, row.num_warps)
     judge(row, info, spec.accepted_spills)
