@@ -65,12 +65,28 @@ def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with
 def gluon_dq_row(arch: str | None, q, k, params: AttnParams) -> Row | None:
     """The BWD_GLUON_DQ row of a call that ``dkdv_gluon_reason`` accepted, or None: none for its shape, the kernel's
     dQ turned off (WITH_DQ), or a call asking for a deterministic backward (the reduce-adds' order varies)."""
+    return None if _dq_decline(arch, q, k, params) else dkdv_gluon_row(
+        arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2], with_dq=True)
+
+
+def _dq_decline(arch: str | None, q, k, params: AttnParams) -> str | None:
+    """Why no BWD_GLUON_DQ row serves this call (a phrase), or None."""
     if not WITH_DQ or params.deterministic:
-        return None
+        return "a deterministic call" if params.deterministic else "turned off"
     row = dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2], with_dq=True)
     if row is None or min(q.shape[1], k.shape[1]) < row.min_seqlen_k:
-        return None
-    return row
+        return "none from these lengths"
+    if row.config.block_m > 64 and not _rows_tma(row.config, q.shape[1]):
+        return (f"seqlen_q {q.shape[1]} is not a multiple of {ROWS_TMA_ALIGN} (its tile needs the LSE / delta "
+                "through TMA)")
+    return None
+
+
+def _rows_tma(cfg: Tile, seqlen_q: int) -> bool:
+    """Whether the kernel takes the LSE / delta through TMA (ROWS_TMA) for this tile and length. Tiles of more than
+    64 query rows a step come only this way: with the loads their column vectors spill (d=64, 128 rows: 384 B of
+    local memory, 0.88-0.90x the Triton kernels at 4097 / 16383 queries, run32/h100_d64_m128_unaligned.md)."""
+    return ROWS_TMA and cfg.use_tma and seqlen_q % ROWS_TMA_ALIGN == 0
 
 
 def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: tuple) -> str | None:
@@ -84,8 +100,7 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     dq_row = gluon_dq_row(arch, q, k, params)
     if (row is None and dq_row is None) or k.shape[-1] != d or v.shape[-1] != d:
         return (f"no BWD_GLUON / BWD_GLUON_DQ row for arch {arch} at head dims {d}/{k.shape[-1]}/{v.shape[-1]}"
-                f"{' causal' if causal else ' not causal'} (with dQ: "
-                f"{'a deterministic call' if params.deterministic else 'none from these lengths'})")
+                f"{' causal' if causal else ' not causal'} (with dQ: {_dq_decline(arch, q, k, params)})")
     reason = gluon_triton_reason()
     if reason is not None:
         return reason
@@ -169,7 +184,7 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan = DkdvGluonPlan()
     plan.dq_template = None if not dq else _dq_descriptor(None, batch * seqlen_q, nheads * d, cfg.block_m, d // 2)
     plan.block_m = cfg.block_m
-    rows_tma = ROWS_TMA and cfg.use_tma and seqlen_q % ROWS_TMA_ALIGN == 0
+    rows_tma = _rows_tma(cfg, seqlen_q)
     plan.rows_template = _rows_descriptor(None, batch * nheads * seqlen_q, cfg.block_m) if rows_tma else None
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
@@ -232,8 +247,8 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5,
                    sm_scale="fp32")
         causals = (False, True) if row.causal is None else (row.causal,)
-        # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads
-        ways = (True, False) if ROWS_TMA and cfg.use_tma else (False,)
+        # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
+        ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
         for causal, rows_tma in itertools.product(causals, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
