@@ -558,7 +558,7 @@ BWD_GLUON: dict[str, list[Row]] = {
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
 # d=64 not causal: 128 query rows a step (FA3's d=64 tile) with the LSE / delta through TMA, which frees the registers
 # the loads' column vectors held (32 each at 128 rows); H100, two GPUs, against the Triton dK/dV + dQ kernels in one
-# process (run32/h100_d64_m128_gpu*.md): 1.08-1.09x at 4k, 1.12-1.20x at 16k (0.90-0.95x cuDNN); 64 rows a step with
+# process (run32/h100_d64_m128_gpu*.md): 1.08-1.09x at 4k, 1.12-1.20x at 16k (0.89-0.95x cuDNN); 64 rows a step with
 # dQ 0.99-1.00x (run32/h100_dq64_plain.md). Causal with 128 rows: 1.03-1.05x the committed row at 4k, 0.98-0.99x at
 # 16k: not taken.
 _D64_M128 = "H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08-1.20x the Triton kernels from 4k keys"
