@@ -78,25 +78,27 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
         slot = t % STAGES
         use = t // STAGES
         mbarrier.wait(q_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        if ROWS_TMA:  # the block's LSE with its Q, its delta with its dO (rows_src: lse_desc, delta_desc, their
-            # ring slots [STAGES, BLOCK_M] fp32, the head's first element in the flat [b * h * sq] views, its step)
-            lse_desc, delta_desc, lse_smem, delta_smem, l_origin, l_step = rows_src
-            mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes + lse_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(lse_desc, [l_origin + g * l_step + col], q_ready.index(slot),
-                                            lse_smem.index(slot))
-        else:
-            mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(q_desc, [row, q_col + g * q_step], q_ready.index(slot), q_smem.index(slot))
+        _fill(q_ready.index(slot), q_desc, [row, q_col + g * q_step], q_smem, slot, rows_src, g, col, 0, ROWS_TMA)
         mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
-        if ROWS_TMA:
-            lse_desc, delta_desc, lse_smem, delta_smem, l_origin, l_step = rows_src
-            mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes + delta_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(delta_desc, [l_origin + g * l_step + col], do_ready.index(slot),
-                                            delta_smem.index(slot))
-        else:
-            mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(do_desc, [row, do_col + g * do_step], do_ready.index(slot),
-                                        do_smem.index(slot))
+        _fill(do_ready.index(slot), do_desc, [row, do_col + g * do_step], do_smem, slot, rows_src, g, col, 1,
+              ROWS_TMA)
+
+
+@gluon.jit
+def _fill(bar, desc, coord, ring, slot, rows_src, g, col, WHICH: gl.constexpr, ROWS_TMA: gl.constexpr):
+    """Fill ring slot ``slot``: desc's block at coord (Q or dO) into ring[slot] on barrier bar, and with ROWS_TMA the
+    block's LSE (WHICH 0, with Q) or delta (1, with dO) on the same barrier. rows_src (ROWS_TMA): (lse_desc,
+    delta_desc, their ring slots [STAGES, BLOCK_M] fp32, the group's first head's first element in the flat
+    [b * h * sq] views, the step from one query head to the next); g: the query head within the group, col: the
+    block's first query position."""
+    if ROWS_TMA:
+        rows = rows_src[WHICH]
+        mbarrier.expect(bar, desc.block_type.nbytes + rows.block_type.nbytes)
+        tma.async_copy_global_to_shared(rows, [rows_src[4] + g * rows_src[5] + col], bar,
+                                        rows_src[2 + WHICH].index(slot))
+    else:
+        mbarrier.expect(bar, desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc, coord, bar, ring.index(slot))
 
 
 @gluon.jit
