@@ -22,6 +22,9 @@ both consumers' 128 keys to the accumulator (a staging tile, then a TMA reduce-a
 are then masked too (they would reach dQ).
 
 Shapes: Q / dO [b, sq, h, d], K / V / dK / dV [b, sk, hk, d]; LSE / Delta [b, h, sq] fp32 (natural-log LSE).
+ROWS_TMA: the producer brings each query block's LSE / delta (1-D descriptors over their flat views) into ring
+slots with its Q / dO, and the consumers read their columns from there; else each consumer loads them and converts
+their layout through shared memory (four warp-group barriers a step; launch/bwd_gluon.py says which calls).
 Key j (a row of this program) is seen by query i (a column) when i < seqlen_q and, CAUSAL, j <= i + limit
 (limit = seqlen_k - seqlen_q + a chunk's diagonal offset). GQA: a program of KV head hk visits the query
 blocks of each of its group's query heads in turn. The launcher (``dkdv_gluon_reason``) asks that every
@@ -352,7 +355,7 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         NB: gl.constexpr = 2  # dS^T buffers: a consumer writes block t + 1's while the other may still read t's
         # two staging tiles per consumer where shared memory allows (a reduce then has a step to read its tile)
         BUFS: gl.constexpr = 2 if (2 * STAGES * BLOCK_M + 4 * ROWS) * HEAD_DIM * 2 + 4 * BLOCK_M * DQ_COLS * 4 \
-            + NB * 2 * ROWS * BLOCK_M * 2 <= 226 * 1024 else 1
+            + NB * 2 * ROWS * BLOCK_M * 2 + ROWS_TMA * 2 * STAGES * BLOCK_M * 4 <= 226 * 1024 else 1
         stage0 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         stage1 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         ds_smem = gl.allocate_shared_memory(dtype, [NB, 2 * ROWS, BLOCK_M], smem_layout)
