@@ -324,12 +324,11 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
 
 # --- exactness on an sm90 GPU ----------------------------------------------------------------------
 
-@pytest.fixture(params=[(True, False), (False, False), (True, True)], ids=["host-desc", "device-desc", "pingpong"])
+@pytest.fixture(params=[True, False], ids=["host-desc", "device-desc"])
 def any_length(monkeypatch, request):
     """The tests' calls are short: lift the rows' length rules and the options' limits (speed choices,
     test_declines_shapes, test_serves_windows_softcap_alibi). Each test
-    runs with the descriptors made on the host (where the layout allows) and on the device, and with the
-    consumers' products in turns (PINGPONG, host descriptors)."""
+    runs with the descriptors made on the host (where the layout allows) and on the device."""
     rows = [r._replace(min_seqlen_k=0) for r in tiles.FWD_GLUON["sm90"]]
     for causal in (False, True):  # the kernel at d=64 both ways (the table's d=64 row: not causal only)
         if not any(r.max_d == 64 and r.causal in (None, causal) for r in rows):
@@ -341,10 +340,8 @@ def any_length(monkeypatch, request):
     for key in list(tiles.GLUON_OPTION_LIMITS):
         monkeypatch.setitem(tiles.GLUON_OPTION_LIMITS, key, {})
     monkeypatch.delenv("FLASH_ATTENTION_GLUON", raising=False)
-    host, pingpong = request.param
-    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", host)
-    monkeypatch.setattr(fwd_gluon, "PINGPONG", pingpong)
-    return host
+    monkeypatch.setattr(fwd_gluon, "HOST_DESCRIPTORS", request.param)
+    return request.param
 
 
 def run_gluon(q, k, v, p):

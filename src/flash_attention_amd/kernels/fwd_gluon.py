@@ -153,14 +153,11 @@ def _keys(j0, keys, FLAGS: gl.constexpr):
 
 
 @gluon.jit
-def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, turn, MASK: gl.constexpr,
-          FLAGS: gl.constexpr, PINGPONG: gl.constexpr):
+def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """The program's t-th key block (its ring position; not the tile's first), keys j0 .. j0 + BLOCK_N - 1 (keys:
     ``_keys``'s):
     issue QK^T(t) and PV(t - 1), wait for the first, softmax(t) while the second runs, then wait for it and rescale.
-    state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(t - 1) as wgmma's A operand). PINGPONG: the two warp groups issue
-    their products in turns (``_consumer_tile``'s turn = (this group's turn barrier, the other's, the offset that
-    makes t the count of the turn to wait for))."""
+    state = (acc [ROWS, HEAD_DIM] fp32, m, l, P(t - 1) as wgmma's A operand)."""
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     acc, m_i, l_i, p_prev = state
     STAGES: gl.constexpr = k_smem.shape[0]
@@ -168,14 +165,9 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, tur
     slot = t % STAGES
     prev = (t - 1) % STAGES
     mbarrier.wait(k_ready.index(slot), (t // STAGES) & 1)
-    if PINGPONG:  # the other group issued its products of the step before (the first group's first step: no wait)
-        c = t + turn[2]
-        mbarrier.wait(turn[0], c & 1, pred=c >= 0)
     s_tok = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     mbarrier.wait(v_ready.index(prev), ((t - 1) // STAGES) & 1)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
-    if PINGPONG:  # the other group's turn: its products queue behind these while this group's softmax runs
-        mbarrier.arrive(turn[1], count=1)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
     mbarrier.arrive(k_empty.index(slot), count=1)
     cols, col_bias = _keys(j0, keys, FLAGS)
@@ -189,15 +181,12 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, tur
 
 @gluon.jit
 def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
-                   base, done, turns, FLAGS: gl.constexpr, PINGPONG: gl.constexpr):
+                   base, done, FLAGS: gl.constexpr):
     """One warp group, one tile: query rows first .. first + 63 (q: their tile in shared memory); out_ptr /
     lse_ptr point at this (sequence, head)'s row 0; base: the key blocks the program consumed before this tile,
     done: its tiles before this one. Of the tile's key blocks j_lo .. j_lo + n_blocks - 1, those that cut one of
     these rows' windows or pass seqlen_k take the mask: a range at the start (MASK_LEFT) and one at the end; the
-    blocks between run unmasked. turns = (this group's turn barrier, the other's, half) (PINGPONG): the program's
-    steps (a tile's blocks after its first: base - done before this tile) take turns, group 0 first; group 0's
-    step e waits for the other's step e - 1 (the barrier's e-th completion, counting from 0), group 1's for group
-    0's step e."""
+    blocks between run unmasked."""
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
@@ -247,17 +236,15 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
         p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS)
     # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
-    # ring position base + t is the program's step e = base - done + t - 1; the completion to wait for: e - 1 + half
-    turn = (turns[0], turns[1], turns[2] - done - 2)
     for t in range(1, a):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      turn, True, FLAGS, PINGPONG)
+                      True, FLAGS)
     for t in range(a, b):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      turn, False, FLAGS, PINGPONG)
+                      False, FLAGS)
     for t in range(b, n_blocks):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      turn, True, FLAGS, PINGPONG)
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
     last = (base + n_blocks - 1) % STAGES
@@ -276,10 +263,9 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
 
 
 @gluon.jit
-def _consumer(half, q, k_smem, v_smem, bars, turns, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens,
-              h_str, FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr, PINGPONG: gl.constexpr):
-    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles;
-    turns: ``_consumer_tile``'s (PINGPONG)."""
+def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
+              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
+    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -298,7 +284,7 @@ def _consumer(half, q, k_smem, v_smem, bars, turns, Out, Lse, Alibi, o_str, l_st
             lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + out_row0
             sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k_t)
             _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + half * ROWS, seqlen_q_t, sc,
-                           j_lo, n_blocks, base, done, turns, FLAGS, PINGPONG)
+                           j_lo, n_blocks, base, done, FLAGS)
             base += n_blocks
             done += 1
 
@@ -374,11 +360,11 @@ def _work(i, sched, sizes, scores, CuSeqlens, h_str, BLOCK_N: gl.constexpr, FLAG
 @gluon.jit
 def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr, ORDER: gl.constexpr,
-             HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr):
+             HOST: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Shared memory, barriers and the three partitions of one program, which computes the tiles that
     sched = (first, n_tiles, step, nblocks_m) and ORDER name (``_work``).
     sizes = (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap,
-    window_left, window_right). PINGPONG: the consumers issue each step's products in turns (``_consumer_tile``)."""
+    window_left, window_right)."""
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     smem: gl.constexpr = q_desc.layout
@@ -399,19 +385,11 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
         mbarrier.init(k_empty.index(i), count=2)
         mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
-    turns0 = (q_bar.index(0), q_bar.index(0), 0)  # unused without PINGPONG
-    turns1 = turns0
-    if PINGPONG:
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(turn.index(0), count=1)
-        mbarrier.init(turn.index(1), count=1)
-        turns0 = (turn.index(0), turn.index(1), 0)
-        turns1 = (turn.index(1), turn.index(0), 1)
     gl.warp_specialize([
-        (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, turns0, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                     scores, CuSeqlens, h_str, FLAGS, ORDER, HOST, PINGPONG)),
-        (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, turns1, Out, Lse, Alibi, o_str, l_str, sched, sizes,
-                     scores, CuSeqlens, h_str, FLAGS, ORDER, HOST, PINGPONG)),
+        (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
+        (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
                      FLAGS, ORDER, HOST)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -420,8 +398,7 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
 @gluon.jit
 def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
-                          ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                          PINGPONG: gl.constexpr = False):
+                          ORDER: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the device, per (sequence, head) over its [seqlen, d] rows (any batch / row / head
     strides TMA takes). Grid (cdiv(seqlen_q, 128), b * h), a tile a program; 4 warps (the first consumer) plus
     the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
@@ -444,14 +421,14 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     nblocks_m = gl.num_programs(0)
     sched = (off_bh * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, None, o_str, l_str, (0, 0, 0), sizes, scores, sched,
-             BLOCK_N, STAGES, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS, PINGPONG)
+             BLOCK_N, STAGES, FLAGS, ORDER, False, CONSUMER_REGS, PRODUCER_REGS)
 
 
 @gluon.jit
 def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, strides, sizes, scores, tiles,
                              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, FLAGS: gl.constexpr,
                              ORDER: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                             PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False):
+                             PRODUCER_REGS: gl.constexpr):
     """Descriptors made on the host (kernel parameters, no per-program descriptor to write and fence):
     each over the 2-D view [rows, cols] of its tensor (rows of all sequences in a row, cols = the head-dim
     columns of every head), which the launcher makes only for tensors whose batch stride is seqlen x row
@@ -474,4 +451,4 @@ def attn_fwd_gluon_hd_kernel(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens,
         nblocks_m = gl.num_programs(0)
         sched = (gl.program_id(1) * nblocks_m + gl.program_id(0), 1, 1, nblocks_m)
     _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h_str, sizes, scores, sched, BLOCK_N,
-             STAGES, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS, PINGPONG)
+             STAGES, FLAGS, ORDER, True, CONSUMER_REGS, PRODUCER_REGS)

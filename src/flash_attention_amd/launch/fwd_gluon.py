@@ -220,12 +220,6 @@ PERSISTENT_OPTIONS_MAX = 4096
 PERSISTENT_FIXED_SOFTCAP = False
 
 
-# Ping-pong (the kernel's PINGPONG, FA3's inter-warp-group schedule): the two consumer warp groups issue each
-# step's QK^T and PV products in turns, so that one group's products run on the tensor cores while the other's
-# softmax runs. A module attribute for benchmarks/bench_gluon_ab.py (mode "pp"), not a user setting.
-PINGPONG = False
-
-
 def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0) -> bool:
     """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k."""
     if varlen or flags[0] or flags[3] or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
@@ -269,7 +263,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params, d, q.dtype)
     common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
-                  PRODUCER_REGS=PRODUCER_REGS, PINGPONG=PINGPONG)
+                  PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, ORDER=order(flags, False), **common),
                            {"num_warps": cfg.num_warps}, dynamic)
@@ -354,7 +348,7 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
         consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS, PINGPONG=PINGPONG)
+                      PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
         label = f"{dtype} d={row.max_d} {what} gluon {BLOCK_M}x{cfg.block_n} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
