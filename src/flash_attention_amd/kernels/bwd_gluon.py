@@ -45,7 +45,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 ROWS: gl.constexpr = gl.constexpr(64)  # key rows of one consumer warp group (wgmma's M)
-HEAVY_GROUP: gl.constexpr = gl.constexpr(8)  # heads a heavy-first group holds (kernels/common.py HEAVY_GROUP)
 
 
 @builtin
@@ -293,23 +292,10 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 
 @gluon.jit
-def _heavy_first(lin, n_blk, n_bh):
-    """(key block, sequence x KV head) of the program with linear index lin (the order the GPU starts programs in)
-    over n_blk blocks of n_bh (sequence, head)s: within each group of HEAVY_GROUP heads, block by block over the
-    group, block 0 first (kernels/common.py ``heavy_first``'s order, without LAST_HEAVIEST)."""
-    group = lin // (HEAVY_GROUP * n_blk)
-    rest = lin % (HEAVY_GROUP * n_blk)
-    width = gl.minimum(n_bh - group * HEAVY_GROUP, HEAVY_GROUP)  # the last group may be narrower
-    return rest // width, group * HEAVY_GROUP + rest % width
-
-
-@gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr, HEAVY_FIRST: gl.constexpr):
-    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. HEAVY_FIRST (causal): the
-    programs start block by block over groups of HEAVY_GROUP (sequence, KV head)s, key block 0 (seen by the most
-    query blocks) first (``_heavy_first``). Descriptors over the
+                          PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
+    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
     consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
@@ -321,11 +307,8 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
-    pid_n = gl.program_id(0)
+    n0 = gl.program_id(0) * (2 * ROWS)
     off_bhk = gl.program_id(1)
-    if HEAVY_FIRST:
-        pid_n, off_bhk = _heavy_first(off_bhk * gl.num_programs(0) + pid_n, gl.num_programs(0), gl.num_programs(1))
-    n0 = pid_n * (2 * ROWS)
     nheads_k = nheads // group
     off_b = off_bhk // nheads_k
     off_hk = off_bhk % nheads_k

@@ -52,11 +52,6 @@ ROWS_TMA = True
 ROWS_TMA_ALIGN = 4
 
 
-# Heavy-first program order for causal calls (the kernel's HEAVY_FIRST): a module attribute for the A/B
-# (bench_gluon_bwd_ab.py --variants heavy), not a user setting.
-HEAVY_FIRST = False
-
-
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
     """The first BWD_GLUON (with_dq: BWD_GLUON_DQ) row of this exact arch for exactly this head dim, causal flag
     and GQA flag, or None (the interpreter, arch None, has no Gluon)."""
@@ -202,8 +197,7 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma,
-                      HEAVY_FIRST=HEAVY_FIRST and bool(params.causal))
+                      PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -257,7 +251,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
         for causal, rows_tma in itertools.product(causals, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, HEAVY_FIRST=HEAVY_FIRST and causal)
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
