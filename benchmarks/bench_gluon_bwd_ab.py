@@ -90,6 +90,10 @@ def main() -> None:
     ap.add_argument("--variants", nargs="*", default=[], metavar="V",
                     help="also on with the committed rows and these kernel switches flipped (launch/bwd_gluon.py): "
                          "rows (ROWS_TMA)")
+    ap.add_argument("--windows", type=int, nargs="*", default=[], metavar="W",
+                    help="also causal calls with a left window bound of W (window_size (W, 0)) at each head dim and "
+                         "length: FLOP of the visible pairs, the plain causal call of the run as the cost's base, no "
+                         "SDPA peers (they take no window)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
@@ -98,19 +102,24 @@ def main() -> None:
     print("| d | causal | shape | gluon on | off | on / off | cuDNN | on / cuDNN | FA2 | on / FA2 "
           "| rel diff dq/dk/dv |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d) for d in args.headdims
+    cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d, -1) for d in args.headdims
              for causal in (False, True) for s in args.seqlens]
     if args.gqa:
-        cases += [(128, causal, 4, 4096, 32, 8) for causal in (False, True)]
-    rows = []
-    for d, causal, b, s, h, hk in cases:
+        cases += [(128, causal, 4, 4096, 32, 8, -1) for causal in (False, True)]
+    cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, w) for d in args.headdims for s in args.seqlens
+              for w in args.windows]
+    rows, base = [], {}
+    for d, causal, b, s, h, hk, left in cases:
         g = torch.Generator(device="cuda").manual_seed(s * h + d)
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
                 for _ in range(2))
         do = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         flop = 2.5 * 4 * b * h * d * s * s * (0.5 if causal else 1.0)
-        peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9
+        if left >= 0:  # the visible pairs of a causal call with a left window bound
+            w = min(left, s - 1)
+            flop = 2.5 * 4 * b * h * d * ((w + 1) * s - w * (w + 1) / 2)
+        peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9 if left < 0 else float("nan")
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
         extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq \
             + [f"r{r}" for r in args.regs] + [f"v:{v}" for v in args.variants]
@@ -119,7 +128,7 @@ def main() -> None:
             for on in (True, False, *extra):
                 _set(on)
                 with fa.use_backend("triton"):
-                    out = fa.flash_attn_func(q, k, v, causal=causal)
+                    out = fa.flash_attn_func(q, k, v, causal=causal, window_size=(left, 0 if left >= 0 else -1))
 
                 def bwd(out=out, ins=(q, k, v), do=do):
                     return torch.autograd.grad(out, ins, do, retain_graph=True)
@@ -134,6 +143,11 @@ def main() -> None:
                     for m in extra}
         cu, f2 = peers["cuDNN"], peers["FA2"]
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
+        if causal and left < 0 and hk == h:
+            base[(d, s)] = (on, off)
+        elif left >= 0 and (d, s) in base:
+            shape += (f" window {left} (cost: on {on / base[(d, s)][0]:.2f}, off {off / base[(d, s)][1]:.2f} of the "
+                      "plain causal call)")
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
                          on_all=[flop / t * 1e-9 for t in times[True]],
                          off_all=[flop / t * 1e-9 for t in times[False]], variants=ext))

@@ -100,13 +100,37 @@ def test_dq_plan():
 @pytest.mark.parametrize("change,why", [
     (dict(dropout_p=0.1), "dropout"),
     (dict(softcap=30.0), "softcap"),
-    (dict(window_left=64), "window"),
     (dict(alibi_slopes=torch.ones(4)), "ALiBi"),
     (dict(sinks=torch.zeros(4)), "sinks"),
 ])
 def test_declines_options(change, why):
     q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
     assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, **change), grad_str(k))
+
+
+def test_causal_windows(monkeypatch):
+    """A left window bound on causal calls (or a right bound of 0) takes the causal rows with WINDOW; a window whose
+    right bound is not the diagonal is declined, and so is a chunk whose last row's window lies past the keys."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    q, k, v = qkv(1, 4096, 4096, 4, 4, device="cpu")
+    for p in (params(causal=True, window_left=1024), params(window_left=1024, window_right=0)):
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
+        row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
+        assert with_dq and row is bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True))
+        plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, row.config, (4 * 4096, 4096), k.stride()[:3], True)
+        assert plan.slot.constexprs["CAUSAL"] is True and plan.slot.constexprs["WINDOW"] is True
+        assert plan.tail[1][-1] == 1024
+    causal = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), row.config, (4 * 4096, 4096), k.stride()[:3])
+    assert causal.slot.constexprs["WINDOW"] is False
+    assert "right bound" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(window_left=64, window_right=64),
+                                                        grad_str(k))
+    assert "past the last key" in bwd_gluon.dkdv_gluon_reason(
+        "sm90", q, k, v, params(causal=True, window_left=64, diag_offset=65), grad_str(k))
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=64, diag_offset=64),
+                                       grad_str(k)) is None
+    monkeypatch.setattr(bwd_gluon, "WINDOWS", False)
+    assert "turned off" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=64),
+                                                       grad_str(k))
 
 
 def test_declines_other_calls():
@@ -144,7 +168,7 @@ def test_plan_keeps_no_tensor():
     assert plan.grid == (3, 2 * 2, 1)
     assert all(t.base is None for t in plan.templates)
     assert [t.block_shape for t in plan.templates] == [[cfg.block_m, 128], [64, 128], [64, 128], [cfg.block_m, 128]]
-    assert plan.tail[1] == (4, 2, 256, 384, 0)
+    assert plan.tail[1] == (4, 2, 256, 384, 0, -1)
     # the LSE / delta through TMA: a flat [b * h * sq] template, block block_m (its base set per call)
     assert plan.slot.constexprs["ROWS_TMA"] is True and plan.rows_template.base is None
     assert plan.rows_template.shape == [2 * 4 * 256] and plan.rows_template.block_shape == [cfg.block_m]
@@ -180,7 +204,7 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "from flash_attention_amd.tools.check_kernels.compile import attrs_for\n"
         "out = []\n"
         "for s in bwd_gluon.compile_specs('sm90'):\n"
-        "    if 'd=128 causal' not in s.label or 'bf16' not in s.label:\n"
+        "    if 'd=128 causal' not in s.label or 'bf16' not in s.label or 'window' in s.label:\n"
         "        continue\n"
         "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
         "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
@@ -281,19 +305,19 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
 
 
-def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch):
+def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1)):
     """grads (dq, dk, dv of the call through the Gluon kernel) finite, and as close to the float64 oracle as the
     same call with the kernel off (the dQ kernel and the other dK/dV kernels), or within 2e-2."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ro, _ = attention_ref(q64, k64, v64, causal=causal)
+    ro, _ = attention_ref(q64, k64, v64, causal=causal, window_size=window)
     ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
     monkeypatch.setattr(bwd_gluon, "ENABLED", False)
     core.clear_plans()
     with fa.use_backend("triton"):
-        out_off = fa.flash_attn_func(q, k, v, causal=causal)
+        out_off = fa.flash_attn_func(q, k, v, causal=causal, window_size=window)
     off = torch.autograd.grad(out_off, (q, k, v), dout)
     for g, o, r, name in zip(grads, off, ref, "qkv"):
         assert torch.isfinite(g).all(), name
@@ -371,6 +395,44 @@ def test_dq_gradients_match_reference(dq_tile, monkeypatch, b, sq, sk, h, hk, d,
         # the LSE / delta through TMA where the tile asks for it and seqlen_q allows
         assert tma == [dq_tile != "64:2" and sq % 4 == 0]
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
+
+
+_WINDOWS = [
+    (2, 1000, 1000, 4, 4, 128, 100, True),  # windows shorter than a query block, partial blocks
+    (1, 777, 777, 4, 2, 128, 300, True),    # GQA
+    (1, 300, 700, 4, 2, 128, 200, True),    # bottom-right: the first keys outside every window (zero dk / dv)
+    (2, 513, 513, 2, 1, 64, 64, True),      # MQA, a window of one key block
+    (1, 1024, 1024, 2, 2, 64, 700, False),  # causal=False with a right bound of 0
+    (1, 130, 130, 2, 2, 128, 0, True),      # each query sees its own key alone
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,left,causal", _WINDOWS)
+@pytest.mark.parametrize("with_dq", [True, False], ids=["dq", "dkdv"])
+def test_window_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, left, causal):
+    """Sliding windows (a left bound on causal calls, WINDOW): dq / dk / dv against the float64 oracle, every output
+    allocated NaN, the kernel with and without its dQ serving (a spy proves which)."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import tiles_bwd
+    from flash_attention_amd.launch.tiles import Row, Tile
+
+    rows = [Row(128, Tile(64, 128, 4, 2, use_tma=True)), Row(64, Tile(64, 128, 4, 2))]
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [] if with_dq else rows)
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", rows if with_dq else [])
+    core.clear_plans()
+    _poison(monkeypatch)
+    seen = _dq_spy(monkeypatch)
+    window = (left, 0)
+    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
+    dout = torch.randn_like(q)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    assert seen == [with_dq]
+    _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window)
 
 
 @pytest.mark.gpu

@@ -1,5 +1,6 @@
 """The Hopper backward kernel in Gluon (Triton 3.6's explicit-layout dialect): dK / dV, and with DQ dQ too; a
-narrow fast path of ``bwd.py``'s ``bwd_dkdv`` (and ``bwd_dq``), for dense calls without options, causal or not.
+narrow fast path of ``bwd.py``'s ``bwd_dkdv`` (and ``bwd_dq``), for dense calls, causal or not, without options
+but a left window bound on causal calls (sliding-window attention).
 
 What Triton's own language cannot say and this kernel does: the exponentials of query block i run while the
 tensor cores compute dP^T(i), and dS^T(i) while they compute dV(i). Per query block each consumer warp group
@@ -26,7 +27,9 @@ ROWS_TMA: the producer brings each query block's LSE / delta (1-D descriptors ov
 slots with its Q / dO, and the consumers read their columns from there; else each consumer loads them and converts
 their layout through shared memory (four warp-group barriers a step; launch/bwd_gluon.py says which calls).
 Key j (a row of this program) is seen by query i (a column) when i < seqlen_q and, CAUSAL, j <= i + limit
-(limit = seqlen_k - seqlen_q + a chunk's diagonal offset). GQA: a program of KV head hk visits the query
+(limit = seqlen_k - seqlen_q + a chunk's diagonal offset) and, WINDOW (causal calls only), j >= i + limit -
+window_left: a program then visits the query blocks from the first that sees its first key to the last that sees
+its last key, and masks those that cut its rows' windows at either end. GQA: a program of KV head hk visits the query
 blocks of each of its group's query heads in turn. The launcher (``dkdv_gluon_reason``) asks that every
 query row see a key (its LSE is finite).
 """
@@ -106,18 +109,19 @@ def _fill(bar, desc, coord, ring, slot, rows_src, g, col, WHICH: gl.constexpr, R
 
 @gluon.jit
 def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
-          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
-          ROWS_TMA: gl.constexpr):
+          st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
+          WG: gl.constexpr, ROWS_TMA: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
     dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
     memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
     the accumulators [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key
-    positions; scores = (qk_scale (log2 units), limit, seqlen_q, seqlen_k). MASK: this block needs the mask. dq /
+    positions; scores = (qk_scale (log2 units), limit, limit - window_left, seqlen_q, seqlen_k). MASK: this block
+    needs the mask. dq /
     dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the
     step made ptxas serialise every wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
-    qk_scale, limit, seqlen_q, seqlen_k = scores
+    qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
     dv, dk = state
     STAGES: gl.constexpr = q_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -147,6 +151,8 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
         ok = (cols < seqlen_q)[None, :]
         if CAUSAL:
             ok = ok & (rows[:, None] <= cols[None, :] + limit)
+        if WINDOW:
+            ok = ok & (rows[:, None] >= cols[None, :] + limit_left)
         if DQ:  # key rows past the sequence (the next one's, or TMA's zeros) must not reach dQ
             ok = ok & (rows < seqlen_k)[:, None]
         p = gl.where(ok, p, 0.0)
@@ -230,16 +236,18 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, CAUSAL: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr, ROWS_TMA: gl.constexpr):
+              dq, dq_col, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
+              ROWS_TMA: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
-    diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M;
-    the ones between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
+    diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M,
+    and (WINDOW) so do the last ones, whose last query leaves this group's first key outside its window; the ones
+    between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
     the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
     pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
     head's first column in the dQ accumulator."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
-    qk_scale, limit, seqlen_q, seqlen_k = scores
+    qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -257,7 +265,11 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     if DQ:
         if first + ROWS > seqlen_k:
             a = n_iter
-    b = gl.minimum(gl.maximum(n_iter - (seqlen_q % BLOCK_M != 0).to(gl.int32), a), n_iter)
+    b = n_iter - (seqlen_q % BLOCK_M != 0).to(gl.int32)
+    if WINDOW:  # blocks whose last query i sees the group's first key (first >= i + limit_left) come before those
+        # (query block m is whole when (m + 1) * BLOCK_M <= first - limit_left + 1; none when that is negative)
+        b = gl.minimum(b, gl.maximum(first - limit_left + 1, 0) // BLOCK_M - m_first)
+    b = gl.minimum(gl.maximum(b, a), n_iter)
     mbarrier.wait(kv_bar.index(0), 0)
     state = (dv, dk)
     ring = (q_ready, do_ready, q_empty, do_empty)
@@ -272,13 +284,16 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG,
+                          ROWS_TMA)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG,
+                          ROWS_TMA)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG,
+                          ROWS_TMA)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
@@ -293,16 +308,17 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
-                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
+                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
     consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
     (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
-    (nheads, group, seqlen_q, seqlen_k, diag_offset); sm_scale fp32."""
+    (nheads, group, seqlen_q, seqlen_k, diag_offset, window_left) (window_left: WINDOW's, else unused); sm_scale
+    fp32."""
     l_str, g_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, diag_offset = sizes
+    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
@@ -316,7 +332,11 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     m_first = 0
     if CAUSAL:  # the first query block that sees key n0
         m_first = gl.maximum(n0 - limit, 0) // BLOCK_M
-    n_iter = gl.maximum(gl.cdiv(seqlen_q, BLOCK_M) - m_first, 0)
+    m_end = gl.cdiv(seqlen_q, BLOCK_M)
+    if WINDOW:  # past the block of the last query that sees the program's last key (i <= key - limit + window_left)
+        last = n0 + 2 * ROWS - 1 - limit + window_left
+        m_end = gl.minimum(m_end, (gl.maximum(last, 0) // BLOCK_M + 1) * (last >= 0).to(gl.int32))
+    n_iter = gl.maximum(m_end - m_first, 0)
     smem_layout: gl.constexpr = q_desc.layout
     k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
     v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
@@ -345,7 +365,7 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         rows_src = gl.constexpr(0)
     g_off = b64 * g_str[0] + off_hk * g_str[2]
     out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
-    scores = (sm_scale * LOG2E, limit, seqlen_q, seqlen_k)
+    scores = (sm_scale * LOG2E, limit, limit - window_left, seqlen_q, seqlen_k)
     origin = (off_b * seqlen_q, off_b * seqlen_k, h0 * h_str[0], off_hk * h_str[1], off_hk * h_str[2],
               h0 * h_str[3], h_str[0], h_str[3])
     dq0 = gl.constexpr(0)  # (warp_specialize takes no None)
@@ -366,9 +386,11 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, DQ, 0, ROWS_TMA)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 0,
+                     ROWS_TMA)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, DQ, 1, ROWS_TMA)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 1,
+                     ROWS_TMA)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
                      n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

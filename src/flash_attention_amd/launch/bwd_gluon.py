@@ -50,6 +50,10 @@ WITH_DQ = True
 # setting.
 ROWS_TMA = True
 ROWS_TMA_ALIGN = 4
+# Causal calls with a left window bound (sliding-window attention: Mistral, Gemma's local layers, gpt-oss) take the
+# causal rows, the kernel's WINDOW masking the query blocks that cut the window's left edge and skipping those past
+# it. WINDOWS False: they go to the Triton kernels (a module attribute for the A/B, not a user setting).
+WINDOWS = True
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -62,18 +66,24 @@ def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with
     return None
 
 
+def _causal(params: AttnParams) -> bool:
+    """The kernel's CAUSAL: causal, or a window whose right bound is the diagonal (the same mask); such calls take
+    the causal rows, a left window bound too (WINDOW)."""
+    return bool(params.causal) or params.window_right == 0
+
+
 def gluon_dq_row(arch: str | None, q, k, params: AttnParams) -> Row | None:
     """The BWD_GLUON_DQ row of a call that ``dkdv_gluon_reason`` accepted, or None: none for its shape, the kernel's
     dQ turned off (WITH_DQ), or a call asking for a deterministic backward (the reduce-adds' order varies)."""
     return None if _dq_decline(arch, q, k, params) else dkdv_gluon_row(
-        arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2], with_dq=True)
+        arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], with_dq=True)
 
 
 def _dq_decline(arch: str | None, q, k, params: AttnParams) -> str | None:
     """Why no BWD_GLUON_DQ row serves this call (a phrase), or None."""
     if not WITH_DQ or params.deterministic:
         return "a deterministic call" if params.deterministic else "turned off"
-    row = dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2], with_dq=True)
+    row = dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], with_dq=True)
     if row is None or min(q.shape[1], k.shape[1]) < row.min_seqlen_k:
         return "none from these lengths"
     if row.config.block_m > 64 and not _rows_tma(row.config, q.shape[1]):
@@ -95,7 +105,7 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     if config.gluon_off() or not ENABLED:
         return "FLASH_ATTENTION_GLUON=0"
     d = q.shape[-1]
-    causal = bool(params.causal)
+    causal = _causal(params)
     row = dkdv_gluon_row(arch, d, causal, q.shape[-2] != k.shape[-2])
     dq_row = gluon_dq_row(arch, q, k, params)
     if (row is None and dq_row is None) or k.shape[-1] != d or v.shape[-1] != d:
@@ -108,9 +118,13 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
         return "varlen calls (the Gluon dK/dV kernel takes dense ones)"
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         return f"dtype {q.dtype}"
-    if params.has_window or params.alibi_slopes is not None or params.attn_bias is not None \
-            or params.sinks is not None or params.dropout_p > 0 or params.softcap > 0 or params.q_descale is not None:
-        return "a window, ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    if params.alibi_slopes is not None or params.attn_bias is not None or params.sinks is not None \
+            or params.dropout_p > 0 or params.softcap > 0 or params.q_descale is not None:
+        return "ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    if params.has_window and not causal:
+        return "a window whose right bound is not the diagonal (the Gluon dK/dV kernel takes causal windows)"
+    if params.has_window and not WINDOWS:
+        return "a window (turned off: WINDOWS)"
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
@@ -119,6 +133,8 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
                 "measured as fast")
     if causal and seqlen_k - seqlen_q + params.diag_offset < 0:
         return "rows without keys (the causal diagonal, with a chunk's offset, leaves a query row no key)"
+    if params.window_left >= 0 and params.diag_offset > params.window_left:
+        return "rows without keys (the last query row's window lies past the last key)"
     if grad_str[0] != grad_str[1]:
         return "dk and dv laid out differently"
     for t in (q, k, v):
@@ -133,7 +149,7 @@ def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
     row = gluon_dq_row(arch, q, k, params)
     if row is not None:
         return row, True
-    return dkdv_gluon_row(arch, q.shape[-1], bool(params.causal), q.shape[-2] != k.shape[-2]), False
+    return dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2]), False
 
 
 class DkdvGluonPlan:
@@ -193,11 +209,11 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
     plan.do_key = _view_key(q)
-    sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset))
+    sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
-    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=bool(params.causal), DQ=bool(dq), CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -244,17 +260,20 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         acc = torch.empty(8, 8 * d, dtype=torch.float32)
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
-        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 5,
+        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 6,
                    sm_scale="fp32")
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
-        for causal, rows_tma in itertools.product(causals, ways):
-            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
+        # causal rows with a left window bound too (WINDOW)
+        masks = [(c, w) for c in causals for w in ((False, True) if c and WINDOWS else (False,))]
+        for (causal, window), rows_tma in itertools.product(masks, ways):
+            consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
             if not dq:
                 consts["dq_desc"] = None
-            label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' gqa' if row.gqa else ''} gluon dK/dV"
+            label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' window' if window else ''}"
+                     f"{' gqa' if row.gqa else ''} gluon dK/dV"
                      f"{' + dQ' if dq else ''} {BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
                      f"{' rows-tma' if rows_tma else ''}")
             rows_ty = rows_desc if rows_tma else "*fp32"
