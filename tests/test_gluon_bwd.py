@@ -109,8 +109,9 @@ def test_declines_options(change, why):
 
 
 def test_causal_windows(monkeypatch):
-    """A left window bound on causal calls (or a right bound of 0) takes the causal rows with WINDOW; a window whose
-    right bound is not the diagonal is declined, and so is a chunk whose last row's window lies past the keys."""
+    """A left window bound on causal calls (or a right bound of 0) takes the causal rows with WINDOW, where measured
+    faster (WINDOW_MIN: d=128 from 1024 keys); a window whose right bound is not the diagonal is declined, and so is
+    a chunk whose last row's window lies past the keys."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     q, k, v = qkv(1, 4096, 4096, 4, 4, device="cpu")
     for p in (params(causal=True, window_left=1024), params(window_left=1024, window_right=0)):
@@ -125,12 +126,17 @@ def test_causal_windows(monkeypatch):
     assert "right bound" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(window_left=64, window_right=64),
                                                         grad_str(k))
     assert "past the last key" in bwd_gluon.dkdv_gluon_reason(
-        "sm90", q, k, v, params(causal=True, window_left=64, diag_offset=65), grad_str(k))
-    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=64, diag_offset=64),
+        "sm90", q, k, v, params(causal=True, window_left=1024, diag_offset=1025), grad_str(k))
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=1024, diag_offset=1024),
                                        grad_str(k)) is None
-    monkeypatch.setattr(bwd_gluon, "WINDOWS", False)
-    assert "turned off" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=64),
-                                                       grad_str(k))
+    assert "from 1024 keys" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=1023),
+                                                           grad_str(k))
+    q64, k64, v64 = qkv(1, 4096, 4096, 4, 4, d=64, device="cpu")
+    assert "no window" in bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(64, causal=True, window_left=2048),
+                                                      grad_str(k64))
+    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: 128})
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(64, causal=True, window_left=128),
+                                       grad_str(k64)) is None
 
 
 def test_declines_other_calls():
@@ -422,6 +428,7 @@ def test_window_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk
     rows = [Row(128, Tile(64, 128, 4, 2, use_tma=True)), Row(64, Tile(64, 128, 4, 2))]
     monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [] if with_dq else rows)
     monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", rows if with_dq else [])
+    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: 0, 128: 0})  # every window (the rule is a speed choice)
     core.clear_plans()
     _poison(monkeypatch)
     seen = _dq_spy(monkeypatch)

@@ -52,8 +52,12 @@ ROWS_TMA = True
 ROWS_TMA_ALIGN = 4
 # Causal calls with a left window bound (sliding-window attention: Mistral, Gemma's local layers, gpt-oss) take the
 # causal rows, the kernel's WINDOW masking the query blocks that cut the window's left edge and skipping those past
-# it. WINDOWS False: they go to the Triton kernels (a module attribute for the A/B, not a user setting).
-WINDOWS = True
+# it, at the head dims of WINDOW_MIN from that many keys of window. Against the Triton kernels that serve them
+# otherwise (their window tiles), backward alone, same process, H100 (benchmarks/bench_gluon_bwd_ab.py --windows,
+# results/run33/h100_window_bwd_*.md): d=128 window 1024 1.04x at 4k, 1.07x at 16k; window 128 0.71-0.73x (its
+# programs visit 3-4 query blocks: the K / V loads and the dK / dV stores of each program, which a Triton grid of
+# small tiles hides, are not amortised); d=64 window 1024 1.01x, window 128 0.76-0.77x: no d=64 entry.
+WINDOW_MIN = {128: 1024}
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -123,8 +127,10 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
         return "ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
     if params.has_window and not causal:
         return "a window whose right bound is not the diagonal (the Gluon dK/dV kernel takes causal windows)"
-    if params.has_window and not WINDOWS:
-        return "a window (turned off: WINDOWS)"
+    least = WINDOW_MIN.get(d)
+    if params.window_left >= 0 and (least is None or params.window_left < least):
+        return (f"a window of {params.window_left} keys at d={d} (served from "
+                f"{'no window' if least is None else f'{least} keys'} at this head dim: measured no faster)")
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
@@ -266,7 +272,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
         # causal rows with a left window bound too (WINDOW)
-        masks = [(c, w) for c in causals for w in ((False, True) if c and WINDOWS else (False,))]
+        masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         for (causal, window), rows_tma in itertools.product(masks, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
