@@ -60,71 +60,34 @@ def _reduce_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _producer(q_desc, do_desc, k_desc, v_desc, smem, bars, kv_empty, sched, sizes, h_str, rows_src,
-              CAUSAL: gl.constexpr, WINDOW: gl.constexpr, ROWS_TMA: gl.constexpr):
-    """The TMA loads of the program's tiles (``_work``): per tile its K / V rows (two 64-row halves each, once both
-    consumers released the last tile's: kv_empty), then for t = 0 .. group * n_iter - 1 the Q and dO block of query
-    head h0 + t // n_iter, query block m_first + t % n_iter, into ring slot (base + t) % STAGES (base: the blocks of
-    the program's earlier tiles) once both consumers released the block that held it. h_str: the column step from
-    one query head to the next (q, k, v, do); rows_src (ROWS_TMA): ``_fill``'s, its fifth entry the LSE / delta row
-    of (sequence 0, head 0)."""
+def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group, rows_src,
+              ROWS_TMA: gl.constexpr):
+    """The TMA loads: the program's K / V rows (two 64-row halves each), then for t = 0 .. group * n_iter - 1
+    the Q and dO block of query head h0 + t // n_iter, query block m_first + t % n_iter, into ring slot
+    t % STAGES once both consumers released the block that held it. origin = (q_row, k_row, q_col, k_col,
+    v_col, do_col, q_step, do_step): where this sequence's row 0 and head h0 lie in the descriptors, and the
+    column step from one query head to the next."""
     k_smem, v_smem, q_smem, do_smem = smem
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
-    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
+    q_row, k_row, q_col, k_col, v_col, do_col, q_step, do_step = origin
     STAGES: gl.constexpr = q_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
-    base = 0
-    for i in range(sched[3]):
-        n0, off_b, off_hk, h0, m_first, n_iter = _work(i, sched, sizes, BLOCK_M, CAUSAL, WINDOW)
-        q_row = off_b * seqlen_q
-        k_row = off_b * seqlen_k + n0
-        mbarrier.wait(kv_empty.index(0), (i - 1) & 1, pred=i > 0)
-        mbarrier.expect(kv_bar.index(0), 2 * k_desc.block_type.nbytes + 2 * v_desc.block_type.nbytes)
-        for half in gl.static_range(2):
-            tma.async_copy_global_to_shared(k_desc, [k_row + half * ROWS, off_hk * h_str[1]], kv_bar.index(0),
-                                            k_smem.index(half))
-            tma.async_copy_global_to_shared(v_desc, [k_row + half * ROWS, off_hk * h_str[2]], kv_bar.index(0),
-                                            v_smem.index(half))
-        src = rows_src
-        if ROWS_TMA:  # this tile's (sequence, first head) in the flat LSE / delta views
-            src = (rows_src[0], rows_src[1], rows_src[2], rows_src[3], rows_src[4] * off_b + h0 * rows_src[5],
-                   rows_src[5])
-        for t in range(group * n_iter):
-            g = t // n_iter
-            col = (m_first + t - g * n_iter) * BLOCK_M  # the block's first query position
-            slot = (base + t) % STAGES
-            use = (base + t) // STAGES
-            mbarrier.wait(q_empty.index(slot), (use - 1) & 1, pred=use > 0)
-            _fill(q_ready.index(slot), q_desc, [q_row + col, (h0 + g) * h_str[0]], q_smem, slot, src, g, col, 0,
-                  ROWS_TMA)
-            mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
-            _fill(do_ready.index(slot), do_desc, [q_row + col, (h0 + g) * h_str[3]], do_smem, slot, src, g, col, 1,
-                  ROWS_TMA)
-        base += group * n_iter
-
-
-@gluon.jit
-def _work(i, sched, sizes, BLOCK_M: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr):
-    """The program's i-th tile (the same in every partition): key rows n0 .. n0 + 127 of sequence off_b, KV head
-    off_hk (its group's first query head h0), and the query blocks m_first .. m_first + n_iter - 1 that see them.
-    sched = (first, step, key blocks a head, tiles of the program): tile first + i * step, the key blocks of one
-    head neighbours."""
-    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
-    lin = sched[0] + i * sched[1]
-    n0 = (lin % sched[2]) * (2 * ROWS)
-    off_bhk = lin // sched[2]
-    nheads_k = nheads // group
-    off_b = off_bhk // nheads_k
-    off_hk = off_bhk % nheads_k
-    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
-    m_first = 0
-    if CAUSAL:  # the first query block that sees key n0
-        m_first = gl.maximum(n0 - limit, 0) // BLOCK_M
-    m_end = gl.cdiv(seqlen_q, BLOCK_M)
-    if WINDOW:  # past the block of the last query that sees the program's last key (i <= key - limit + window_left)
-        last = n0 + 2 * ROWS - 1 - limit + window_left
-        m_end = gl.minimum(m_end, (gl.maximum(last, 0) // BLOCK_M + 1) * (last >= 0).to(gl.int32))
-    return n0, off_b, off_hk, off_hk * group, m_first, gl.maximum(m_end - m_first, 0)
+    mbarrier.expect(kv_bar.index(0), 2 * k_desc.block_type.nbytes + 2 * v_desc.block_type.nbytes)
+    for half in gl.static_range(2):
+        row = k_row + n0 + half * ROWS
+        tma.async_copy_global_to_shared(k_desc, [row, k_col], kv_bar.index(0), k_smem.index(half))
+        tma.async_copy_global_to_shared(v_desc, [row, v_col], kv_bar.index(0), v_smem.index(half))
+    for t in range(group * n_iter):
+        g = t // n_iter
+        col = (m_first + t - g * n_iter) * BLOCK_M  # the block's first query position
+        row = q_row + col
+        slot = t % STAGES
+        use = t // STAGES
+        mbarrier.wait(q_empty.index(slot), (use - 1) & 1, pred=use > 0)
+        _fill(q_ready.index(slot), q_desc, [row, q_col + g * q_step], q_smem, slot, rows_src, g, col, 0, ROWS_TMA)
+        mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
+        _fill(do_ready.index(slot), do_desc, [row, do_col + g * do_step], do_smem, slot, rows_src, g, col, 1,
+              ROWS_TMA)
 
 
 @gluon.jit
@@ -272,54 +235,17 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(kv, q_smem, do_smem, bars, kv_empty, LSE, Delta, rows_smem, DK, DV, l_str, g_str, sm_scale, sched,
-              sizes, dq, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
+def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
+              dq, dq_col, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
               ROWS_TMA: gl.constexpr):
-    """One warp group (WG 0 / 1: each tile's first / last 64 key rows) over the program's tiles (``_work``):
-    ``_consumer_tile`` each, then a release of the tile's K / V (kv_empty). rows_smem (ROWS_TMA): the LSE / delta
-    ring slots; else LSE / Delta are read from global memory. dq (DQ): ``_ds_share``'s, its last entry unused (each
-    tile's sequence row 0 in the dQ accumulator is set here)."""
-    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
-    BLOCK_M: gl.constexpr = q_smem.shape[1]
-    HEAD_DIM: gl.constexpr = q_smem.shape[2]
-    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
-    scores = (sm_scale * LOG2E, limit, limit - window_left, seqlen_q, seqlen_k)
-    base = 0
-    for i in range(sched[3]):
-        n0, off_b, off_hk, h0, m_first, n_iter = _work(i, sched, sizes, BLOCK_M, CAUSAL, WINDOW)
-        b64 = off_b.to(gl.int64)
-        if ROWS_TMA:
-            lse_ptr = rows_smem[0]
-            delta_ptr = rows_smem[1]
-        else:
-            lse_ptr = LSE + b64 * l_str[0] + h0 * l_str[1]
-            delta_ptr = Delta + b64 * l_str[0] + h0 * l_str[1]
-        g_off = b64 * g_str[0] + off_hk * g_str[2]
-        out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
-        dq_t = dq
-        if DQ:
-            dq_t = (dq[0], dq[1], dq[2], dq[3], dq[4], off_b * seqlen_q)
-        _consumer_tile(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out, n0 + WG * ROWS, scores, m_first,
-                       n_iter, group, dq_t, h0 * HEAD_DIM, base, i, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
-        mbarrier.arrive(kv_empty.index(0), count=1)  # this tile's products have retired: its K / V are free
-        base += group * n_iter
-    if DQ:
-        tma.store_wait(0)  # the last reduce has read the staging tile before the program ends
-
-
-@gluon.jit
-def _consumer_tile(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter,
-                   group, dq, dq_col, base, done, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-                   WG: gl.constexpr, ROWS_TMA: gl.constexpr):
-    """One warp group, one tile: key rows first .. first + 63 (kv: their K / V in shared memory). Query block
+    """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M,
     and (WINDOW) so do the last ones, whose last query leaves this group's first key outside its window; the ones
     between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
     the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
     pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
-    head's first column in the dQ accumulator; base: the ring blocks of the program's earlier tiles, done: those
-    tiles."""
+    head's first column in the dQ accumulator."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
     qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
@@ -344,7 +270,7 @@ def _consumer_tile(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, f
         # (query block m is whole when (m + 1) * BLOCK_M <= first - limit_left + 1; none when that is negative)
         b = gl.minimum(b, gl.maximum(first - limit_left + 1, 0) // BLOCK_M - m_first)
     b = gl.minimum(gl.maximum(b, a), n_iter)
-    mbarrier.wait(kv_bar.index(0), done & 1)
+    mbarrier.wait(kv_bar.index(0), 0)
     state = (dv, dk)
     ring = (q_ready, do_ready, q_empty, do_empty)
     for g in range(group):
@@ -355,7 +281,7 @@ def _consumer_tile(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, f
             lse_g = lse_ptr + g * l_head
             delta_g = delta_ptr + g * l_head
         col_g = dq_col + g * HEAD_DIM
-        t0 = base + g * n_iter
+        t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
                           scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG,
@@ -376,18 +302,16 @@ def _consumer_tile(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, f
     keep = (rows_o < seqlen_k)[:, None]
     gl.store(dv_ptr + offs, dv.to(dv_ptr.dtype.element_ty), mask=keep)  # [ROWS, HEAD_DIM]
     gl.store(dk_ptr + offs, (dk * sm_scale).to(dk_ptr.dtype.element_ty), mask=keep)
+    if DQ:
+        tma.store_wait(0)  # the last reduce has read the staging tile before the program ends
 
 
 @gluon.jit
-def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale, tiles,
+def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr,
-                          PERSISTENT: gl.constexpr):
-    """Grid (cdiv(seqlen_k, 128), b * hk), a tile (128 key rows of one sequence and KV head) a program, or
-    PERSISTENT: (P,), program p taking tiles p, p + P, ... < tiles (their number; the key blocks of one head
-    neighbours), so that a tile's first loads overlap the last one's end; 4 warps (the first consumer) plus the
-    workers. Descriptors over the 2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols]
-    of k / v (block [64, d]);
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
+    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
+    2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
     consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
     (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
@@ -395,44 +319,56 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     fp32."""
     l_str, g_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
+    limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
-    n_blk = gl.cdiv(seqlen_k, 2 * ROWS)
-    if PERSISTENT:
-        pid = gl.program_id(0)
-        step = gl.num_programs(0)
-        sched = (pid, step, n_blk, gl.cdiv(tiles - pid, step))
-    else:  # one tile: the loops over tiles run once (a constant trip count)
-        sched = (gl.program_id(1) * n_blk + gl.program_id(0), 1, n_blk, 1)
+    n0 = gl.program_id(0) * (2 * ROWS)
+    off_bhk = gl.program_id(1)
+    nheads_k = nheads // group
+    off_b = off_bhk // nheads_k
+    off_hk = off_bhk % nheads_k
+    h0 = off_hk * group  # the group's first query head
+    m_first = 0
+    if CAUSAL:  # the first query block that sees key n0
+        m_first = gl.maximum(n0 - limit, 0) // BLOCK_M
+    m_end = gl.cdiv(seqlen_q, BLOCK_M)
+    if WINDOW:  # past the block of the last query that sees the program's last key (i <= key - limit + window_left)
+        last = n0 + 2 * ROWS - 1 - limit + window_left
+        m_end = gl.minimum(m_end, (gl.maximum(last, 0) // BLOCK_M + 1) * (last >= 0).to(gl.int32))
+    n_iter = gl.maximum(m_end - m_first, 0)
     smem_layout: gl.constexpr = q_desc.layout
     k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
     v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], smem_layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], smem_layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    kv_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     q_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     do_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     do_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar.index(0), count=1)
-    mbarrier.init(kv_empty.index(0), count=2)  # one arrive from each consumer
     for i in gl.static_range(STAGES):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(do_ready.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=2)  # one arrive from each consumer
         mbarrier.init(do_empty.index(i), count=2)
     bars = (kv_bar, q_ready, do_ready, q_empty, do_empty)
-    rows_src = gl.constexpr(0)  # (warp_specialize takes no None)
-    rows_smem = gl.constexpr(0)
+    b64 = off_b.to(gl.int64)
     if ROWS_TMA:
-        lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], LSE.layout)
-        delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], Delta.layout)
-        rows_smem = (lse_smem, delta_smem)
-        # _fill's, with the batch stride in place of a tile's first row (the producer sets it per tile)
-        rows_src = (LSE, Delta, lse_smem, delta_smem, l_str[0], l_str[1])
-    dq0 = gl.constexpr(0)
+        lse_ptr = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], LSE.layout)
+        delta_ptr = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], Delta.layout)
+        rows_src = (LSE, Delta, lse_ptr, delta_ptr, off_b * l_str[0] + h0 * l_str[1], l_str[1])
+    else:
+        lse_ptr = LSE + b64 * l_str[0] + h0 * l_str[1]
+        delta_ptr = Delta + b64 * l_str[0] + h0 * l_str[1]
+        rows_src = gl.constexpr(0)
+    g_off = b64 * g_str[0] + off_hk * g_str[2]
+    out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
+    scores = (sm_scale * LOG2E, limit, limit - window_left, seqlen_q, seqlen_k)
+    origin = (off_b * seqlen_q, off_b * seqlen_k, h0 * h_str[0], off_hk * h_str[1], off_hk * h_str[2],
+              h0 * h_str[3], h_str[0], h_str[3])
+    dq0 = gl.constexpr(0)  # (warp_specialize takes no None)
     dq1 = gl.constexpr(0)
     if DQ:
         DQ_COLS: gl.constexpr = dq_desc.block_type.shape[1]
@@ -446,13 +382,15 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         ds_bar = gl.allocate_shared_memory(gl.int64, [NB, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NB):
             mbarrier.init(ds_bar.index(i), count=2)  # one arrive from each consumer
-        dq0 = (ds_smem, ds_bar, k_smem, stage0, dq_desc, 0)
-        dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, 0)
+        dq0 = (ds_smem, ds_bar, k_smem, stage0, dq_desc, off_b * seqlen_q)
+        dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
-        (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, kv_empty, LSE, Delta, rows_smem, DK,
-                     DV, l_str, g_str, sm_scale, sched, sizes, dq0, CAUSAL, WINDOW, DQ, 0, ROWS_TMA)),
-        (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, kv_empty, LSE, Delta, rows_smem, DK,
-                     DV, l_str, g_str, sm_scale, sched, sizes, dq1, CAUSAL, WINDOW, DQ, 1, ROWS_TMA)),
-        (_producer, (q_desc, do_desc, k_desc, v_desc, (k_smem, v_smem, q_smem, do_smem), bars, kv_empty, sched, sizes,
-                     h_str, rows_src, CAUSAL, WINDOW, ROWS_TMA)),
+        (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 0,
+                     ROWS_TMA)),
+        (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 1,
+                     ROWS_TMA)),
+        (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
+                     n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

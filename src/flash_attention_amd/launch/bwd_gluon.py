@@ -21,7 +21,7 @@ import torch
 from .. import config
 from ..params import AttnParams
 from .fwd_gluon import _descriptor, _rebase, gluon_triton_reason, rows_view
-from .runtime import KernelSlot, sm_count
+from .runtime import KernelSlot
 from .spec import S3, CompileSpec, arg_positions
 from .tiles import Row, Tile, cdiv
 from .tiles_bwd import BWD_GLUON, BWD_GLUON_DQ
@@ -58,10 +58,6 @@ ROWS_TMA_ALIGN = 4
 # programs visit 3-4 query blocks: the K / V loads and the dK / dV stores of each program, which a Triton grid of
 # small tiles hides, are not amortised); d=64 window 1024 1.01x, window 128 0.76-0.77x: no d=64 entry.
 WINDOW_MIN = {128: 1024}
-# Persistent programs (the kernel's PERSISTENT): one per SM, each taking every P-th tile, so that a tile's K / V and
-# first Q / dO loads overlap the last tile's end instead of a new program's start. A module attribute for the A/B
-# (bench_gluon_bwd_ab.py --variants persist), not a user setting.
-PERSISTENT = False
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -213,9 +209,6 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     rows_tma = _rows_tma(cfg, seqlen_q)
     plan.rows_template = _rows_descriptor(None, batch * nheads * seqlen_q, cfg.block_m) if rows_tma else None
     plan.grid = (cdiv(seqlen_k, BLOCK_N), batch * nheads_k, 1)
-    tiles = plan.grid[0] * plan.grid[1]
-    if PERSISTENT:
-        plan.grid = (min(tiles, sm_count(q.device)), 1, 1)
     # dout gets q's template: a dout laid out like q (the usual case) takes it, another is left to the others
     plan.templates = tuple(_descriptor(t, rows_view(t), rows) for t, rows in
                            ((q, cfg.block_m), (k, KV_ROWS), (v, KV_ROWS), (q, cfg.block_m)))
@@ -224,10 +217,9 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan.do_key = _view_key(q)
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
-    plan.tail = (strides, sizes, float(params.softmax_scale), tiles)
+    plan.tail = (strides, sizes, float(params.softmax_scale))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma,
-                      PERSISTENT=PERSISTENT)
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -275,7 +267,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
         sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 6,
-                   sm_scale="fp32", tiles="i32")
+                   sm_scale="fp32")
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
@@ -283,7 +275,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         for (causal, window), rows_tma in itertools.product(masks, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, PERSISTENT=PERSISTENT)
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' window' if window else ''}"
