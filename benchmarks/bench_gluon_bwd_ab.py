@@ -108,6 +108,8 @@ def main() -> None:
         cases += [(128, causal, 4, 4096, 32, 8, -1) for causal in (False, True)]
     cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, w) for d in args.headdims for s in args.seqlens
               for w in args.windows]
+    if args.gqa:
+        cases += [(128, True, 4, 4096, 32, 8, w) for w in args.windows]
     rows, base = [], {}
     for d, causal, b, s, h, hk, left in cases:
         g = torch.Generator(device="cuda").manual_seed(s * h + d)
@@ -143,10 +145,11 @@ def main() -> None:
                     for m in extra}
         cu, f2 = peers["cuDNN"], peers["FA2"]
         shape = f"b={b} s={s} h={h}" + (f"/{hk}" if hk != h else "")
-        if causal and left < 0 and hk == h:
-            base[(d, s)] = (on, off)
-        elif left >= 0 and (d, s) in base:
-            shape += (f" window {left} (cost: on {on / base[(d, s)][0]:.2f}, off {off / base[(d, s)][1]:.2f} of the "
+        if causal and left < 0:
+            base[(d, s, hk == h)] = (on, off)
+        elif left >= 0 and (d, s, hk == h) in base:
+            plain = base[(d, s, hk == h)]
+            shape += (f" window {left} (cost: on {on / plain[0]:.2f}, off {off / plain[1]:.2f} of the "
                       "plain causal call)")
         rows.append(dict(d=d, causal=causal, b=b, s=s, h=h, hk=hk, on=on, off=off, cudnn=cu, fa2=f2, diff=diff,
                          on_all=[flop / t * 1e-9 for t in times[True]],
