@@ -110,8 +110,8 @@ def test_declines_options(change, why):
 
 def test_causal_windows(monkeypatch):
     """A left window bound on causal calls (or a right bound of 0) takes the causal rows with WINDOW, where measured
-    faster (WINDOW_MIN: d=128 from 1024 keys); a window whose right bound is not the diagonal is declined, and so is
-    a chunk whose last row's window lies past the keys."""
+    faster (WINDOW_MIN: d=128 from 1024 keys, 512 in groups of 4 query heads); a window whose right bound is not the
+    diagonal is declined, and so is a chunk whose last row's window lies past the keys."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     q, k, v = qkv(1, 4096, 4096, 4, 4, device="cpu")
     for p in (params(causal=True, window_left=1024), params(window_left=1024, window_right=0)):
@@ -131,10 +131,17 @@ def test_causal_windows(monkeypatch):
                                        grad_str(k)) is None
     assert "from 1024 keys" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, window_left=1023),
                                                            grad_str(k))
+    qg, kg, vg = qkv(1, 4096, 4096, 8, 2, device="cpu")  # groups of 4 query heads: from 512 keys
+    assert bwd_gluon.dkdv_gluon_reason("sm90", qg, kg, vg, params(causal=True, window_left=512), grad_str(kg)) is None
+    assert "from 512 keys" in bwd_gluon.dkdv_gluon_reason("sm90", qg, kg, vg, params(causal=True, window_left=511),
+                                                          grad_str(kg))
+    q2, k2, v2 = qkv(1, 4096, 4096, 4, 2, device="cpu")  # groups of 2: as MHA
+    assert "from 1024 keys" in bwd_gluon.dkdv_gluon_reason("sm90", q2, k2, v2, params(causal=True, window_left=512),
+                                                           grad_str(k2))
     q64, k64, v64 = qkv(1, 4096, 4096, 4, 4, d=64, device="cpu")
     assert "no window" in bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(64, causal=True, window_left=2048),
                                                       grad_str(k64))
-    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: 128})
+    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: (128, 128)})
     assert bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(64, causal=True, window_left=128),
                                        grad_str(k64)) is None
 
@@ -428,7 +435,7 @@ def test_window_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk
     rows = [Row(128, Tile(64, 128, 4, 2, use_tma=True)), Row(64, Tile(64, 128, 4, 2))]
     monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [] if with_dq else rows)
     monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", rows if with_dq else [])
-    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: 0, 128: 0})  # every window (the rule is a speed choice)
+    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: (0, 0), 128: (0, 0)})  # every window (a speed rule)
     core.clear_plans()
     _poison(monkeypatch)
     seen = _dq_spy(monkeypatch)

@@ -52,12 +52,14 @@ ROWS_TMA = True
 ROWS_TMA_ALIGN = 4
 # Causal calls with a left window bound (sliding-window attention: Mistral, Gemma's local layers, gpt-oss) take the
 # causal rows, the kernel's WINDOW masking the query blocks that cut the window's left edge and skipping those past
-# it, at the head dims of WINDOW_MIN from that many keys of window. Against the Triton kernels that serve them
-# otherwise (their window tiles), backward alone, same process, H100 (benchmarks/bench_gluon_bwd_ab.py --windows,
-# results/run33/h100_window_bwd_*.md): d=128 window 1024 1.04x at 4k, 1.07x at 16k; window 128 0.71-0.73x (its
-# programs visit 3-4 query blocks: the K / V loads and the dK / dV stores of each program, which a Triton grid of
-# small tiles hides, are not amortised); d=64 window 1024 1.01x, window 128 0.76-0.77x: no d=64 entry.
-WINDOW_MIN = {128: 1024}
+# it, at the head dims of WINDOW_MIN from (MHA and groups of 2-3 query heads, groups of 4 or more) keys of window.
+# Against the Triton kernels that serve them otherwise (their window tiles), backward alone, same process, H100
+# (benchmarks/bench_gluon_bwd_ab.py --windows, results/run33/h100_window_bwd_*.md), d=128: MHA window 128 / 256 / 512
+# 0.71-0.73 / 0.78 / 0.89x, 1024 1.03-1.07x (three runs, 4k and 16k), 2048 1.15-1.18x; GQA 32/8 at 4k window 256 /
+# 512 / 1024 / 2048 0.96 / 1.14 / 1.24 / 1.32x. A program visits about (window + 192) / 64 query blocks of each query
+# head of its group: short windows leave too few to hide its K / V loads and dK / dV stores, which a Triton grid of
+# small tiles hides. d=64: window 1024 1.01x, 128 0.76-0.77x: no entry.
+WINDOW_MIN = {128: (1024, 512)}
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
@@ -128,9 +130,11 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     if params.has_window and not causal:
         return "a window whose right bound is not the diagonal (the Gluon dK/dV kernel takes causal windows)"
     least = WINDOW_MIN.get(d)
+    if least is not None:
+        least = least[q.shape[-2] // k.shape[-2] >= 4]
     if params.window_left >= 0 and (least is None or params.window_left < least):
         return (f"a window of {params.window_left} keys at d={d} (served from "
-                f"{'no window' if least is None else f'{least} keys'} at this head dim: measured no faster)")
+                f"{'no window' if least is None else f'{least} keys'} at this head dim and group: measured no faster)")
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
