@@ -526,6 +526,8 @@ BWD_WS: dict[str, list[Row]] = {"sm90": []}
 # - d=64: 0.77-0.95x with 128 query rows a step (it spills), 0.94-0.99x with 64 (no row).
 # ptxas (check-kernels --kernel bwd_gluon): the products stay asynchronous; the causal build spills 120 B of scalars,
 # 3-11 local loads / stores a step in the second consumer's loops (none in the first's), measured as above.
+# The causal rows (here and in BWD_GLUON_DQ) serve causal calls with a left window bound too, where
+# launch/bwd_gluon.py WINDOW_MIN says (session 36, run33: d=128 from 1024 keys of window, 512 in groups of 4+).
 _BWD_GLUON_128 = ("H100 (run26/h100_gluon_bwd_ab.md, _tiles.md): d=128 causal 1.03-1.06x the warp-specialised / main "
                   "dK/dV kernel from 4k keys (1.00x at 1k), GQA 32/8 1.04-1.06x")
 # use_tma (the LSE / delta through TMA, launch/bwd_gluon.py ROWS_TMA): the d=128 rows, measured with dQ from 4k keys
