@@ -42,6 +42,11 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
                 seqlen_k=4096, nheads=16, headdim=128, headdim_v=128)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **base))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **base))[0] == "sdpa"  # GQA: h100_run3/gqa_route
+    # options SDPA cannot express: triton first, and no "plain dense call" rule named for them
+    for opt in (dict(causal=True, window_left=1024, window_right=0), dict(softcap=30.0), dict(has_alibi=True),
+                dict(has_sinks=True)):
+        problem = Problem(arch="sm90", nheads_k=16, needs_grad=True, **base, **opt)
+        assert dispatch.preference(problem)[0] == "triton" and "sdpa first" not in dispatch.order_rule(problem)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(base, headdim=256, headdim_v=256)))[0] == (
         "sdpa")  # GQA at d=256: run16/h100_gqa_route_d256.txt
     # dropout at d=64 / 128, MHA and GQA: SDPA measured faster (run16/h100_dropout_route_*, h100_dropout_gqa);

@@ -228,6 +228,8 @@ def _triton_first_forward(problem: Problem) -> bool:
 def _sdpa_measured_faster(problem: Problem) -> bool:
     if problem.bias:  # masked calls stay with triton (_MASKED_CALLS)
         return False
+    if problem.has_window or problem.softcap > 0 or problem.has_alibi or problem.has_sinks:
+        return False  # the rules were measured on plain calls (and SDPA declines these: triton goes first anyway)
     if _triton_first_forward(problem):
         return False
     if not (problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim == problem.headdim_v
