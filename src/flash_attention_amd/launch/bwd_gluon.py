@@ -56,9 +56,9 @@ ROWS_TMA_ALIGN = 4
 # Against the Triton kernels that serve them otherwise (their window tiles), backward alone, same process, H100
 # (benchmarks/bench_gluon_bwd_ab.py --windows, results/run33/h100_window_bwd_*.md), d=128: MHA window 128 / 256 / 512
 # 0.71-0.73 / 0.78 / 0.89x, 1024 1.03-1.09x (four runs, two hosts), 2048 1.15-1.18x; GQA 32/8 at 4k window 256 /
-# 512 / 1024 / 2048 0.96 / 1.14 / 1.23-1.24 / 1.32x. A program visits about (window + 192) / 64 query blocks of each query
-# head of its group: short windows leave too few to hide its K / V loads and dK / dV stores, which a Triton grid of
-# small tiles hides. d=64: window 1024 1.01x, 128 0.76-0.77x: no entry.
+# 512 / 1024 / 2048 0.96 / 1.14 / 1.23-1.24 / 1.32x. A program visits about (window + 192) / 64 query blocks of each
+# query head of its group: short windows leave too few to hide its K / V loads and dK / dV stores, which a Triton
+# grid of small tiles hides. d=64: window 1024 1.01x, 128 0.76-0.77x: no entry.
 WINDOW_MIN = {128: (1024, 512)}
 
 
