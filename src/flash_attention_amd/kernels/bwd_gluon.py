@@ -116,9 +116,8 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
     memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
     the accumulators [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key
     positions; scores = (qk_scale (log2 units), limit, limit - window_left, seqlen_q, seqlen_k). MASK: this block
-    needs the mask. dq /
-    dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left in flight past the
-    step made ptxas serialise every wgmma of the loop.)"""
+    needs the mask. dq / dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left
+    in flight past the step made ptxas serialise every wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
     qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
@@ -284,16 +283,13 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG,
-                          ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG,
-                          ROWS_TMA)
+                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG,
-                          ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
