@@ -146,6 +146,30 @@ def test_causal_windows(monkeypatch):
                                        grad_str(k64)) is None
 
 
+def test_explain_names_the_window_rule():
+    """The triton backend's plan description (explain()) says where a window takes the Gluon backward and, where it
+    does not, why: the same rule as dkdv_gluon_reason (window_reason)."""
+    from flash_attention_amd.backends import registry
+    from flash_attention_amd.params import Problem
+
+    base = dict(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=4, seqlen_q=4096, seqlen_k=4096,
+                nheads=32, headdim=128, headdim_v=128, needs_grad=True, arch="sm90", causal=True, window_right=0)
+
+    def backward_lines(nheads_k, window_left):
+        lines = registry()["triton"].describe_plan(Problem(nheads_k=nheads_k, window_left=window_left, **base))
+        return [line for line in lines if line.startswith("triton backward:")]
+
+    assert any("Gluon backward kernel" in x and "a window of 1024 keys (WINDOW)" in x for x in backward_lines(32, 1024))
+    served = backward_lines(8, 512)  # groups of 4: from 512
+    assert any("Gluon backward kernel" in x and "a window of 512 keys (WINDOW)" in x for x in served)
+    for nheads_k, left, least in ((32, 512, 1024), (8, 256, 512)):
+        lines = backward_lines(nheads_k, left)
+        assert any(f"not the Gluon backward kernel: a window of {left} keys" in x and f"from {least} keys" in x
+                   for x in lines), lines
+        assert not any("instead" in x and "Gluon" in x for x in lines)
+    assert not any("WINDOW" in x for x in backward_lines(32, -1))  # a causal call without a window
+
+
 def test_declines_other_calls():
     causal = params(causal=True)
     q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")

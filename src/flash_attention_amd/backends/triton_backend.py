@@ -160,23 +160,32 @@ class TritonBackend(KernelBackend):
                              f"dQ {b.dq.label()}{how}" + (f"; {b.reason}" if b.reason else ""))
                 ws = bwd_ws.dkdv_ws_tile(problem.arch, problem.headdim) if gpu_ws else None
                 gqa = problem.nheads != problem.nheads_k
-                row = bwd_gluon.dkdv_gluon_row(problem.arch, problem.headdim, problem.causal, gqa)
+                causal = problem.causal or problem.window_right == 0  # a window's right bound on the diagonal too
+                row = bwd_gluon.dkdv_gluon_row(problem.arch, problem.headdim, causal, gqa)
                 dq_row = None if problem.deterministic or not bwd_gluon.WITH_DQ else bwd_gluon.dkdv_gluon_row(
-                    problem.arch, problem.headdim, problem.causal, gqa, with_dq=True)
-                gluon = (dense and not options and not bias and not problem.has_sinks and not dropout
-                         and problem.headdim == problem.headdim_v and problem.dtype in (torch.float16, torch.bfloat16)
+                    problem.arch, problem.headdim, causal, gqa, with_dq=True)
+                window = None if not problem.has_window else bwd_gluon.window_reason(
+                    problem.headdim, problem.nheads // problem.nheads_k, problem.window_left, causal)
+                gluon = (dense and not problem.has_alibi and not problem.softcap > 0 and not bias
+                         and not problem.has_sinks and not dropout and problem.headdim == problem.headdim_v
+                         and problem.dtype in (torch.float16, torch.bfloat16)
                          and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off()
-                         and bwd_gluon.ENABLED)
+                         and bwd_gluon.ENABLED and (row is not None or dq_row is not None))
+                if gluon and window is not None:
+                    lines.append(f"triton backward: not the Gluon backward kernel: {window} (launch/bwd_gluon.py)")
+                    gluon = False
+                # a window the kernel serves: its causal row, masking the window's left edge (WINDOW)
+                win = f", a window of {problem.window_left} keys (WINDOW)" if problem.has_window else ""
                 if gluon and dq_row is not None and min(problem.seqlen_q, problem.seqlen_k) >= dq_row.min_seqlen_k:
                     lines.append(f"triton backward: the Gluon backward kernel computing dK, dV and dQ (5 products a "
                                  f"block pair; {bwd_gluon.BLOCK_N}x{dq_row.config.block_m}, "
                                  f"{dq_row.config.num_stages}-slot ring; {dq_row.config.reason}) instead, from "
-                                 f"{dq_row.min_seqlen_k} queries and keys, where the tensors' layout allows "
+                                 f"{dq_row.min_seqlen_k} queries and keys{win}, where the tensors' layout allows "
                                  "(launch/bwd_gluon.py)")
                 elif gluon and row is not None:
                     lines.append(f"triton backward: the Gluon dK/dV kernel ({bwd_gluon.BLOCK_N}x{row.config.block_m}, "
                                  f"{row.config.num_stages}-slot ring; {row.config.reason}) instead, from "
-                                 f"{row.min_seqlen_k} queries and keys, where the tensors' layout allows "
+                                 f"{row.min_seqlen_k} queries and keys{win}, where the tensors' layout allows "
                                  "(launch/bwd_gluon.py)")
                 elif plain and ws is not None:
                     lines.append(f"triton backward: the warp-specialised dK/dV kernel ({ws.label()}) instead, where "

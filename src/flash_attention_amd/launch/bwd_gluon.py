@@ -72,6 +72,20 @@ def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with
     return None
 
 
+def window_reason(headdim: int, group: int, window_left: int, causal: bool) -> str | None:
+    """None when the kernel serves a call with a window (causal: its right bound is the diagonal) of window_left keys
+    (-1: none) at this head dim with this many query heads a KV head (WINDOW_MIN), else why not."""
+    if not causal:
+        return "a window whose right bound is not the diagonal (the Gluon dK/dV kernel takes causal windows)"
+    least = WINDOW_MIN.get(headdim)
+    if least is not None:
+        least = least[group >= 4]
+    if window_left >= 0 and (least is None or window_left < least):
+        return (f"a window of {window_left} keys at d={headdim} (served from "
+                f"{'no window' if least is None else f'{least} keys'} at this head dim and group: measured no faster)")
+    return None
+
+
 def _causal(params: AttnParams) -> bool:
     """The kernel's CAUSAL: causal, or a window whose right bound is the diagonal (the same mask); such calls take
     the causal rows, a left window bound too (WINDOW)."""
@@ -127,14 +141,10 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     if params.alibi_slopes is not None or params.attn_bias is not None or params.sinks is not None \
             or params.dropout_p > 0 or params.softcap > 0 or params.q_descale is not None:
         return "ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
-    if params.has_window and not causal:
-        return "a window whose right bound is not the diagonal (the Gluon dK/dV kernel takes causal windows)"
-    least = WINDOW_MIN.get(d)
-    if least is not None:
-        least = least[q.shape[-2] // k.shape[-2] >= 4]
-    if params.window_left >= 0 and (least is None or params.window_left < least):
-        return (f"a window of {params.window_left} keys at d={d} (served from "
-                f"{'no window' if least is None else f'{least} keys'} at this head dim and group: measured no faster)")
+    if params.has_window:
+        reason = window_reason(d, q.shape[-2] // k.shape[-2], params.window_left, causal)
+        if reason is not None:
+            return reason
     batch, seqlen_q, seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     if batch == 0 or seqlen_q == 0 or seqlen_k == 0:
         return "an empty call"
