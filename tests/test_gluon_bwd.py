@@ -41,9 +41,9 @@ def grad_str(k):
 # --- which calls it takes (CPU) -------------------------------------------------------------------
 
 def test_serves_the_measured_calls():
-    """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 from 4096 (causal: 64 query
-    rows a step; not causal: 128 rows, the LSE / delta through TMA); dK/dV only (BWD_GLUON) d=128 causal from 2048;
-    the rest measured no faster."""
+    """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 from 4096 (128 query rows a
+    step, the LSE / delta through TMA; causal calls whose seqlen_q is not a multiple of 4 take the next row, 64 rows
+    a step with the loads); dK/dV only (BWD_GLUON) d=128 causal from 2048; the rest measured no faster."""
     causal = params(causal=True)
     for h, hk in ((4, 4), (8, 2)):
         q, k, v = qkv(2, 4096, 4096, h, hk, device="cpu")
@@ -59,16 +59,18 @@ def test_serves_the_measured_calls():
     q, k, v = qkv(2, 1000, 1000, 4, 4, device="cpu")
     assert "below 2048" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, causal, grad_str(k))
     q, k, v = qkv(1, 4096, 4096, 4, 4, d=64, device="cpu")
-    for p, block_m, tma in ((params(64, causal=True), 64, False), (params(64), 128, True)):
+    for p in (params(64, causal=True), params(64)):
         assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
         row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
-        assert with_dq and (row.config.block_m, row.config.use_tma) == (block_m, tma)
+        assert with_dq and (row.config.block_m, row.config.use_tma) == (128, True)
     q, k, v = qkv(1, 2048, 2048, 4, 4, d=64, device="cpu")  # d=64 below 4096: the other kernels
     assert "none from these lengths" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
     # 128 query rows a step only with the LSE / delta through TMA (the loads' build measured 0.88-0.90x)
     q, k, v = qkv(1, 4097, 4097, 4, 4, d=64, device="cpu")
     assert "not a multiple of 4" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
     assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64, causal=True), grad_str(k)) is None
+    row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, params(64, causal=True))
+    assert with_dq and (row.config.block_m, row.config.use_tma) == (64, False)
 
 
 def test_dq_rules():
@@ -168,6 +170,23 @@ def test_explain_names_the_window_rule():
                    for x in lines), lines
         assert not any("instead" in x and "Gluon" in x for x in lines)
     assert not any("WINDOW" in x for x in backward_lines(32, -1))  # a causal call without a window
+
+
+def test_explain_names_the_d64_tile():
+    """explain() names the tile the kernel with dQ takes at d=64 causal: 128 query rows a step, or where seqlen_q is
+    not a multiple of 4, the 64-row row after it (pick_dq_row, as the launcher); below 4096 keys none."""
+    from flash_attention_amd.backends import registry
+    from flash_attention_amd.params import Problem
+
+    def backward_lines(seqlen):
+        problem = Problem(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=1, seqlen_q=seqlen,
+                          seqlen_k=seqlen, nheads=32, nheads_k=32, headdim=64, headdim_v=64, needs_grad=True,
+                          arch="sm90", causal=True, window_right=0)
+        return [x for x in registry()["triton"].describe_plan(problem) if "Gluon backward kernel computing" in x]
+
+    assert len(backward_lines(4096)) == 1 and "128x128," in backward_lines(4096)[0]
+    assert len(backward_lines(4097)) == 1 and "128x64," in backward_lines(4097)[0]
+    assert backward_lines(2048) == []
 
 
 def test_declines_other_calls():

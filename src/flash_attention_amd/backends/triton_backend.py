@@ -162,8 +162,8 @@ class TritonBackend(KernelBackend):
                 gqa = problem.nheads != problem.nheads_k
                 causal = problem.causal or problem.window_right == 0  # a window's right bound on the diagonal too
                 row = bwd_gluon.dkdv_gluon_row(problem.arch, problem.headdim, causal, gqa)
-                dq_row = None if problem.deterministic or not bwd_gluon.WITH_DQ else bwd_gluon.dkdv_gluon_row(
-                    problem.arch, problem.headdim, causal, gqa, with_dq=True)
+                dq_row = None if problem.deterministic or not bwd_gluon.WITH_DQ else bwd_gluon.pick_dq_row(
+                    problem.arch, problem.headdim, causal, gqa, problem.seqlen_q, problem.seqlen_k)[0]
                 window = None if not problem.has_window else bwd_gluon.window_reason(
                     problem.headdim, problem.nheads // problem.nheads_k, problem.window_left, causal)
                 gluon = (dense and not problem.has_alibi and not problem.softcap > 0 and not bias
@@ -176,7 +176,7 @@ class TritonBackend(KernelBackend):
                     gluon = False
                 # a window the kernel serves: its causal row, masking the window's left edge (WINDOW)
                 win = f", a window of {problem.window_left} keys (WINDOW)" if problem.has_window else ""
-                if gluon and dq_row is not None and min(problem.seqlen_q, problem.seqlen_k) >= dq_row.min_seqlen_k:
+                if gluon and dq_row is not None:
                     lines.append(f"triton backward: the Gluon backward kernel computing dK, dV and dQ (5 products a "
                                  f"block pair; {bwd_gluon.BLOCK_N}x{dq_row.config.block_m}, "
                                  f"{dq_row.config.num_stages}-slot ring; {dq_row.config.reason}) instead, from "

@@ -43,8 +43,10 @@ WITH_DQ = True
 # second consumer's scalars in local memory instead of 272 B (d=128 with dQ). H100, the whole backward against the
 # loads, same process, 5 rounds (benchmarks/results/run32/h100_rows_tma_2_*.md): d=128 1.07x not causal (4k, 16k),
 # 1.08-1.09x causal, GQA 32/8 1.04x / 1.07x; again on two other H100s (call C, run32/h100_rows_tma_3_*.md, 3 rounds)
-# 1.05-1.13x and GQA 1.02x / 1.07x. d=64's causal row (64 query rows a step) measured 0.97-0.99x with it in four
-# samples and keeps the loads. The flat views' blocks start 16-byte aligned when seqlen_q is a multiple of
+# 1.05-1.13x and GQA 1.02x / 1.07x; on an H200 (session 37, run34/h200_bwd_d128_rows_window.md) 1.03-1.08x, windows
+# 1.06-1.07x. d=64's causal 64-row tile measured 0.97-0.99x with it in four samples and keeps
+# the loads (since session 37 it serves only the causal calls the 128-row tile, which needs ROWS_TMA, cannot take).
+# The flat views' blocks start 16-byte aligned when seqlen_q is a multiple of
 # ROWS_TMA_ALIGN; other lengths keep the loads (at 777 an H100 raised an illegal instruction,
 # run32/h100_rows_tma_probe.txt). ROWS_TMA: a module attribute for the A/B (bench_gluon_bwd_ab.py --variants), not a
 # setting.
@@ -58,7 +60,9 @@ ROWS_TMA_ALIGN = 4
 # 0.71-0.73 / 0.78 / 0.89x, 1024 1.03-1.09x (four runs, two hosts), 2048 1.15-1.18x; GQA 32/8 at 4k window 256 /
 # 512 / 1024 / 2048 0.96 / 1.14 / 1.23-1.24 / 1.32x. A program visits about (window + 192) / 64 query blocks of each
 # query head of its group: short windows leave too few to hide its K / V loads and dK / dV stores, which a Triton
-# grid of small tiles hides. d=64: window 1024 1.01x, 128 0.76-0.77x: no entry.
+# grid of small tiles hides. d=64: window 1024 1.01x, 128 0.76-0.77x: no entry. The H200 agrees (session 37,
+# run34/h200_bwd_window_256_512.md, h200_bwd_d128_rows_window.md): MHA 256 / 512 / 1024 0.86 / 0.98 / 1.09-1.13x,
+# GQA 32/8 256 / 512 / 1024 1.04 / 1.18 / 1.25x.
 WINDOW_MIN = {128: (1024, 512)}
 
 
@@ -92,24 +96,40 @@ def _causal(params: AttnParams) -> bool:
     return bool(params.causal) or params.window_right == 0
 
 
+def pick_dq_row(arch: str | None, headdim: int, causal: bool, gqa: bool, seqlen_q: int, seqlen_k: int
+           ) -> tuple[Row | None, str]:
+    """(the first BWD_GLUON_DQ row of this exact arch, head dim, causal and GQA flag that takes a call of these
+    lengths, "") or (None, why none does). A row takes the call from its ``min_seqlen_k`` queries and keys; a tile of
+    more than 64 query rows a step only where the LSE / delta can come through TMA (``_rows_tma``): a call it cannot
+    take goes on to the next row."""
+    why = "none from these lengths"
+    for row in BWD_GLUON_DQ.get(arch, ()) if arch is not None else ():
+        if row.max_d != headdim or row.causal not in (None, causal) or row.gqa not in (None, gqa):
+            continue
+        if min(seqlen_q, seqlen_k) < row.min_seqlen_k:
+            continue
+        if row.config.block_m > 64 and not _rows_tma(row.config, seqlen_q):
+            why = (f"seqlen_q {seqlen_q} is not a multiple of {ROWS_TMA_ALIGN} (a tile of {row.config.block_m} "
+                   "query rows a step needs the LSE / delta through TMA) and no other row takes it")
+            continue
+        return row, ""
+    return None, why
+
+
 def gluon_dq_row(arch: str | None, q, k, params: AttnParams) -> Row | None:
     """The BWD_GLUON_DQ row of a call that ``dkdv_gluon_reason`` accepted, or None: none for its shape, the kernel's
     dQ turned off (WITH_DQ), or a call asking for a deterministic backward (the reduce-adds' order varies)."""
-    return None if _dq_decline(arch, q, k, params) else dkdv_gluon_row(
-        arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], with_dq=True)
+    if not WITH_DQ or params.deterministic:
+        return None
+    return pick_dq_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], q.shape[1], k.shape[1])[0]
 
 
 def _dq_decline(arch: str | None, q, k, params: AttnParams) -> str | None:
     """Why no BWD_GLUON_DQ row serves this call (a phrase), or None."""
     if not WITH_DQ or params.deterministic:
         return "a deterministic call" if params.deterministic else "turned off"
-    row = dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], with_dq=True)
-    if row is None or min(q.shape[1], k.shape[1]) < row.min_seqlen_k:
-        return "none from these lengths"
-    if row.config.block_m > 64 and not _rows_tma(row.config, q.shape[1]):
-        return (f"seqlen_q {q.shape[1]} is not a multiple of {ROWS_TMA_ALIGN} (its tile needs the LSE / delta "
-                "through TMA)")
-    return None
+    why = pick_dq_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2], q.shape[1], k.shape[1])[1]
+    return why or None
 
 
 def _rows_tma(cfg: Tile, seqlen_q: int) -> bool:

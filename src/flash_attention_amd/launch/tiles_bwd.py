@@ -554,16 +554,23 @@ BWD_GLUON: dict[str, list[Row]] = {
 #   d=128 causal 0.91-0.92x at 1k, 1.09-1.11x at 4k, 1.09-1.18x at 16k, GQA 32/8 1.08-1.09x;
 #   d=64 causal 0.86-0.87x at 1k, 1.02x at 4k, 1.06-1.13x at 16k; d=64 not causal 0.84x at 1k, 0.97-0.99x at
 #   4k, and at 16k 1.06-1.08x in two runs but 0.95x in the third: no row.
-# Not run on an H200 (two calls for one ran on H100s). Since session 35 the kernel takes each block's LSE / delta
+# On an H200 (session 37, the committed rows against the Triton kernels, run34/h200_bwd_d128_rows_window.md,
+# h200_bwd_d64_m128_*.md): d=128 1.16-1.22x, d=64 not causal 1.08-1.14x, causal 1.05-1.14x. Since session 35 the kernel takes each block's LSE / delta
 # through TMA at d=128 (launch/bwd_gluon.py ROWS_TMA; 1.02-1.13x, run32/h100_rows_tma_2_*.md, _3_*.md): its builds keep
 # 72-120 B of scalars in local memory (d=128, with dQ) and 32 B (without), the loads' builds 216-272 / 120 B.
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
-# d=64 not causal: 128 query rows a step (FA3's d=64 tile) with the LSE / delta through TMA, which frees the registers
-# the loads' column vectors held (32 each at 128 rows); H100, two GPUs, against the Triton dK/dV + dQ kernels in one
+# d=64: 128 query rows a step (FA3's d=64 tile) with the LSE / delta through TMA, which frees the registers the loads'
+# column vectors held (32 each at 128 rows). Not causal, H100, two GPUs, against the Triton dK/dV + dQ kernels in one
 # process (run32/h100_d64_m128_gpu*.md): 1.08-1.09x at 4k, 1.12-1.20x at 16k (0.89-0.95x cuDNN); 64 rows a step with
-# dQ 0.99-1.00x (run32/h100_dq64_plain.md). Causal with 128 rows: 1.03-1.05x the committed row at 4k, 0.98-0.99x at
-# 16k: not taken.
-_D64_M128 = "H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08-1.20x the Triton kernels from 4k keys"
+# dQ 0.99-1.00x (run32/h100_dq64_plain.md). Causal, against the 64-row tile below in one process
+# (benchmarks/bench_gluon_bwd_ab.py --tiles dq:64:128:2:rows): H100 (session 35, run32) 1.03-1.05x at 4k but
+# 0.98-0.99x at 16k; session 37 (run34/h100_bwd_d64_m128_*.md, one H100, two runs) 1.02-1.04x at 4k, 1.00-1.04x at
+# 8k, 1.03-1.05x at 16k; H200 (run34/h200_bwd_d64_m128_*.md, two GPUs, two calls) 1.02-1.04x at 4k, 1.02-1.05x at 8k,
+# 1.04-1.05x at 16k: taken from 4k keys at every length (its worst sample, 0.98x, within 3%). A call whose seqlen_q
+# is not a multiple of 4 (no TMA box for its LSE / delta) takes the 64-row causal row after it, or not causal no row.
+_D64_M128 = ("H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08-1.20x the Triton kernels from 4k "
+             "keys; causal 1.02-1.05x the 64-row tile at 4k-16k on H100 and H200 (run34), one H100 run 0.98-0.99x "
+             "at 16k (run32)")
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
         Row(128, Tile(64, 128, 4, 2, use_tma=True,
@@ -572,11 +579,13 @@ BWD_GLUON_DQ: dict[str, list[Row]] = {
                                            "local accesses a step), 72-120 B with the LSE / delta through TMA "
                                            "(run32)"),
             min_seqlen_k=4096),
-        Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k"),
-            causal=True, min_seqlen_k=4096),
         Row(64, Tile(128, 128, 4, 2, use_tma=True, reason=_D64_M128, spills_ok=_D64_M128 + "; ptxas keeps 304 B of "
-                     "scalars in local memory (144 B at 240 registers: no faster)"),
-            causal=False, min_seqlen_k=4096),
+                     "scalars in local memory (144 B at 240 registers: no faster), the causal build 328 B (run34), "
+                     "measured with it"),
+            min_seqlen_k=4096),
+        Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k; since session 37 "
+                     "the causal calls whose seqlen_q the 128-row tile above cannot take"),
+            causal=True, min_seqlen_k=4096),
     ],
 }
 
