@@ -555,9 +555,10 @@ BWD_GLUON: dict[str, list[Row]] = {
 #   d=64 causal 0.86-0.87x at 1k, 1.02x at 4k, 1.06-1.13x at 16k; d=64 not causal 0.84x at 1k, 0.97-0.99x at
 #   4k, and at 16k 1.06-1.08x in two runs but 0.95x in the third: no row.
 # On an H200 (session 37, the committed rows against the Triton kernels, run34/h200_bwd_d128_rows_window.md,
-# h200_bwd_d64_m128_*.md): d=128 1.16-1.22x, d=64 not causal 1.08-1.14x, causal 1.05-1.14x. Since session 35 the
-# kernel takes each block's LSE / delta through TMA at d=128 (launch/bwd_gluon.py ROWS_TMA; 1.02-1.13x, run32/h100_rows_tma_2_*.md, _3_*.md): its builds keep
-# 72-120 B of scalars in local memory (d=128, with dQ) and 32 B (without), the loads' builds 216-272 / 120 B.
+# h200_bwd_d64_m128_*.md): d=128 1.16-1.22x, d=64 not causal 1.08-1.14x, causal 1.05-1.14x. Since session 35 the kernel
+# takes each block's LSE / delta through TMA at d=128 (launch/bwd_gluon.py ROWS_TMA; 1.02-1.13x,
+# run32/h100_rows_tma_2_*.md, _3_*.md): its builds keep 72-120 B of scalars in local memory (d=128, with dQ) and 32 B
+# (without), the loads' builds 216-272 / 120 B.
 _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward against the other kernels, "
 # d=64: 128 query rows a step (FA3's d=64 tile) with the LSE / delta through TMA, which frees the registers the loads'
 # column vectors held (32 each at 128 rows). Not causal, H100, two GPUs, against the Triton dK/dV + dQ kernels in one
