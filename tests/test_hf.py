@@ -50,12 +50,14 @@ def _grads_and_loss(model, impl, ids, mask, labels):
     return out.loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-@pytest.fixture(params=["dense", "packed"])
+@pytest.fixture(params=["dense", "dense-transposed", "packed"])
 def padded_route(request, monkeypatch):
-    """Both ways a padded call is served: a dense call with a key mask, or packed varlen calls."""
+    """Every way a padded call is served: a dense call with a key mask on HF's [b, h, s, d] tensors
+    (core.attention_heads_first), the same on transposed views (HEADS_FIRST off), or packed varlen calls."""
     from flash_attention_amd.integrations import hf
 
     monkeypatch.setattr(hf, "PACK_MIN_SCORES", 0 if request.param == "packed" else 1 << 62)
+    monkeypatch.setattr(hf, "HEADS_FIRST", request.param != "dense-transposed")
     return request.param
 
 

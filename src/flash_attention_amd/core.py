@@ -130,11 +130,36 @@ class _OutFn(torch.autograd.Function):
         return grads[0], grads[1], grads[2], None
 
 
+class _HeadsFirstFn(torch.autograd.Function):
+    """``_OutFn`` for q, k, v given heads first ([b, h, s, d], ``attention_heads_first``): the change of layout
+    happens inside the node (views in, the gradients' views out), so autograd records one node for the call instead
+    of four (three transposes, then the call) and its backward runs one."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, plan_params):
+        plan, params, views = plan_params  # views: q, k, v as [b, s, h, d] views, made without autograd
+        q, k, v = views
+        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.plan, ctx.params = plan, params
+        ctx.set_materialize_grads(False)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        if dout is None:
+            return None, None, None, None
+        q, k, v, out, lse = ctx.saved_tensors
+        grads = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)
+        return grads[0].transpose(1, 2), grads[1].transpose(1, 2), grads[2].transpose(1, 2), None
+
+
 # Function.apply's Python wrapper binds default arguments and unwraps functorch wrappers: ~7 us of
 # host time per call, needed only under functorch transforms (vmap, grad). Outside them, apply is
 # the C function the wrapper ends with.
 _APPLY = super(torch.autograd.Function, _AttentionFn).apply
 _APPLY_OUT = super(torch.autograd.Function, _OutFn).apply
+_APPLY_HEADS = super(torch.autograd.Function, _HeadsFirstFn).apply
 
 
 def _meta(t):
@@ -360,6 +385,35 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     if not return_attn_probs:
         return out
     return out, lse, attn_probs(q, k, params)
+
+
+def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                          softcap=0.0, attn_bias=None, sinks=None):
+    """``attention`` of q [b, h, sq, d] over k, v [b, hk, sk, d] (heads first, as Hugging Face's attention modules
+    hold them) -> out [b, sq, h, dv] (flash_attn's layout): the call, its plan and its result are those of
+    ``attention`` on the [b, s, h, d] views. An eager call that needs gradients for q, k, v only and that a
+    kernel-style backend serves takes the change of layout inside its autograd node (``_HeadsFirstFn``); any
+    other call goes through ``attention`` with the views."""
+    try:
+        needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+        lean = not needs_grad or not ((attn_bias is not None and attn_bias.requires_grad)
+                                      or (sinks is not None and sinks.requires_grad))
+    except AttributeError:  # not tensors: attention() names the argument
+        needs_grad = lean = False
+    if not needs_grad or not lean or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+        return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
+                         window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
+    with torch.no_grad():  # views the autograd graph does not record (the node below takes q, k, v themselves)
+        views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None, None, False,
+            attn_bias, sinks, None)
+    plan = _plan(*views, args, True)
+    if not (plan.kernel and plan.lean) or plan.copy_last_dim:
+        return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
+                         window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
+    params = plan.params if plan.fixed else _call_params(plan, views[0], views[1], None, None, None, None, attn_bias,
+                                                         sinks)
+    return _APPLY_HEADS(q, k, v, (plan, params, views))
 
 
 def attn_probs(q, k, params: AttnParams):

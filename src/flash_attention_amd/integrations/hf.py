@@ -146,6 +146,19 @@ def _packing(mask: torch.Tensor, sq: int) -> _Packing:
     return packing
 
 
+def _checked(mask: torch.Tensor, b: int, sk: int) -> torch.Tensor:
+    if mask.dim() != 2 or tuple(mask.shape) != (b, sk):
+        raise ValueError(f"attention_mask has shape {tuple(mask.shape)}; the flash_attention_amd integration takes "
+                         f"HF's 2-D padding mask ({b}, {sk}) (register() installs the matching mask function)")
+    return mask
+
+
+# Dense calls take HF's [b, h, s, d] tensors into one autograd node (core.attention_heads_first) instead of three
+# transposes and the call: a module attribute for benchmarks/hf_heads_first_ab.py (on / off in one process), not a
+# user setting.
+HEADS_FIRST = True
+
+
 def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                       sliding_window: int | None = None, softcap: float | None = None,
@@ -154,15 +167,24 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     if kwargs.get("output_attentions"):
         raise ValueError("output_attentions=True is not available with flash_attention_amd; use 'eager'")
     causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [b, s, h, d]
-    b, sq, sk = q.shape[0], q.shape[1], k.shape[1]
-    options = dict(dropout_p=dropout if module.training else 0.0, softmax_scale=scaling, causal=causal,
-                   window_size=_window(sliding_window, sk), softcap=softcap or 0.0)
+    b, h, sq = query.shape[:3]
+    sk = key.shape[2]
+    dropout_p, window, softcap = dropout if module.training else 0.0, _window(sliding_window, sk), softcap or 0.0
     sinks = kwargs.get("s_aux")
     if sinks is not None:
-        options["sinks"] = sinks.float()
+        sinks = sinks.float()
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
-    if attention_mask is None and cu_q is not None and cu_k is not None and b == 1:
+    dense = cu_q is None or cu_k is None or b != 1
+    if HEADS_FIRST and dense and (attention_mask is None or b * h * sq * sk < PACK_MIN_SCORES):
+        # dense calls on HF's [b, h, s, d] tensors as they are (core.attention_heads_first)
+        mask = None if attention_mask is None else _key_mask(_checked(attention_mask, b, sk))
+        return core.attention_heads_first(query, key, value, dropout_p, scaling, causal, window, softcap, mask,
+                                          sinks), None
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [b, s, h, d]
+    options = dict(dropout_p=dropout_p, softmax_scale=scaling, causal=causal, window_size=window, softcap=softcap)
+    if sinks is not None:
+        options["sinks"] = sinks
+    if attention_mask is None and not dense:
         max_q, max_k = kwargs.get("max_length_q") or sq, kwargs.get("max_length_k") or sk
         cu_q32 = cu_q.to(torch.int32)
         # one tensor for both when HF passes one (self-attention over packed sequences): the Gluon forward's
@@ -173,11 +195,8 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
         return out[None], None
     if attention_mask is None:
         return core.attention(q, k, v, **options), None
-    if attention_mask.dim() != 2 or tuple(attention_mask.shape) != (b, sk):
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; the flash_attention_amd "
-                         f"integration takes HF's 2-D padding mask ({b}, {sk}) (register() installs the matching "
-                         "mask function)")
-    if b * q.shape[2] * sq * sk < PACK_MIN_SCORES:
+    _checked(attention_mask, b, sk)
+    if b * h * sq * sk < PACK_MIN_SCORES:
         return core.attention(q, k, v, attn_bias=_key_mask(attention_mask), **options), None
     pack = _packing(attention_mask, sq)
     q_packed = _permute(q.reshape(b * sq, *q.shape[2:]), pack.order_q, pack.inverse_q)  # [b * sq, h, d]

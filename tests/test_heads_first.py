@@ -1,0 +1,83 @@
+"""core.attention_heads_first: q, k, v heads first ([b, h, s, d], as Hugging Face holds them) give what attention()
+gives on the [b, s, h, d] views, against the float64 oracle, with one autograd node where a kernel-style backend
+serves a call that needs gradients for q, k, v only (the torch backend here, on the CPU)."""
+import pytest
+import torch
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+from flash_attention_amd.reference import attention_ref
+
+
+def _heads_first(b, sq, sk, h, hk, d, dtype=torch.float32):
+    g = torch.Generator().manual_seed(sq * 7 + sk)
+    q = torch.randn(b, h, sq, d, generator=g, dtype=dtype).requires_grad_()
+    k = torch.randn(b, hk, sk, d, generator=g, dtype=dtype).requires_grad_()
+    v = torch.randn(b, hk, sk, d, generator=g, dtype=dtype).requires_grad_()
+    return q, k, v
+
+
+def _reference(q, k, v, dout, **kw):
+    q64, k64, v64 = (t.detach().double().transpose(1, 2).requires_grad_() for t in (q, k, v))
+    out, _ = attention_ref(q64, k64, v64, **kw)
+    return out, torch.autograd.grad(out, (q64, k64, v64), dout.double())
+
+
+@pytest.mark.parametrize("backend", ["torch", "sdpa"])
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal,masked", [
+    (2, 37, 37, 4, 4, 16, False, True),   # a key mask with a row of no keys (sequence 1 all padding)
+    (1, 19, 45, 6, 2, 32, True, False),   # GQA, bottom-right causal
+    (2, 8, 8, 2, 1, 8, False, False),     # MQA
+])
+def test_matches_the_oracle(backend, b, sq, sk, h, hk, d, causal, masked):
+    q, k, v = _heads_first(b, sq, sk, h, hk, d)
+    inputs = [t.detach().clone() for t in (q, k, v)]
+    mask = None
+    if masked:
+        mask = torch.ones(b, sk, dtype=torch.bool)
+        mask[0, 30:] = False
+        mask[1, :] = False
+        mask = mask[:, None, None, :]
+    dout = torch.randn(b, sq, h, d)
+    core.clear_plans()
+    with fa.use_backend(backend):
+        out = core.attention_heads_first(q, k, v, 0.0, None, causal, (-1, -1), 0.0, mask, None)
+        assert out.shape == (b, sq, h, d)
+        grads = torch.autograd.grad(out, (q, k, v), dout)
+    ref, ref_grads = _reference(q, k, v, dout, causal=causal, attn_bias=mask)
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
+    for g, r, t in zip(grads, ref_grads, (q, k, v)):
+        assert g.shape == t.shape
+        torch.testing.assert_close(g.double(), r.transpose(1, 2), atol=2e-5, rtol=2e-5)
+    for t, before in zip((q, k, v), inputs):
+        assert torch.equal(t.detach(), before)  # inputs are not modified
+
+
+def test_one_node_where_a_kernel_style_backend_serves():
+    """The torch backend (forward and backward of our own): the output's node is the heads-first one and leads to
+    the inputs' gradient accumulators directly; the same call through attention() records three transposes."""
+    q, k, v = _heads_first(1, 16, 16, 2, 2, 8)
+    with fa.use_backend("torch"):
+        out = core.attention_heads_first(q, k, v, 0.0, None, True, (-1, -1), 0.0, None, None)
+        plain = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
+    assert type(out.grad_fn).__name__ == "_HeadsFirstFnBackward"
+    assert [type(f).__name__ for f, _ in out.grad_fn.next_functions[:3]] == ["AccumulateGrad"] * 3
+    assert [type(f).__name__ for f, _ in plain.grad_fn.next_functions[:3]] == ["TransposeBackward0"] * 3
+    torch.testing.assert_close(out, plain, atol=0, rtol=0)
+
+
+def test_other_calls_take_attention():
+    """Sinks that take a gradient (not the lean node), no gradient at all, and a run-style backend: attention() on
+    the views, the same values."""
+    q, k, v = _heads_first(1, 12, 12, 2, 2, 8)
+    sinks = torch.zeros(2, requires_grad=True)
+    with fa.use_backend("torch"):
+        out = core.attention_heads_first(q, k, v, 0.0, None, False, (-1, -1), 0.0, None, sinks)
+        assert type(out.grad_fn).__name__ != "_HeadsFirstFnBackward"
+        dq, dsinks = torch.autograd.grad(out.sum(), (q, sinks))
+        assert dq.shape == q.shape and dsinks.shape == sinks.shape
+        with torch.no_grad():
+            assert core.attention_heads_first(q, k, v).grad_fn is None
+    with fa.use_backend("sdpa"):
+        out = core.attention_heads_first(q, k, v)
+        assert type(out.grad_fn).__name__ != "_HeadsFirstFnBackward"
