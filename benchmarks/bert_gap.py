@@ -3,22 +3,27 @@
 One model (random weights, bf16, a padded batch, dropout 0.1), its attention implementation switched between
 steps, the implementations taking turns round by round (median ms per step):
 
-- ``sdpa``: HF's own path (its 4-D mask, SDPA);
-- ``fa_amd``: ours (the integration's 2-D padding mask, ``core.attention`` with a key mask);
+- ``eager``, ``sdpa``: HF's own paths (sdpa: its 4-D mask, SDPA);
+- ``fa_amd``: ours (the integration's 2-D padding mask, ``core.attention_heads_first`` with a key mask: HF's
+  [b, h, s, d] tensors into one autograd node);
+- ``fa_amd-transposed``: ours with the integration's ``HEADS_FIRST`` off (three transposes, then
+  ``core.attention`` on the views: the path before session 37);
 - ``glue+sdpa``: the integration's mask function with an attention function that calls SDPA itself on the
   [b, h, s, d] tensors with an additive key mask [b, 1, 1, s] made once per mask: the HF plumbing of ours
   around SDPA's kernels (what ours would cost with SDPA's call);
 - ``glue+sdpa+fill``: the same with the rows that see no key set to 0 (a masked_fill, as the contract asks:
   SDPA would give NaN there): what an exact route through SDPA would cost;
-- ``heads-first``: a prototype of ours taking HF's [b, h, s, d] tensors into the autograd Function and
-  transposing inside it (no transpose nodes in the graph), same plan, same kernels;
 - ``no attention``: the same plumbing with the attention replaced by a view of v (the step's floor without
   any attention).
 
-With ``--profile``: a torch.profiler table per implementation (fa_amd, sdpa), the ops with the most CPU time
-in 3 steps.
+``--impls``: which of them (default: all). ``--host``: instead of wall time, the host time of a forward + backward
+(no optimizer step) issued while the GPU is held busy (a sleep kernel longer than the step), median of
+``--rounds`` samples each, taking turns: what each implementation costs the CPU per step (a sample as long as
+the sleep means the step waited for the GPU: a host synchronisation). With ``--profile``: a torch.profiler table
+per implementation (fa_amd, sdpa), the ops with the most CPU time in 3 steps.
 
-    PYTHONPATH=src:benchmarks python benchmarks/bert_gap.py [--shapes 128:32 256:32] [--rounds 9]
+    PYTHONPATH=src:benchmarks python benchmarks/bert_gap.py [--shapes 128:32 256:32] [--rounds 9] [--host]
+        [--impls sdpa fa_amd fa_amd-transposed]
 """
 from __future__ import annotations
 
@@ -60,41 +65,6 @@ def glue_sdpa_fill(module, query, key, value, attention_mask, dropout=0.0, scali
     return out.masked_fill(hidden, 0.0).transpose(1, 2), None
 
 
-class _HeadsFirst(torch.autograd.Function):
-    """Prototype: q, k, v [b, h, s, d] in, out [b, s, h, d]; the plan of the [b, s, h, d] views."""
-
-    @staticmethod
-    def forward(ctx, qh, kh, vh, plan_params):
-        plan, params = plan_params
-        q, k, v = qh.transpose(1, 2), kh.transpose(1, 2), vh.transpose(1, 2)
-        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.plan, ctx.params = plan, params
-        ctx.set_materialize_grads(False)
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        if dout is None:
-            return None, None, None, None
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)[:3]
-        return dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), None
-
-
-def heads_first(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-    from flash_attention_amd import core
-
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    bias = None if attention_mask is None else hf._key_mask(attention_mask)
-    p = dropout if module.training else 0.0
-    args = (p, scaling, False, (-1, -1), 0.0, None, False, False, None, None, None, None, False, bias, None, None)
-    plan = core._plan(q, k, v, args, True)
-    assert plan.kernel and plan.lean, "the prototype serves the triton backend's lean calls only"
-    params = core._call_params(plan, q, k, None, None, None, None, bias)
-    return _HeadsFirst.apply(query, key, value, (plan, params)), None
-
-
 def no_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     return value.transpose(1, 2), None
 
@@ -104,24 +74,55 @@ def register() -> None:
     from transformers.masking_utils import AttentionMaskInterface
 
     models.register_hf()
-    for name, fn in (("glue_sdpa", glue_sdpa), ("glue_sdpa_fill", glue_sdpa_fill), ("heads_first", heads_first),
-                     ("no_attention", no_attention)):
+    for name, fn in (("glue_sdpa", glue_sdpa), ("glue_sdpa_fill", glue_sdpa_fill), ("no_attention", no_attention)):
         AttentionInterface.register(name, fn)
         AttentionMaskInterface.register(name, hf.padding_mask)
 
 
-IMPLS = {"sdpa": "sdpa", "fa_amd": "fa_amd", "heads-first": "heads_first", "glue+sdpa": "glue_sdpa",
-         "glue+sdpa+fill": "glue_sdpa_fill", "no attention": "no_attention"}
+IMPLS = {"eager": "eager", "sdpa": "sdpa", "fa_amd": "fa_amd", "fa_amd-transposed": "fa_amd",
+         "glue+sdpa": "glue_sdpa", "glue+sdpa+fill": "glue_sdpa_fill", "no attention": "no_attention"}
 
 
-def _steps(model, data, opt):
+def _steps(model, data, opt, labels, optimizer=True):
+    """label -> a function running one step (forward, backward, with ``optimizer`` the AdamW step too)."""
     fns = {}
-    for label, impl in IMPLS.items():
-        def step(impl=impl):
+    for label in labels:
+        def step(impl=IMPLS[label], heads_first=label != "fa_amd-transposed"):
             models.set_impl(model, impl)
-            models.train_step(model, data, opt)()
+            hf.HEADS_FIRST = heads_first
+            try:
+                if optimizer:
+                    models.train_step(model, data, opt)()
+                else:
+                    model(**data).loss.backward()
+                    model.zero_grad(set_to_none=True)
+            finally:
+                hf.HEADS_FIRST = True
         fns[label] = step
     return fns
+
+
+def _host_turns(fns: dict, rounds: int, sleep_ms: float) -> dict:
+    """name -> (median, min, max) host us of one call issued while the GPU sleeps for sleep_ms, taking turns."""
+    import statistics
+    import time
+
+    for fn in fns.values():
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    cycles = int(sleep_ms * 2e6)  # at most 2 GHz: at least sleep_ms
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        names = list(fns)[r % len(fns):] + list(fns)[:r % len(fns)]
+        for name in names:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(cycles)
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append((time.perf_counter() - t0) * 1e6)
+            torch.cuda.synchronize()
+    return {name: (statistics.median(t), min(t), max(t)) for name, t in times.items()}
 
 
 def _profile(step, label: str) -> None:
@@ -141,25 +142,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="+", default=["128:32", "256:32"], help="seqlen:batch")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--impls", nargs="+", default=list(IMPLS), choices=list(IMPLS))
+    ap.add_argument("--host", action="store_true", help="host time of forward + backward with the GPU held busy")
+    ap.add_argument("--sleep-ms", type=float, default=200.0, help="--host: the GPU's sleep per sample")
+    ap.add_argument("--layers", type=int, default=12, help="encoder layers (BERT-base: 12)")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
+    cfg = dict(models.BERT_BASE, num_hidden_layers=args.layers)
     register()
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: BERT-base training step, ms, median "
-          f"(min-max) of {args.rounds} rounds of 5 steps taking turns")
-    labels = list(IMPLS)
-    print("| s | b | " + " | ".join(labels) + " | fa_amd / sdpa (time) | heads-first / sdpa | glue+sdpa+fill / sdpa |")
-    print("|---|---|" + "---|" * (len(labels) + 3))
+    what = (f"host us per forward + backward issued while the GPU sleeps {args.sleep_ms:g} ms, median (min-max) of "
+            f"{args.rounds} samples taking turns" if args.host else
+            f"training step, ms, median (min-max) of {args.rounds} rounds of 5 steps taking turns")
+    name = "BERT-base" if args.layers == 12 else f"BERT-base with {args.layers} layers"
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: {name} {what}")
+    labels = list(args.impls)
+    ratios = [x for x in labels if x != "sdpa"] if "sdpa" in labels else []
+    print("| s | b | " + " | ".join(labels) + "".join(f" | {x} / sdpa" for x in ratios) + " |")
+    print("|---|---|" + "---|" * (len(labels) + len(ratios)))
+    scale = 1.0 if args.host else 1e3
     for shape in args.shapes:
         s, b = map(int, shape.split(":"))
-        model = models.hf_bert(models.BERT_BASE, s, "cuda", torch.bfloat16)
-        data = models.padded_batch(b, s, models.BERT_BASE["vocab_size"], "cuda", padded=True)
+        model = models.hf_bert(cfg, s, "cuda", torch.bfloat16)
+        data = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=True)
         opt = models.adamw(model)
-        fns = _steps(model, data, opt)
-        res = _turns(fns, n=5, rounds=args.rounds)
-        ms = {k: v[0] / 1e3 for k, v in res.items()}
-        cells = " | ".join(f"{res[k][0] / 1e3:.2f} ({res[k][1] / 1e3:.2f}-{res[k][2] / 1e3:.2f})" for k in labels)
-        print(f"| {s} | {b} | {cells} | {ms['fa_amd'] / ms['sdpa']:.3f} | {ms['heads-first'] / ms['sdpa']:.3f} | "
-              f"{ms['glue+sdpa+fill'] / ms['sdpa']:.3f} |", flush=True)
+        fns = _steps(model, data, opt, labels, optimizer=not args.host)
+        res = _host_turns(fns, args.rounds, args.sleep_ms) if args.host else _turns(fns, n=5, rounds=args.rounds)
+        med = {k: v[0] / scale for k, v in res.items()}
+        nd = 0 if args.host else 2
+        cells = " | ".join(f"{res[k][0] / scale:.{nd}f} ({res[k][1] / scale:.{nd}f}-{res[k][2] / scale:.{nd}f})"
+                           for k in labels)
+        print(f"| {s} | {b} | {cells}" + "".join(f" | {med[x] / med['sdpa']:.3f}" for x in ratios) + " |",
+              flush=True)
         if args.profile and shape == args.shapes[0]:
             for label in ("fa_amd", "sdpa"):
                 _profile(fns[label], f"{label}, s={s} b={b}")
