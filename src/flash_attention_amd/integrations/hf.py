@@ -6,7 +6,8 @@ Example::
     fa_hf.register()  # once
     model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="fa_amd")
 
-- No mask: dense calls.
+- No mask: dense calls. Dense calls take HF's [b, h, s, d] tensors into one autograd node
+  (``core.attention_heads_first``: the layout change inside it, not three transposes before it).
 - A 2-D padding mask [b, sk] (``padding_mask``, the mask function ``register()`` installs: the
   model's mask as it is, never read on the host), two ways, chosen per call by its size
   (``PACK_MIN_SCORES``):
