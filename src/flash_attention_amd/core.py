@@ -107,6 +107,22 @@ class _AttentionFn(torch.autograd.Function):
         return grads[0], grads[1], grads[2], dbias, dsinks, None, None
 
 
+def _lean_forward(ctx, q, k, v, plan, params):
+    """The forward of a node that returns out alone (``_OutFn``, ``_HeadsFirstFn``), saving what its backward
+    reads (lse: an intermediate)."""
+    out, lse = plan.backend.forward(q, k, v, params, plan.slot)
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.plan, ctx.params = plan, params
+    ctx.set_materialize_grads(False)
+    return out
+
+
+def _lean_backward(ctx, dout):
+    """(dq, dk, dv) of such a node, in the layout of the tensors its forward computed on."""
+    q, k, v, out, lse = ctx.saved_tensors
+    return ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)[:3]
+
+
 class _OutFn(torch.autograd.Function):
     """The common case of ``_AttentionFn``: only ``out`` is returned and only q, k, v take gradients
     (no LSE asked for, no attn_bias / sinks that require grad). One output and four inputs cost
@@ -115,19 +131,14 @@ class _OutFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, plan_params):
         plan, params = plan_params  # one argument fewer for autograd to inspect
-        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
-        ctx.save_for_backward(q, k, v, out, lse)  # lse: an intermediate, saved for the backward
-        ctx.plan, ctx.params = plan, params
-        ctx.set_materialize_grads(False)
-        return out
+        return _lean_forward(ctx, q, k, v, plan, params)
 
     @staticmethod
     def backward(ctx, dout):
         if dout is None:
             return None, None, None, None
-        q, k, v, out, lse = ctx.saved_tensors
-        grads = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)
-        return grads[0], grads[1], grads[2], None
+        dq, dk, dv = _lean_backward(ctx, dout)
+        return dq, dk, dv, None
 
 
 class _HeadsFirstFn(torch.autograd.Function):
@@ -138,20 +149,14 @@ class _HeadsFirstFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, plan_params):
         plan, params, views = plan_params  # views: q, k, v as [b, s, h, d] views, made without autograd
-        q, k, v = views
-        out, lse = plan.backend.forward(q, k, v, params, plan.slot)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.plan, ctx.params = plan, params
-        ctx.set_materialize_grads(False)
-        return out
+        return _lean_forward(ctx, *views, plan, params)
 
     @staticmethod
     def backward(ctx, dout):
         if dout is None:
             return None, None, None, None
-        q, k, v, out, lse = ctx.saved_tensors
-        grads = ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)
-        return grads[0].transpose(1, 2), grads[1].transpose(1, 2), grads[2].transpose(1, 2), None
+        dq, dk, dv = _lean_backward(ctx, dout)
+        return dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), None
 
 
 # Function.apply's Python wrapper binds default arguments and unwraps functorch wrappers: ~7 us of
