@@ -130,3 +130,13 @@ def test_triton_backend_equals_attention(dropout_p):
         keys[0, ..., 50:] = False
         ref64, _ = attention_ref(*(t.double().transpose(1, 2) for t in (q, k, v)), attn_bias=keys)
         assert ((out.double() - ref64).norm() / ref64.norm()).item() < 1e-2
+
+
+@pytest.mark.parametrize("bad", ["q", "sinks"])
+def test_bad_input_is_named(bad):
+    """A non-tensor argument raises attention()'s error naming it (no AttributeError from the layout change)."""
+    q, k, v = _heads_first(1, 8, 8, 2, 2, 8)
+    args = dict(q=q, sinks=None)
+    args[bad] = [1.0, 2.0]
+    with pytest.raises((TypeError, ValueError), match=bad):
+        core.attention_heads_first(args["q"], k, v, sinks=args["sinks"])

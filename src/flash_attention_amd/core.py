@@ -403,8 +403,9 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
         needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
         lean = not needs_grad or not ((attn_bias is not None and attn_bias.requires_grad)
                                       or (sinks is not None and sinks.requires_grad))
-    except AttributeError:  # not tensors: attention() names the argument
-        needs_grad = lean = False
+    except AttributeError:  # not tensors: attention()'s validation names the argument
+        return attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None,
+                         None, None, None, False, attn_bias, sinks)
     if not needs_grad or not lean or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
                          window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)

@@ -66,11 +66,10 @@ ROWS_TMA_ALIGN = 4
 WINDOW_MIN = {128: (1024, 512)}
 
 
-def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool, with_dq: bool = False) -> Row | None:
-    """The first BWD_GLUON (with_dq: BWD_GLUON_DQ) row of this exact arch for exactly this head dim, causal flag
-    and GQA flag, or None (the interpreter, arch None, has no Gluon)."""
-    table = BWD_GLUON_DQ if with_dq else BWD_GLUON
-    for row in table.get(arch, ()) if arch is not None else ():
+def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Row | None:
+    """The first BWD_GLUON row (dK / dV only) of this exact arch for exactly this head dim, causal flag and GQA
+    flag, or None (the interpreter, arch None, has no Gluon). The rows with dQ: ``pick_dq_row``."""
+    for row in BWD_GLUON.get(arch, ()) if arch is not None else ():
         if row.max_d == headdim and row.causal in (None, causal) and row.gqa in (None, gqa):
             return row
     return None
@@ -96,8 +95,8 @@ def _causal(params: AttnParams) -> bool:
     return bool(params.causal) or params.window_right == 0
 
 
-def pick_dq_row(arch: str | None, headdim: int, causal: bool, gqa: bool, seqlen_q: int, seqlen_k: int
-           ) -> tuple[Row | None, str]:
+def pick_dq_row(arch: str | None, headdim: int, causal: bool, gqa: bool, seqlen_q: int,
+                seqlen_k: int) -> tuple[Row | None, str]:
     """(the first BWD_GLUON_DQ row of this exact arch, head dim, causal and GQA flag that takes a call of these
     lengths, "") or (None, why none does). A row takes the call from its ``min_seqlen_k`` queries and keys; a tile of
     more than 64 query rows a step only where the LSE / delta can come through TMA (``_rows_tma``): a call it cannot
