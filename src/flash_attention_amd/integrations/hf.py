@@ -148,6 +148,7 @@ def _packing(mask: torch.Tensor, sq: int) -> _Packing:
 
 
 def _checked(mask: torch.Tensor, b: int, sk: int) -> torch.Tensor:
+    """mask, if it is HF's 2-D padding mask [b, sk]; else a ValueError naming its shape."""
     if mask.dim() != 2 or tuple(mask.shape) != (b, sk):
         raise ValueError(f"attention_mask has shape {tuple(mask.shape)}; the flash_attention_amd integration takes "
                          f"HF's 2-D padding mask ({b}, {sk}) (register() installs the matching mask function)")
@@ -155,8 +156,8 @@ def _checked(mask: torch.Tensor, b: int, sk: int) -> torch.Tensor:
 
 
 # Dense calls take HF's [b, h, s, d] tensors into one autograd node (core.attention_heads_first) instead of three
-# transposes and the call: a module attribute for benchmarks/hf_heads_first_ab.py (on / off in one process), not a
-# user setting.
+# transposes and the call: a module attribute for benchmarks/bert_gap.py and hf_attention_host.py (on / off in one
+# process), not a user setting.
 HEADS_FIRST = True
 
 
