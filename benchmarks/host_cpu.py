@@ -3,8 +3,9 @@ more than raw SDPA"): our public API (served by the sdpa backend, torch's CPU fl
 raw ``F.scaled_dot_product_attention`` in the same process, loops interleaved (rotated order, so a
 host whose speed drifts slows every path alike), median and min of the loops in microseconds.
 
-Raw SDPA twice: on the flash_attn layout ([b, s, h, d] tensors, transposed in and out as a caller of
-flash_attn_func would have to) and on contiguous [b, h, s, d] tensors (the floor). ``--compare
+Raw SDPA twice: on the flash_attn layout (views of [b, s, h, d] tensors transposed to [b, h, s, d] once, before the
+loops, and the output transposed back on every call; a caller would also pay the three input transposes, about
+1 us each here, which this column leaves out) and on contiguous [b, h, s, d] tensors (the floor). ``--compare
 MODULE``: also time another copy of the library importable as MODULE (an older tree's package
 renamed, as benchmarks/callpath_device_pass.sh makes it), in the same loops.
 
