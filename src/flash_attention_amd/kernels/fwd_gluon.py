@@ -51,51 +51,33 @@ def _tanh(x):
 
 
 @gluon.jit
-def _masked(s, cols, vis, scores, MASK: gl.constexpr, FLAGS: gl.constexpr):
-    """s [ROWS, BLOCK_N] with -inf where key cols[j] ([1, BLOCK_N]) is hidden from row i: past hi[i] (the row's right
-    bound or seqlen_k - 1) or, with MASK_LEFT and MASK 1, before lo[i] (its left bound); vis = (rows, lo, hi), each
-    [ROWS] (``_bounds``). MASK 1: every bound; 2: hi alone (blocks past every row's left bound). A compare a score
-    per bound."""
-    rows, lo, hi = vis
-    if FLAGS[4] == 0:  # the old form (A/B)
-        sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
-        ok = cols < seqlen_k
-        if FLAGS[1]:
-            ok = ok & (cols <= rows[:, None] + (limit + window_right))
-        if FLAGS[0]:
-            ok = ok & (cols >= rows[:, None] + (limit - window_left))
-        return gl.where(ok, s, float("-inf"))
-    ok = cols <= hi[:, None]
-    if FLAGS[0] and MASK == 1:
-        ok = ok & (cols >= lo[:, None])
+def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
+    """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
+    scores and FLAGS)."""
+    sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
+    MASK_LEFT: gl.constexpr = FLAGS[0]
+    MASK_RIGHT: gl.constexpr = FLAGS[1]
+    ok = cols[None, :] < seqlen_k
+    if MASK_RIGHT:
+        ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
+    if MASK_LEFT:
+        ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
     return gl.where(ok, s, float("-inf"))
 
 
 @gluon.jit
-def _bounds(rows, scores, FLAGS: gl.constexpr):
-    """(rows, lo, hi): each row's first and last visible key (lo: MASK_LEFT's bound; hi: the right bound, causal's
-    diagonal, or seqlen_k - 1), for ``_masked``."""
-    sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
-    hi = gl.full_like(rows, 0) + (seqlen_k - 1)
-    if FLAGS[1]:
-        hi = gl.minimum(rows + (limit + window_right), seqlen_k - 1)
-    return rows, rows + (limit - window_left), hi
-
-
-@gluon.jit
-def _softmax(s, state_m, state_l, scores, vis, j0, offs_n, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
-    """One block of raw scores s [ROWS, BLOCK_N] fp32 (keys j0 + offs_n) -> p fp32, the new row max (log2 units),
-    alpha (the accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
-    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); vis = (rows, lo, hi) (``_bounds``); MASK: 0 none,
-    else the bounds this block needs (``_masked``); col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this
-    block's keys j (``_keys``)."""
+def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
+    """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
+    accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
+    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
     if SOFTCAP == 2:  # |s| <= c = softcap * log2(e): against the fixed max state_m (no max, nothing to rescale)
         s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
         if MASK:
-            s = _masked(s, j0 + offs_n[None, :], vis, scores, MASK, FLAGS)
+            s = _masked(s, rows, cols, scores, FLAGS)
         p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
         return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
@@ -106,13 +88,13 @@ def _softmax(s, state_m, state_l, scores, vis, j0, offs_n, col_bias, MASK: gl.co
         if ALIBI == 2:  # every visible key at or left of the diagonal: a per-key term, the per-row one in the LSE
             s = s + col_bias[None, :]
         elif ALIBI:
-            dist = (vis[0][:, None] + limit) - (j0 + offs_n[None, :])
+            dist = (rows[:, None] + limit) - cols[None, :]
             s = s - (slope * LOG2E) * gl.abs(dist).to(gl.float32)
         scale = 1.0
     else:  # sm_scale > 0: the max before the scale, one FMA per score
         scale = sm_scale * LOG2E
     if MASK:
-        s = _masked(s, j0 + offs_n[None, :], vis, scores, MASK, FLAGS)
+        s = _masked(s, rows, cols, scores, FLAGS)
     m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
     p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
@@ -160,17 +142,18 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes
 
 @gluon.jit
 def _keys(j0, keys, FLAGS: gl.constexpr):
-    """(ALIBI 2) slope * log2(e) * (j - c) of each key j of the block that starts at key j0 (one add a key; else
-    0.0, unused). keys = (offs_n [BLOCK_N], ramp = slope * log2(e) * offs_n, slope * log2(e), c)."""
+    """The positions of the key block that starts at key j0, and (ALIBI 2) slope * log2(e) * (j - c) of each
+    (one add a key; else 0.0, unused). keys = (offs_n [BLOCK_N], ramp = slope * log2(e) * offs_n, slope * log2(e),
+    c)."""
     offs_n, ramp, a, c = keys
     bias = a
     if FLAGS[3] == 2:
         bias = ramp + a * (j0 - c).to(gl.float32)
-    return bias
+    return j0 + offs_n, bias
 
 
 @gluon.jit
-def _step(t, state, q, k_smem, v_smem, bars, scores, vis, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
+def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """The program's t-th key block (its ring position; not the tile's first), keys j0 .. j0 + BLOCK_N - 1 (keys:
     ``_keys``'s):
     issue QK^T(t) and PV(t - 1), wait for the first, softmax(t) while the second runs, then wait for it and rescale.
@@ -187,8 +170,8 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, vis, j0, keys, s_zero, MASK
     acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
     mbarrier.arrive(k_empty.index(slot), count=1)
-    col_bias = _keys(j0, keys, FLAGS)
-    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, vis, j0, keys[0], col_bias, MASK, FLAGS)
+    cols, col_bias = _keys(j0, keys, FLAGS)
+    p, m_new, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, MASK, FLAGS)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc_tok])
     mbarrier.arrive(v_empty.index(prev), count=1)
     if FLAGS[2] != 2:  # a fixed max (SOFTCAP 2) never moves
@@ -246,25 +229,22 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     mbarrier.arrive(k_empty.index(slot0), count=1)
     a_l2 = slope * LOG2E
     keys = (offs_n, offs_n.to(gl.float32) * a_l2, a_l2, first + limit)  # _keys: c = the first row's diagonal key
-    j0 = j_lo * BLOCK_N
-    vis = _bounds(rows, scores, FLAGS)
-    col_bias = _keys(j0, keys, FLAGS)
+    cols, col_bias = _keys(j_lo * BLOCK_N, keys, FLAGS)
     if (j_lo < full_lo) | (j_lo >= full_hi):
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, vis, j0, offs_n, col_bias, 1, FLAGS)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS)
     else:
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, vis, j0, offs_n, col_bias, 0, FLAGS)
-    # three loops, each without a branch: the masked blocks at the start (every bound), the whole ones, the masked
-    # ones at the end (past every row's left bound: the right bounds and seqlen_k alone)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS)
+    # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
     for t in range(1, a):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, vis, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      1, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      True, FLAGS)
     for t in range(a, b):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, vis, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      0, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      False, FLAGS)
     for t in range(b, n_blocks):
-        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, vis, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      2, FLAGS)
+        state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
     last = (base + n_blocks - 1) % STAGES

@@ -64,9 +64,6 @@ ALIBI_ONE_SIDED = True
 ALIBI_ONE_SIDED_MAX_D = 128
 
 
-MASK_BOUNDS = True  # A/B: the masks as per-row bounds (False: the old form)
-
-
 # Softcap against a fixed max (the kernel's SOFTCAP 2; launch/fwd.py ``softcap_max`` says when it holds: bf16, no
 # ALiBi, softcap * log2(e) <= 77). A module attribute for benchmarks/bench_gluon_ab.py, not a user setting.
 SOFTCAP_FIXED_MAX = True
@@ -265,7 +262,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params, d, q.dtype)
-    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags + (int(MASK_BOUNDS),), CONSUMER_REGS=CONSUMER_REGS,
+    common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
                   PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
     plan.slot = KernelSlot(attn_fwd_gluon_kernel, dict(HEAD_DIM=d, ORDER=order(flags, False), **common),
@@ -350,7 +347,7 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         alibi = flags[3]
         common = {"Out": f"*{dtype}", "Lse": "*fp32", "Alibi": "*fp32" if alibi else "constexpr",
                   "sizes": ("i32",) * 6, "scores": ("fp32", "fp32", "i32", "i32")}
-        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags + (int(MASK_BOUNDS),), CONSUMER_REGS=CONSUMER_REGS,
+        consts = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
                       PRODUCER_REGS=PRODUCER_REGS)
         if not alibi:
             consts["Alibi"] = None
