@@ -70,6 +70,13 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **long_causal))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **long_causal))[0] == "sdpa"  # GQA not measured
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(long_causal, causal=False)))[0] == "sdpa"
+    # d=64 not causal from 16k keys (session 38's audit, run35/h100_route_mha_*.md), not at 4k nor with grads
+    d64_long = dict(long_causal, causal=False, nheads=32, headdim=64, headdim_v=64)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=32, **d64_long))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=32, needs_grad=True, **d64_long))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=32, **dict(d64_long, batch=4, seqlen_q=4096,
+                                                                        seqlen_k=4096)))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=32, **dict(d64_long, causal=True)))[0] == "sdpa"
     # causal with more keys than queries (bottom-right): ours measured faster (run16/h100_bottom_right_causal_route)
     prefill = dict(base, seqlen_q=1024, seqlen_k=3072, causal=True)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **prefill))[0] == "triton"

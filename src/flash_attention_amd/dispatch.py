@@ -214,7 +214,12 @@ def forward_flop(problem: Problem) -> float:
 # 0.90x causal at 4k / 16k keys; d=128 causal 1.02x at 4k, 0.94x at 16k; d=128 not causal 1.01-1.02x (stays with
 # sdpa). The kernels grid agrees on an H200 (run26/h200x4_kernels.md: forward / cuDNN 1.03-1.15x at d=256, 1.07x
 # d=128 causal 16k). With gradients SDPA keeps these calls: its backward is faster (dispatch rule above).
-_TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384}  # (head dim, causal): from keys
+# Session 38's audit of the whole table (benchmarks/results/run35/h100_route_*.md, H100, two passes, each backend
+# forced through our API and the automatic choice, MHA d=64 / 128 / 256 and GQA 32/8 at d=128, 1k / 4k / 16k, causal
+# and not, forward without grads and forward + backward): the automatic choice took 0.96-1.04x the faster forced
+# backend's time on 81 of 84 rows (1.06-1.09x on three, each 0.99-1.03x in the other pass). The one steady gain left:
+# d=64 not causal at 16k, triton 0.95 / 0.96x SDPA's time per forward (1.02-1.05x at 4k), hence its row below.
+_TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384, (64, False): 16384}  # (d, causal): keys
 
 
 def _triton_first_forward(problem: Problem) -> bool:
