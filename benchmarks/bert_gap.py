@@ -16,14 +16,15 @@ steps, the implementations taking turns round by round (median ms per step):
 - ``no attention``: the same plumbing with the attention replaced by a view of v (the step's floor without
   any attention).
 
-``--impls``: which of them (default: all). ``--host``: instead of wall time, the host time of a forward + backward
-(no optimizer step) issued while the GPU is held busy (a sleep kernel longer than the step), median of
-``--rounds`` samples each, taking turns: what each implementation costs the CPU per step (a sample as long as
-the sleep means the step waited for the GPU: a host synchronisation). With ``--profile``: a torch.profiler table
+``--impls``: which of them (default: all). ``--compile``: the model under torch.compile. ``--host``: instead of
+wall time, the host time of a forward + backward (no optimizer step) issued while the GPU is held busy (a sleep
+kernel longer than the step), median of ``--rounds`` samples each, taking turns: what each implementation costs the
+CPU per step (a sample as long as the sleep means the step waited for the GPU: a host synchronisation). With
+``--profile``: a torch.profiler table
 per implementation (fa_amd, sdpa), the ops with the most CPU time in 3 steps.
 
     PYTHONPATH=src:benchmarks python benchmarks/bert_gap.py [--shapes 128:32 256:32] [--rounds 9] [--host]
-        [--impls sdpa fa_amd fa_amd-transposed]
+        [--impls sdpa fa_amd fa_amd-transposed] [--compile]
 """
 from __future__ import annotations
 
@@ -83,8 +84,10 @@ IMPLS = {"eager": "eager", "sdpa": "sdpa", "fa_amd": "fa_amd", "fa_amd-transpose
          "glue+sdpa": "glue_sdpa", "glue+sdpa+fill": "glue_sdpa_fill", "no attention": "no_attention"}
 
 
-def _steps(model, data, opt, labels, optimizer=True):
-    """label -> a function running one step (forward, backward, with ``optimizer`` the AdamW step too)."""
+def _steps(model, data, opt, labels, optimizer=True, run=None):
+    """label -> a function running one step (forward, backward, with ``optimizer`` the AdamW step too); run: the
+    model's compiled form (``--compile``), else the model itself."""
+    run = model if run is None else run
     fns = {}
     for label in labels:
         def step(impl=IMPLS[label], heads_first=label != "fa_amd-transposed"):
@@ -92,9 +95,9 @@ def _steps(model, data, opt, labels, optimizer=True):
             hf.HEADS_FIRST = heads_first
             try:
                 if optimizer:
-                    models.train_step(model, data, opt)()
+                    models.train_step(run, data, opt)()
                 else:
-                    model(**data).loss.backward()
+                    run(**data).loss.backward()
                     model.zero_grad(set_to_none=True)
             finally:
                 hf.HEADS_FIRST = True
@@ -147,6 +150,9 @@ def main() -> None:
     ap.add_argument("--sleep-ms", type=float, default=200.0, help="--host: the GPU's sleep per sample")
     ap.add_argument("--layers", type=int, default=12, help="encoder layers (BERT-base: 12)")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--compile", action="store_true",
+                    help="the model under torch.compile (default mode; one compiled module, each implementation its "
+                         "own graphs after the warm-up)")
     args = ap.parse_args()
     cfg = dict(models.BERT_BASE, num_hidden_layers=args.layers)
     register()
@@ -154,6 +160,7 @@ def main() -> None:
             f"{args.rounds} samples taking turns" if args.host else
             f"training step, ms, median (min-max) of {args.rounds} rounds of 5 steps taking turns")
     name = "BERT-base" if args.layers == 12 else f"BERT-base with {args.layers} layers"
+    name += " under torch.compile" if args.compile else ""
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: {name} {what}")
     labels = list(args.impls)
     ratios = [x for x in labels if x != "sdpa"] if "sdpa" in labels else []
@@ -165,7 +172,8 @@ def main() -> None:
         model = models.hf_bert(cfg, s, "cuda", torch.bfloat16)
         data = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=True)
         opt = models.adamw(model)
-        fns = _steps(model, data, opt, labels, optimizer=not args.host)
+        run = torch.compile(model) if args.compile else None
+        fns = _steps(model, data, opt, labels, optimizer=not args.host, run=run)
         res = _host_turns(fns, args.rounds, args.sleep_ms) if args.host else _turns(fns, n=5, rounds=args.rounds)
         med = {k: v[0] / scale for k, v in res.items()}
         nd = 0 if args.host else 2

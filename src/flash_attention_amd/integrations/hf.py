@@ -59,7 +59,9 @@ class _Packing:
     __slots__ = ("mask", "version", "sq", "order_q", "order_k", "inverse_q", "inverse_k", "cu_q", "cu_k", "_first")
 
     def __init__(self, mask: torch.Tensor, sq: int):
-        self.mask, self.version, self.sq = mask, mask._version, sq
+        # traced (torch.compile): no version (dynamo cannot read it; a traced packing is never cached)
+        self.mask, self.sq = mask, sq
+        self.version = None if torch.compiler.is_compiling() else mask._version
         keep_k = mask.bool()
         keep_q = keep_k[:, -sq:]
         self.order_k, self.cu_k = self._order(keep_k)
@@ -131,7 +133,10 @@ def _permute(x: torch.Tensor, order: torch.Tensor, inverse: torch.Tensor) -> tor
 
 
 def _key_mask(mask: torch.Tensor) -> torch.Tensor:
-    """The padding mask as a bool [b, 1, 1, sk] key mask (True = a valid key), once per mask."""
+    """The padding mask as a bool [b, 1, 1, sk] key mask (True = a valid key), once per mask (eager: the layers of
+    a forward pass share it; traced by torch.compile, the graph computes it, as dynamo cannot read a version)."""
+    if torch.compiler.is_compiling():
+        return mask.bool()[:, None, None, :]
     if _last_keys and _last_keys[0] is mask and _last_keys[1] == mask._version:
         return _last_keys[2]
     keys = mask.bool()[:, None, None, :]
@@ -140,6 +145,8 @@ def _key_mask(mask: torch.Tensor) -> torch.Tensor:
 
 
 def _packing(mask: torch.Tensor, sq: int) -> _Packing:
+    if torch.compiler.is_compiling():  # traced: the graph packs (no cache: see _key_mask)
+        return _Packing(mask, sq)
     if _last and _last[0].matches(mask, sq):
         return _last[0]
     packing = _Packing(mask, sq)
