@@ -146,3 +146,49 @@ def test_compile_kvcache_fullgraph_matches_eager():
     torch.testing.assert_close(lse_c, lse_e)
     assert torch.equal(kc_c, kc) and torch.equal(vc_c, vc)
     assert not torch.equal(kc_c, kc_before)  # the new k was appended
+
+
+def test_compiled_calls_reuse_their_launch_plans(monkeypatch):
+    """The custom ops keep their backend's launch plans per call signature (ops._slot), as eager calls do: a
+    repeated compiled call plans neither its forward nor its backward again (before, each planned both anew: host
+    time on every call), and another signature gets plans of its own."""
+    pytest.importorskip("triton")
+    from flash_attention_amd import ops
+    from flash_attention_amd.launch import bwd as launch_bwd
+    from flash_attention_amd.launch import fwd as launch_fwd
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(ops, "_SLOTS", {})
+    planned = []
+
+    def counting(real, name):
+        def plan(*args, **kwargs):
+            planned.append(name)
+            return real(*args, **kwargs)
+        return plan
+
+    for module, name in ((launch_fwd, "plan_forward"), (launch_bwd, "plan_backward")):
+        monkeypatch.setattr(module, name, counting(getattr(module, name), name))
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+
+    def f(q, k, v):
+        with fa.use_backend("triton"):
+            return fa.flash_attn_func(q, k, v, causal=True)
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    for s, calls in ((24, 3), (40, 2)):
+        q, k, v = (randn(2, s, 2, 32, dtype=dtype, requires_grad=True) for _ in range(3))
+        for _ in range(calls):
+            out = compiled(q, k, v)
+            out.square().sum().backward()
+        assert planned == ["plan_forward", "plan_backward"], planned  # the first compiled call's, once
+        planned.clear()  # (the eager reference below plans through core.py's own plans)
+        grads = [t.grad.clone() / calls for t in (q, k, v)]
+        for t in (q, k, v):
+            t.grad = None
+        ref = f(q, k, v)
+        ref.square().sum().backward()
+        torch.testing.assert_close(out, ref)
+        for g, t in zip(grads, (q, k, v)):
+            torch.testing.assert_close(g, t.grad)
+        planned.clear()

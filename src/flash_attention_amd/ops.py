@@ -5,7 +5,8 @@ plain autograd.Function, which costs less host time).
 A compiled call is one opaque node each way (no graph break), autograd links forward and
 backward, and the LSE output is differentiable. The backend is chosen while tracing
 (dispatch is metadata-only) and passed to the op by name; value checks of cu_seqlens run
-inside the op, where the real tensors are.
+inside the op, where the real tensors are. Each op keeps its backend's launch plan per call signature (``_slot``),
+as core.py's plans do for eager calls: a repeated compiled call only allocates and launches.
 """
 from __future__ import annotations
 
@@ -17,6 +18,23 @@ from .params import AttnParams
 from .philox import new_seed
 
 _EMPTY_PROBS = (0,)
+_SLOTS: dict = {}  # call signature -> the backend's slot dict (its launch plans: backends/base.py)
+_SLOT_LIMIT = 256  # signatures kept before the dict is emptied (as core.py's _PLAN_LIMIT)
+
+
+def _meta(t):
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
+def _slot(*key) -> dict:
+    """The slot dict of a call signature: the op's name, its backend, the metadata of its tensors and its
+    options (never a tensor's values, which the plans do not read)."""
+    slot = _SLOTS.get(key)
+    if slot is None:
+        if len(_SLOTS) >= _SLOT_LIMIT:
+            _SLOTS.clear()
+        slot = _SLOTS[key] = {}
+    return slot
 
 
 def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
@@ -51,7 +69,11 @@ def _fwd(
 
         check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", zero_tensors)
         check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", zero_tensors)
-    out, lse = registry()[backend].forward(q, k, v, params)
+    slot = _slot("fwd", backend, _meta(q), _meta(k), _meta(v), softmax_scale, causal, window_left, window_right,
+                 softcap, dropout_p, _meta(alibi_slopes), _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q,
+                 max_seqlen_k, deterministic, zero_tensors, _meta(attn_bias), _meta(sinks), _meta(q_descale),
+                 _meta(k_descale), _meta(v_descale))
+    out, lse = registry()[backend].forward(q, k, v, params, slot)
     probs = None
     if return_probs and dropout_p > 0:
         from .core import attn_probs
@@ -97,7 +119,11 @@ def _bwd(
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
                      cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic,
                      zero_tensors, attn_bias, sinks)
-    grads = tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse))
+    slot = _slot("bwd", backend, _meta(dout), _meta(dlse), _meta(q), _meta(k), _meta(v), _meta(out), _meta(lse),
+                 softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
+                 _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
+                 _meta(attn_bias), _meta(sinks), bias_grad)
+    grads = tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse, slot))
     dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)
     return (*grads[:3], q.new_empty(_EMPTY_PROBS) if dbias is None else dbias,
             q.new_empty(_EMPTY_PROBS, dtype=torch.float32) if dsinks is None else dsinks)
