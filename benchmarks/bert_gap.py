@@ -128,17 +128,22 @@ def _host_turns(fns: dict, rounds: int, sleep_ms: float) -> dict:
     return {name: (statistics.median(t), min(t), max(t)) for name, t in times.items()}
 
 
-def _profile(step, label: str) -> None:
+def _profile(step, label: str, device: bool = False) -> None:
+    """torch.profiler tables of 3 steps: ops by self CPU time; with ``device``, also by self device time."""
     from torch.profiler import ProfilerActivity, profile
 
     step()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device else [])
+    with profile(activities=activities) as prof:
         for _ in range(3):
             step()
         torch.cuda.synchronize()
     print(f"\n## {label}: CPU time in 3 steps, top ops by self CPU time")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=22, max_name_column_width=60))
+    if device:
+        print(f"\n## {label}: device time in 3 steps, top ops by self device time")
+        print(prof.key_averages().table(sort_by="self_device_time_total", row_limit=22, max_name_column_width=60))
 
 
 def main() -> None:
@@ -150,6 +155,7 @@ def main() -> None:
     ap.add_argument("--sleep-ms", type=float, default=200.0, help="--host: the GPU's sleep per sample")
     ap.add_argument("--layers", type=int, default=12, help="encoder layers (BERT-base: 12)")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-device", action="store_true", help="--profile with the device's kernels too")
     ap.add_argument("--compile", action="store_true",
                     help="the model under torch.compile (default mode; one compiled module, each implementation its "
                          "own graphs after the warm-up)")
@@ -181,9 +187,9 @@ def main() -> None:
                            for k in labels)
         print(f"| {s} | {b} | {cells}" + "".join(f" | {med[x] / med['sdpa']:.3f}" for x in ratios) + " |",
               flush=True)
-        if args.profile and shape == args.shapes[0]:
+        if (args.profile or args.profile_device) and shape == args.shapes[0]:
             for label in ("fa_amd", "sdpa"):
-                _profile(fns[label], f"{label}, s={s} b={b}")
+                _profile(fns[label], f"{label}, s={s} b={b}", args.profile_device)
         del model, opt, fns
 
 
