@@ -81,7 +81,10 @@ def _fwd(
         probs = attn_probs(q, k, params)
     if probs is None:
         probs = q.new_empty(_EMPTY_PROBS)
-    return out, lse, torch.tensor([seed], dtype=torch.int64), probs
+    # the seed travels to the backward in a new CPU tensor (an op's outputs are new tensors): zeros(1) is one call
+    # less than tensor([0]) where no dropout draws one
+    rng_state = torch.tensor([seed], dtype=torch.int64) if seed else torch.zeros(1, dtype=torch.int64)
+    return out, lse, rng_state, probs
 
 
 def _round128(n: int) -> int:
@@ -117,8 +120,8 @@ def _bwd(
         # backends compute dbias iff the bias requires grad; inside the op that flag is bias_grad
         attn_bias = attn_bias.detach().requires_grad_(bias_grad)
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, int(rng_state[0]), deterministic,
-                     zero_tensors, attn_bias, sinks)
+                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, rng_state.item() if dropout_p > 0 else 0,
+                     deterministic, zero_tensors, attn_bias, sinks)
     slot = _slot("bwd", backend, _meta(dout), _meta(dlse), _meta(q), _meta(k), _meta(v), _meta(out), _meta(lse),
                  softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
                  _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
