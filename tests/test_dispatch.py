@@ -131,6 +131,16 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **masked))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(masked, batch=4096)))[0] == "triton"
     assert "bool-masked call: triton first" in dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **masked))
+    # traced by torch.compile: sdpa first at d=64 (compiled BERT steps, run35/h100_bert_compiled_route_*.md), not at
+    # d=128 (not measured), not causal-masked, not on sm80
+    traced = Problem(arch="sm90", nheads_k=12, compiling=True, **masked)
+    assert dispatch.preference(traced)[0] == "sdpa"
+    assert "traced by torch.compile: sdpa first" in dispatch.order_rule(traced)
+    d128 = dict(masked, headdim=128, headdim_v=128)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, compiling=True, **d128))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm80", nheads_k=12, compiling=True, **masked))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=12, compiling=True, causal=True, **masked))[0] == (
+        "triton")
     text = dispatch.Decision("triton", False, (), Problem(arch="sm90", nheads_k=12, **bert),
                              dispatch.order_rule(Problem(arch="sm90", nheads_k=12, **bert))).describe()
     assert "-> triton (auto)" in text and "order: sm90, plain dense call of 1.6 GFLOP" in text

@@ -194,6 +194,14 @@ def platform(problem: Problem) -> str:
 # masked_fill that gives hidden rows 0 and the layout's transposes, each an op and an autograd node); whole
 # BERT-base training steps were even within their spread (0.90-0.99x against 0.84-1.01x the best of eager and sdpa).
 _MASKED_CALLS = "bool-masked call: triton first (measured faster than the sdpa backend's masked route; dispatch.py)"
+# Traced by torch.compile, the same BERT-base calls (d=64) go to SDPA: a compiled step is host-bound, and our custom
+# ops cost more host time per call than SDPA's (its graph calls cuDNN's op directly). Compiled BERT-base training steps
+# on an H100 (benchmarks/results/run35/h100_bert_compiled_route_*.md, sdpa and fa_amd taking turns in one process):
+# fa_amd with these calls on triton 1.26 / 1.33x HF sdpa's time at s=128 b=32 / s=512 b=16, forced to the sdpa
+# backend 1.10 / 0.99x (our kernels took 0.83x cuDNN's device time there: run35/h100_bert_compiled_profile.md).
+_MASKED_TRACED = ("bool-masked call traced by torch.compile: sdpa first (compiled BERT-base steps measured faster "
+                  "with it: host-bound; dispatch.py)")
+_MASKED_TRACED_HEADDIM = (64,)
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 256),
                       "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
@@ -230,9 +238,15 @@ def _triton_first_forward(problem: Problem) -> bool:
             and p.dropout_p == 0 and not p.fp8 and not p.offsets and not p.is_varlen)
 
 
+def _masked_traced(problem: Problem) -> bool:
+    return (problem.bias == "bool" and not problem.causal and problem.compiling
+            and problem.arch in _SDPA_FIRST_NVIDIA["arch"] and problem.headdim in _MASKED_TRACED_HEADDIM
+            and problem.headdim_v == problem.headdim)
+
+
 def _sdpa_measured_faster(problem: Problem) -> bool:
-    if problem.bias:  # masked calls stay with triton (_MASKED_CALLS)
-        return False
+    if problem.bias:  # masked calls stay with triton (_MASKED_CALLS), but traced ones at d=64 (_MASKED_TRACED)
+        return _masked_traced(problem)
     if problem.has_window or problem.softcap > 0 or problem.has_alibi or problem.has_sinks:
         return False  # the rules were measured on plain calls (and SDPA declines these: triton goes first anyway)
     if _triton_first_forward(problem):
@@ -321,6 +335,8 @@ def order_rule(problem: Problem) -> str:
 
 
 def _order_rule_sdpa(problem: Problem) -> str:
+    if _masked_traced(problem):
+        return "sm90, " + _MASKED_TRACED
     if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
         return "sm90, " + _MASKED_CALLS
     if _triton_first_forward(problem):
