@@ -157,16 +157,21 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--profile-device", action="store_true", help="--profile with the device's kernels too")
     ap.add_argument("--compile", action="store_true",
-                    help="the model under torch.compile (default mode; one compiled module, each implementation its "
-                         "own graphs after the warm-up)")
+                    help="the model under torch.compile (one compiled module, each implementation its own graphs "
+                         "after the warm-up)")
+    ap.add_argument("--compile-mode", default="default", help="--compile's mode (e.g. reduce-overhead: CUDA graphs)")
+    ap.add_argument("--attn-dropout", type=float, default=None, help="attention_probs_dropout_prob (BERT's: 0.1)")
     args = ap.parse_args()
     cfg = dict(models.BERT_BASE, num_hidden_layers=args.layers)
+    if args.attn_dropout is not None:
+        cfg["attention_probs_dropout_prob"] = args.attn_dropout
     register()
     what = (f"host us per forward + backward issued while the GPU sleeps {args.sleep_ms:g} ms, median (min-max) of "
             f"{args.rounds} samples taking turns" if args.host else
             f"training step, ms, median (min-max) of {args.rounds} rounds of 5 steps taking turns")
     name = "BERT-base" if args.layers == 12 else f"BERT-base with {args.layers} layers"
-    name += " under torch.compile" if args.compile else ""
+    name += f" under torch.compile (mode {args.compile_mode})" if args.compile else ""
+    name += f", attention dropout {args.attn_dropout:g}" if args.attn_dropout is not None else ""
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: {name} {what}")
     labels = list(args.impls)
     ratios = [x for x in labels if x != "sdpa"] if "sdpa" in labels else []
@@ -178,7 +183,7 @@ def main() -> None:
         model = models.hf_bert(cfg, s, "cuda", torch.bfloat16)
         data = models.padded_batch(b, s, cfg["vocab_size"], "cuda", padded=True)
         opt = models.adamw(model)
-        run = torch.compile(model) if args.compile else None
+        run = torch.compile(model, mode=args.compile_mode) if args.compile else None
         fns = _steps(model, data, opt, labels, optimizer=not args.host, run=run)
         res = _host_turns(fns, args.rounds, args.sleep_ms) if args.host else _turns(fns, n=5, rounds=args.rounds)
         med = {k: v[0] / scale for k, v in res.items()}

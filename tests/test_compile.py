@@ -192,3 +192,20 @@ def test_compiled_calls_reuse_their_launch_plans(monkeypatch):
         for g, t in zip(grads, (q, k, v)):
             torch.testing.assert_close(g, t.grad)
         planned.clear()
+
+
+def test_forward_op_holds_no_cpu_tensor_without_dropout():
+    """Without dropout the forward op's seed output is an empty tensor on q's device, so that a compiled graph holds
+    no CPU tensor (torch.compile's CUDA graphs skip graphs with one); with dropout it is the seed, on the CPU."""
+    import flash_attention_amd.ops  # noqa: F401  (registers the custom ops)
+
+    q, k, v = (randn(1, 8, 2, 16) for _ in range(3))
+    op = torch.ops.flash_attention_amd.fwd.default
+    head, tail = (q, k, v, "torch", 0.25, True, -1, 0, 0.0), (None, None, None, 0, 0, False, False, False, None, None)
+    rng_state = op(*head, 0.0, *tail)[2]
+    assert rng_state.device == q.device and rng_state.dtype == torch.int64 and rng_state.numel() == 0
+    torch.manual_seed(3)
+    rng_state = op(*head, 0.3, *tail)[2]
+    assert rng_state.device.type == "cpu" and rng_state.numel() == 1 and rng_state.item() != 0
+    for p in (0.0, 0.3):  # the fake kernel agrees
+        torch.library.opcheck(op, (*head, p, *tail), test_utils=("test_schema", "test_faketensor"))

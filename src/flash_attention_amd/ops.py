@@ -58,7 +58,8 @@ def _fwd(
     attn_bias: Tensor | None, sinks: Tensor | None, q_descale: Tensor | None = None,
     k_descale: Tensor | None = None, v_descale: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """-> (out, lse, rng_state int64 [1] on the CPU (the dropout seed, 0 without dropout), S_dmask
+    """-> (out, lse, rng_state (with dropout: int64 [1] on the CPU, the seed; else int64 [0] on q's device, so that a
+    compiled graph without dropout holds no CPU tensor: CUDA graphs), S_dmask
     or an empty tensor). FP8 q/k/v come with their descale factors (out bf16, forward only)."""
     seed = new_seed() if dropout_p > 0 else 0
     params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
@@ -81,9 +82,11 @@ def _fwd(
         probs = attn_probs(q, k, params)
     if probs is None:
         probs = q.new_empty(_EMPTY_PROBS)
-    # the seed travels to the backward in a new CPU tensor (an op's outputs are new tensors): zeros(1) is one call
-    # less than tensor([0]) where no dropout draws one
-    rng_state = torch.tensor([seed], dtype=torch.int64) if seed else torch.zeros(1, dtype=torch.int64)
+    # the seed travels to the backward in a new CPU tensor (an op's outputs are new tensors); without dropout there is
+    # none, and an empty tensor on q's device keeps the graph's tensors on it (torch.compile's CUDA graphs skip
+    # graphs with CPU tensors)
+    rng_state = (torch.tensor([seed], dtype=torch.int64) if dropout_p > 0
+                 else q.new_empty(_EMPTY_PROBS, dtype=torch.int64))
     return out, lse, rng_state, probs
 
 
@@ -104,7 +107,9 @@ def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right
         lse = q.new_empty((q.shape[1], q.shape[0]), dtype=lse_dtype)
         shape = (cu_seqlens_q.shape[0] - 1, q.shape[1], _round128(max_seqlen_q), _round128(max_seqlen_k))
     probs = q.new_empty(shape if return_probs and dropout_p > 0 else _EMPTY_PROBS)
-    return out, lse, torch.empty(1, dtype=torch.int64, device="cpu"), probs
+    rng_state = (torch.empty(1, dtype=torch.int64, device="cpu") if dropout_p > 0
+                 else q.new_empty(_EMPTY_PROBS, dtype=torch.int64))
+    return out, lse, rng_state, probs
 
 
 @torch.library.custom_op("flash_attention_amd::bwd", mutates_args=())
