@@ -90,11 +90,53 @@ def test_compile_bool_mask_fullgraph_matches_eager(backend):
 def test_custom_op_passes_opcheck():
     import flash_attention_amd.ops  # noqa: F401  (registers the custom ops; nothing does at package import)
 
-    q, k, v = randn(1, 8, 2, 16, requires_grad=True), randn(1, 8, 2, 16, requires_grad=True), randn(
-        1, 8, 2, 16, requires_grad=True)
+    q, k, v = (randn(1, 8, 2, 16) for _ in range(3))
     args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False, None, None)
-    torch.library.opcheck(torch.ops.flash_attention_amd.fwd.default, args,
-                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    torch.library.opcheck(torch.ops.flash_attention_amd.fwd.default, args, test_utils=utils)
+    out, lse, rng_state, _ = torch.ops.flash_attention_amd.fwd.default(*args)
+    dout, dlse = randn(*out.shape), randn(*lse.shape)
+    bwd_args = (dout, dlse, q, k, v, out, lse, rng_state, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0,
+                0, False, False, None, None, False)
+    torch.library.opcheck(torch.ops.flash_attention_amd.bwd.default, bwd_args, test_utils=utils)
+
+
+def test_ops_have_no_python_autograd_kernel():
+    """A compiled call reaches the ops' Python at once: their autograd is _CompiledFn's, traced into the graph, so
+    the ops carry no autograd kernel (torch.library.custom_op's, in Python, ran on every compiled call: 15-25 us of
+    host time, benchmarks/compiled_host_cpu.py)."""
+    import flash_attention_amd.ops  # noqa: F401
+
+    for op in ("flash_attention_amd::fwd", "flash_attention_amd::bwd"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeExplicitAutograd")
+        assert not torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autograd")
+
+
+@pytest.mark.parametrize("shared", ["qkv", "kv"])
+def test_compile_shared_tensors_match_eager(shared):
+    """The same tensor passed as q, k and v (or as k and v): the compiled autograd takes each tensor once and sums
+    its gradients, as eager autograd does."""
+    torch._dynamo.reset()
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    x, y = randn(2, 24, 2, 32, dtype=dtype, requires_grad=True), randn(2, 24, 2, 32, dtype=dtype, requires_grad=True)
+
+    def f(x, y):
+        with fa.use_backend("torch"):
+            return fa.flash_attn_func(x, x, x, causal=True) if shared == "qkv" else fa.flash_attn_func(
+                y, x, x, causal=True)
+
+    out_c = torch.compile(f, fullgraph=True, backend="aot_eager")(x, y)
+    out_c.square().sum().backward()
+    grads_c = [t.grad.clone() if t.grad is not None else None for t in (x, y)]
+    x.grad = y.grad = None
+    out_e = f(x, y)
+    out_e.square().sum().backward()
+    torch.testing.assert_close(out_c, out_e)
+    for gc, t in zip(grads_c, (x, y)):
+        if gc is None:
+            assert t.grad is None
+        else:
+            torch.testing.assert_close(gc, t.grad)
 
 
 def test_compile_varlen_fullgraph_matches_eager():

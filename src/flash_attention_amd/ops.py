@@ -1,17 +1,15 @@
-"""torch.library custom ops ``flash_attention_amd::fwd`` / ``::bwd`` with fake (meta) kernels:
-the path of the attention functions under ``torch.compile`` (eager calls use ``core.py``'s
-plain autograd.Function, which costs less host time).
+"""The ops ``flash_attention_amd::fwd`` / ``::bwd`` (torch.library, with fake kernels): the path of the attention
+functions under ``torch.compile`` (eager calls use ``core.py``'s plain autograd.Function, which costs less host time).
 
-A compiled call is one opaque node each way (no graph break), autograd links forward and
-backward, and the LSE output is differentiable. The backend is chosen while tracing
-(dispatch is metadata-only) and passed to the op by name; value checks of cu_seqlens run
-inside the op, where the real tensors are. Each op keeps its backend's launch plan per call signature (``_slot``),
-as core.py's plans do for eager calls: a repeated compiled call only allocates and launches.
+A compiled call is one opaque node each way (no graph break); ``_CompiledFn``, an autograd.Function that the
+compiler traces, links forward and backward, and the LSE output is differentiable. The backend is chosen while
+tracing (dispatch is metadata-only) and passed to the op by name; value checks of cu_seqlens run inside the op, where
+the real tensors are. Each op keeps its backend's launch plan per call signature (``_slot``), as core.py's plans do
+for eager calls: a repeated compiled call only allocates and launches.
 """
 from __future__ import annotations
 
 import torch
-from torch import Tensor
 
 from .backends import registry
 from .params import AttnParams
@@ -20,6 +18,7 @@ from .philox import new_seed
 _EMPTY_PROBS = (0,)
 _SLOTS: dict = {}  # call signature -> the backend's slot dict (its launch plans: backends/base.py)
 _SLOT_LIMIT = 256  # signatures kept before the dict is emptied (as core.py's _PLAN_LIMIT)
+_PARAMS = "ops.params"  # a slot's entry for the op's AttnParams template (the backends' entries: "fwd", "bwd", ...)
 
 
 def _meta(t):
@@ -49,31 +48,48 @@ def _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p
     )
 
 
-@torch.library.custom_op("flash_attention_amd::fwd", mutates_args=())
-def _fwd(
-    q: Tensor, k: Tensor, v: Tensor, backend: str, softmax_scale: float, causal: bool,
-    window_left: int, window_right: int, softcap: float, dropout_p: float,
-    alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None, cu_seqlens_k: Tensor | None,
-    max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool, return_probs: bool,
-    attn_bias: Tensor | None, sinks: Tensor | None, q_descale: Tensor | None = None,
-    k_descale: Tensor | None = None, v_descale: Tensor | None = None,
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+_LIB = torch.library.Library("flash_attention_amd", "FRAGMENT")  # kvcache.py's custom op shares the namespace
+_LIB.define(
+    "fwd(Tensor q, Tensor k, Tensor v, str backend, float softmax_scale, bool causal, SymInt window_left, "
+    "SymInt window_right, float softcap, float dropout_p, Tensor? alibi_slopes, Tensor? cu_seqlens_q, "
+    "Tensor? cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k, bool deterministic, bool zero_tensors, "
+    "bool return_probs, Tensor? attn_bias, Tensor? sinks, Tensor? q_descale=None, Tensor? k_descale=None, "
+    "Tensor? v_descale=None) -> (Tensor, Tensor, Tensor, Tensor)")
+_LIB.define(
+    "bwd(Tensor dout, Tensor? dlse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor rng_state, "
+    "str backend, float softmax_scale, bool causal, SymInt window_left, SymInt window_right, float softcap, "
+    "float dropout_p, Tensor? alibi_slopes, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, SymInt max_seqlen_q, "
+    "SymInt max_seqlen_k, bool deterministic, bool zero_tensors, Tensor? attn_bias, Tensor? sinks, "
+    "bool bias_grad) -> (Tensor, Tensor, Tensor, Tensor, Tensor)")
+
+
+def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
+         cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors, return_probs,
+         attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None):
     """-> (out, lse, rng_state (with dropout: int64 [1] on the CPU, the seed; else int64 [0] on q's device, so that a
     compiled graph without dropout holds no CPU tensor: CUDA graphs), S_dmask
     or an empty tensor). FP8 q/k/v come with their descale factors (out bf16, forward only)."""
-    seed = new_seed() if dropout_p > 0 else 0
-    params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seed, deterministic, zero_tensors,
-                     attn_bias, sinks, q_descale, k_descale, v_descale)
     if cu_seqlens_q is not None and q.device.type == "cpu":
         from .validation import check_cu_seqlens_values
 
         check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", zero_tensors)
         check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", zero_tensors)
-    slot = _slot("fwd", backend, _meta(q), _meta(k), _meta(v), softmax_scale, causal, window_left, window_right,
-                 softcap, dropout_p, _meta(alibi_slopes), _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q,
-                 max_seqlen_k, deterministic, zero_tensors, _meta(attn_bias), _meta(sinks), _meta(q_descale),
-                 _meta(k_descale), _meta(v_descale))
+    # q, k and v share a dtype and a device (validated while tracing); optional tensors by _meta
+    slot = _slot("fwd", backend, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device,
+                 softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
+                 _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
+                 _meta(attn_bias), _meta(sinks), _meta(q_descale), _meta(k_descale), _meta(v_descale))
+    seed = new_seed() if dropout_p > 0 else 0
+    params = slot.get(_PARAMS)
+    if params is None:  # the signature's template: its scalars (the key's), no tensors
+        params = slot[_PARAMS] = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p,
+                                         None, None, None, max_seqlen_q, max_seqlen_k, 0, deterministic,
+                                         zero_tensors, None, None)
+    if (seed or alibi_slopes is not None or cu_seqlens_q is not None or attn_bias is not None or sinks is not None
+            or q_descale is not None or k_descale is not None or v_descale is not None):
+        params = params._replace(seed=seed, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q,
+                                 cu_seqlens_k=cu_seqlens_k, attn_bias=attn_bias, sinks=sinks, q_descale=q_descale,
+                                 k_descale=k_descale, v_descale=v_descale)
     out, lse = registry()[backend].forward(q, k, v, params, slot)
     probs = None
     if return_probs and dropout_p > 0:
@@ -94,7 +110,6 @@ def _round128(n: int) -> int:
     return (n + 127) // 128 * 128
 
 
-@_fwd.register_fake
 def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p,
               alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
               return_probs, attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None):
@@ -112,32 +127,34 @@ def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right
     return out, lse, rng_state, probs
 
 
-@torch.library.custom_op("flash_attention_amd::bwd", mutates_args=())
-def _bwd(
-    dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-    rng_state: Tensor, backend: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
-    softcap: float, dropout_p: float, alibi_slopes: Tensor | None, cu_seqlens_q: Tensor | None,
-    cu_seqlens_k: Tensor | None, max_seqlen_q: int, max_seqlen_k: int, deterministic: bool, zero_tensors: bool,
-    attn_bias: Tensor | None, sinks: Tensor | None, bias_grad: bool,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+def _bwd(dout, dlse, q, k, v, out, lse, rng_state, backend, softmax_scale, causal, window_left, window_right,
+         softcap, dropout_p, alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic,
+         zero_tensors, attn_bias, sinks, bias_grad):
     """-> (dq, dk, dv, dbias, dsinks); dbias (computed iff bias_grad) / dsinks empty when not computed."""
     if attn_bias is not None and attn_bias.dtype != torch.bool and attn_bias.requires_grad != bias_grad:
         # backends compute dbias iff the bias requires grad; inside the op that flag is bias_grad
         attn_bias = attn_bias.detach().requires_grad_(bias_grad)
-    params = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
-                     cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, rng_state.item() if dropout_p > 0 else 0,
-                     deterministic, zero_tensors, attn_bias, sinks)
-    slot = _slot("bwd", backend, _meta(dout), _meta(dlse), _meta(q), _meta(k), _meta(v), _meta(out), _meta(lse),
+    slot = _slot("bwd", backend, dout.shape, dout.stride(), _meta(dlse), q.shape, q.stride(), k.shape, k.stride(),
+                 v.shape, v.stride(), out.shape, out.stride(), lse.shape, lse.stride(), lse.dtype, q.dtype, q.device,
                  softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
                  _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
                  _meta(attn_bias), _meta(sinks), bias_grad)
+    params = slot.get(_PARAMS)
+    if params is None:  # the signature's template, as the forward's
+        params = slot[_PARAMS] = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p,
+                                         None, None, None, max_seqlen_q, max_seqlen_k, 0, deterministic,
+                                         zero_tensors, None, None)
+    if (dropout_p > 0 or alibi_slopes is not None or cu_seqlens_q is not None or attn_bias is not None
+            or sinks is not None):
+        params = params._replace(seed=rng_state.item() if dropout_p > 0 else 0, alibi_slopes=alibi_slopes,
+                                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, attn_bias=attn_bias,
+                                 sinks=sinks)
     grads = tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse, slot))
     dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)
     return (*grads[:3], q.new_empty(_EMPTY_PROBS) if dbias is None else dbias,
             q.new_empty(_EMPTY_PROBS, dtype=torch.float32) if dsinks is None else dsinks)
 
 
-@_bwd.register_fake
 def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
     attn_bias, sinks, bias_grad = args[-3:]
     bias_grad = bias_grad and attn_bias is not None and attn_bias.dtype != torch.bool
@@ -146,28 +163,70 @@ def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
             torch.empty_like(sinks) if sinks is not None else q.new_empty(_EMPTY_PROBS, dtype=torch.float32))
 
 
-def _setup_context(ctx, inputs, output):
-    (q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, _, bias,
-     sinks, *_descales) = inputs
-    out, lse, rng_state, _ = output
-    ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
-    ctx.args = (backend, scale, causal, wl, wr, softcap, p)
-    ctx.varlen_args = (mq, mk, det, zero)
-    ctx.bias_grad = bias is not None and bias.dtype != torch.bool and bias.requires_grad
-    ctx.sinks_grad = sinks is not None and sinks.requires_grad
+# One Python kernel for every device, no autograd kernel: a compiled graph calls the op through the dispatcher into
+# _fwd / _bwd at once (torch.library.custom_op adds an autograd kernel and a per-device kernel in Python on every
+# call: 15-25 us of host time per compiled call, benchmarks/compiled_host_cpu.py). Autograd is _CompiledFn's, which
+# torch.compile traces into the graph; the op itself is not differentiable outside it.
+_LIB.impl("fwd", _fwd, "CompositeExplicitAutograd")
+_LIB.impl("bwd", _bwd, "CompositeExplicitAutograd")
+torch.library.register_fake("flash_attention_amd::fwd", _fwd_fake, lib=_LIB)
+torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
+_FWD = torch.ops.flash_attention_amd.fwd.default
+_BWD = torch.ops.flash_attention_amd.bwd.default
 
 
-def _backward(ctx, dout, dlse, drng, dprobs):
-    q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks = ctx.saved_tensors
-    if dout is None:
-        dout = torch.zeros_like(out)
-    dq, dk, dv, dbias, dsinks = _bwd(dout, dlse, q, k, v, out, lse, rng_state, *ctx.args, alibi, cu_q, cu_k,
-                                     *ctx.varlen_args, bias, sinks, ctx.bias_grad)
-    return ((dq, dk, dv) + (None,) * 15 + (dbias if ctx.bias_grad else None,)
-            + (dsinks if ctx.sinks_grad else None,) + (None,) * 3)
+class _CompiledFn(torch.autograd.Function):
+    """The autograd of a compiled call: the forward op, and the backward op for its gradients.
+
+    torch.compile traces ``apply`` only when no tensor is passed twice, so the call's tensors (q, k, v, alibi_slopes,
+    cu_seqlens_q, cu_seqlens_k, attn_bias, sinks, the three descales; None where absent) come as the distinct ones
+    and ``where``, each one's index among them (-1: None). ``opts``: the ops' scalars (backend .. max_seqlen_k,
+    deterministic, zero_tensors, return_probs) and whether the bias and the sinks take gradients."""
+
+    @staticmethod
+    def forward(ctx, where, opts, *distinct):
+        q, k, v, alibi, cu_q, cu_k, bias, sinks, *descales = (None if i < 0 else distinct[i] for i in where)
+        (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, return_probs, _, _) = opts
+        out, lse, rng_state, probs = _FWD(q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k,
+                                          mq, mk, det, zero, return_probs, bias, sinks, *descales)
+        ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
+        ctx.where, ctx.opts = where, opts
+        ctx.mark_non_differentiable(probs)
+        ctx.set_materialize_grads(False)
+        return out, lse, probs
+
+    @staticmethod
+    def backward(ctx, dout, dlse, _dprobs):
+        q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks = ctx.saved_tensors
+        (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, _, bias_grad, sinks_grad) = ctx.opts
+        if dout is None:
+            dout = torch.zeros_like(out)
+        dq, dk, dv, dbias, dsinks = _BWD(dout, dlse, q, k, v, out, lse, rng_state, backend, scale, causal, wl, wr,
+                                         softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero, bias, sinks, bias_grad)
+        grads = [None] * (max(ctx.where) + 1)
+        for i, g in zip(ctx.where, (dq, dk, dv, None, None, None, dbias if bias_grad else None,
+                                    dsinks if sinks_grad else None)):
+            if g is not None:  # a tensor passed as two arguments (q is k, ...) sums its gradients
+                grads[i] = g if grads[i] is None else grads[i] + g
+        return (None, None, *grads)
 
 
-_fwd.register_autograd(_backward, setup_context=_setup_context)
+def _distinct(tensors):
+    """-> (where, distinct): the distinct tensors of ``tensors`` (by identity) and each one's index there
+    (-1: None)."""
+    distinct, where = [], []
+    for t in tensors:
+        if t is None:
+            where.append(-1)
+            continue
+        for i, u in enumerate(distinct):
+            if u is t:
+                where.append(i)
+                break
+        else:
+            where.append(len(distinct))
+            distinct.append(t)
+    return tuple(where), distinct
 
 
 def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
@@ -192,12 +251,15 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
                                  attn_bias=attn_bias, sinks=sinks)  # never FP8: only triton / torch serve it
         out, lse = backend.run(q, k, v, params)
         return (out, lse, None) if return_attn_probs else out
-    out, lse, _, probs = _fwd(
-        q, k, v, backend.name, params.softmax_scale, params.causal, params.window_left, params.window_right,
-        params.softcap, params.dropout_p, alibi_slopes, cu_seqlens_q, cu_seqlens_k, params.max_seqlen_q,
-        params.max_seqlen_k, params.deterministic, params.zero_tensors, bool(return_attn_probs), attn_bias, sinks,
-        *(descales or (None, None, None)),
-    )
+    grad = torch.is_grad_enabled()
+    opts = (backend.name, params.softmax_scale, params.causal, params.window_left, params.window_right,
+            params.softcap, params.dropout_p, params.max_seqlen_q, params.max_seqlen_k, params.deterministic,
+            params.zero_tensors, bool(return_attn_probs),
+            grad and attn_bias is not None and attn_bias.dtype != torch.bool and attn_bias.requires_grad,
+            grad and sinks is not None and sinks.requires_grad)
+    where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
+                                 *(descales or (None, None, None))))
+    out, lse, probs = _CompiledFn.apply(where, opts, *distinct)
     if not return_attn_probs:
         return out
     return out, lse, probs if params.dropout_p > 0 else None
