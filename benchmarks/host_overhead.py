@@ -13,12 +13,14 @@ under ``use_backend("sdpa")``, where that backend serves the call), ``torch-sdpa
 adds ``triton-base``: the triton path of another copy of the library importable as MODULE (an
 older checkout's package renamed, see benchmarks/callpath_device_pass.sh), measured in the same
 loops, so that a before / after comparison does not depend on the host's drift between processes.
+``--compiled`` adds ``triton-compiled`` and ``torch-sdpa-compiled``: the ``triton`` and ``torch-sdpa`` calls inside
+``torch.compile(fullgraph=True)`` (default mode; the backward is the compiled graph's).
 ``--own-launch`` adds ``triton-own``: the triton path with every launch through Triton's own ``fn[grid]``
 (``runtime.FAST_LAUNCH`` and ``decode.FAST_LAUNCH`` off for its calls): what a call costs under a Triton
 other than the one the direct launch replays (launch/runtime.py ``DIRECT_TRITON``).
 
     python benchmarks/host_overhead.py [--json results.json] [--calls 50] [--loops 15] [--compare MODULE]
-        [--own-launch]
+        [--own-launch] [--compiled]
 """
 from __future__ import annotations
 
@@ -78,18 +80,20 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
                 lib.flash_attn_with_kvcache(q, kc, vc, k=knew, v=vnew, cache_seqlens=lens, causal=True)
             if path == "triton-own":
                 call = _own_launch(call)
-        elif path == "torch-sdpa":  # the floor: SDPA over the whole cache, no append, no lengths
+        elif path.startswith("torch-sdpa"):  # the floor: SDPA over the whole cache, no append, no lengths
             qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
 
             def call():
                 F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
         else:
             return None
+        if path.endswith("-compiled"):
+            call = torch.compile(call, fullgraph=True)
         call()
         torch.cuda.synchronize()
         return call
     if varlen:
-        if path == "torch-sdpa":
+        if path.startswith("torch-sdpa"):
             return None
         q, k, v = (torch.randn(b * s, h, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
         cu = torch.arange(0, (b + 1) * s, s, dtype=torch.int32, device=dev)
@@ -97,7 +101,7 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
 
         def fn():
             return lib.flash_attn_varlen_func(q, k, v, cu, cu, s, s, causal=causal)
-    elif path == "torch-sdpa":
+    elif path.startswith("torch-sdpa"):
         q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DTYPE, requires_grad=bwd) for _ in range(3))
         dout = torch.randn(b, h, s, d, device=dev, dtype=DTYPE)
 
@@ -111,6 +115,15 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
             return lib.flash_attn_func(q, k, v, causal=causal)
 
     backend = "triton" if path.startswith("triton") else "sdpa" if path == "sdpa" else None
+    if path.endswith("-compiled"):
+        plain = fn
+
+        def traced():
+            if backend is None:
+                return plain()
+            with lib.use_backend(backend):
+                return plain()
+        fn, backend = torch.compile(traced, fullgraph=True), None
 
     def call():
         if backend is None:
@@ -162,10 +175,11 @@ def main():
     ap.add_argument("--compare", default="", help="also time this importable copy of the library (triton-base)")
     ap.add_argument("--cases", default="", help="only the cases whose name starts with one of these (comma separated)")
     ap.add_argument("--own-launch", action="store_true", help="also the triton path through Triton's own launch")
+    ap.add_argument("--compiled", action="store_true", help="also the triton and raw SDPA calls under torch.compile")
     args = ap.parse_args()
     wanted = tuple(c for c in args.cases.split(",") if c)
     paths = ("triton",) + (("triton-own",) if args.own_launch else ()) + (("triton-base",) if args.compare else ()) \
-        + ("sdpa", "torch-sdpa")
+        + ("sdpa", "torch-sdpa") + (("triton-compiled", "torch-sdpa-compiled") if args.compiled else ())
     if args.compare:
         import importlib
 
@@ -207,6 +221,7 @@ def main():
     print("median (min) host us per call over the loops; ratios of the medians")
     ratios = [("triton", "torch-sdpa"), ("sdpa", "torch-sdpa")] + ([("triton", "triton-base")] if args.compare else [])
     ratios += [("triton-own", "triton")] if args.own_launch else []
+    ratios += [("triton-compiled", "torch-sdpa-compiled")] if args.compiled else []
     print("| case | " + " | ".join(paths) + " | " + " | ".join(f"{a} / {b}" for a, b in ratios) + " |")
     print("|---|" + "---|" * (len(paths) + len(ratios)))
     for row in rows:
