@@ -88,7 +88,7 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
         else:
             return None
         if path.endswith("-compiled"):
-            call = torch.compile(call, fullgraph=True)
+            call = torch.compile(call, fullgraph=True, dynamic=False)
         call()
         torch.cuda.synchronize()
         return call
@@ -123,7 +123,7 @@ def make_call(path, b, s, h, d, causal, bwd, varlen):
                 return plain()
             with lib.use_backend(backend):
                 return plain()
-        fn, backend = torch.compile(traced, fullgraph=True), None
+        fn, backend = torch.compile(traced, fullgraph=True, dynamic=False), None  # a static graph per case
 
     def call():
         if backend is None:
@@ -193,6 +193,8 @@ def main():
             continue
         row = {"case": name}
         made = {}
+        if args.compiled:
+            torch._dynamo.reset()  # each case's compiled calls start afresh (the paths share their code objects)
         for path in paths:
             call = make_call(path, *shape)
             row[path] = None

@@ -20,6 +20,8 @@
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from . import config, dispatch
@@ -216,8 +218,9 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     check_float("k", k, q.dtype)
     check_float("v", v, q.dtype)
     same_device({"k": k, "v": v}, q.device)
-    hd = q.shape[-1]
-    check_headdim(hd, v.shape[-1])
+    # head dims are kernel constants: under torch.compile's dynamic shapes operator.index specialises them (a guard)
+    hd, hd_v = operator.index(q.shape[-1]), operator.index(v.shape[-1])
+    check_headdim(hd, hd_v)
     if k.shape[-1] != hd:
         raise ValueError(f"k has headdim {k.shape[-1]} but q has {hd}; they must match")
     if k.shape[:-1] != v.shape[:-1]:
@@ -270,7 +273,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     problem = Problem(
         device_type=q.device.type, is_rocm=is_rocm, arch=arch, dtype=q.dtype, batch=batch,
         seqlen_q=seqlen_q, seqlen_k=seqlen_k, nheads=nheads, nheads_k=nheads_k, headdim=hd,
-        headdim_v=v.shape[-1], is_varlen=varlen, causal=causal, window_left=left, window_right=right,
+        headdim_v=hd_v, is_varlen=varlen, causal=causal, window_left=left, window_right=right,
         softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p, needs_grad=needs_grad,
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
         offsets=any(offsets), bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),

@@ -138,6 +138,11 @@ def as_window(window_size) -> tuple[int, int]:
     return pair
 
 
+def _finite(x: float) -> bool:
+    """math.isfinite by comparisons, which torch.compile traces with dynamic shapes (where a float is symbolic)."""
+    return x == x and abs(x) != math.inf
+
+
 def scalar_options(dropout_p, softmax_scale, window_size, softcap, headdim: int):
     """Validate the scalar options -> (dropout_p, softmax_scale, (left, right), softcap) normalised."""
     try:
@@ -152,14 +157,14 @@ def scalar_options(dropout_p, softmax_scale, window_size, softcap, headdim: int)
         softmax_scale = as_float("softmax_scale", softmax_scale)
     except TypeError:
         raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None") from None
-    if not math.isfinite(softmax_scale):
+    if not _finite(softmax_scale):
         raise ValueError(f"softmax_scale is {softmax_scale!r}; allowed: a finite float or None")
     left, right = as_window(window_size)
     try:
         softcap = as_float("softcap", softcap)
     except TypeError:
         raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0") from None
-    if not math.isfinite(softcap) or softcap < 0:
+    if not _finite(softcap) or softcap < 0:
         raise ValueError(f"softcap is {softcap!r}; allowed: 0 (off) or a finite float > 0")
     return dropout_p, softmax_scale, (left, right), softcap
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +25,12 @@ from .base import Backend
 
 # (major, minor) of this torch, computed once: torch.compile cannot build a TorchVersion in a graph.
 _TORCH = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def _heads(t) -> int:
+    """t's head count ([b, s, h, d]) as an int: static under torch.compile's dynamic shapes (SDPA's enable_gqa takes
+    a bool, not a symbolic one)."""
+    return operator.index(t.shape[2])
 
 
 def _fused_kernels(device_type: str):
@@ -130,7 +137,7 @@ class SdpaBackend(Backend):
             out = F.scaled_dot_product_attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
                 dropout_p=params.dropout_p, is_causal=is_causal, scale=params.softmax_scale,
-                enable_gqa=q.shape[2] != k.shape[2],
+                enable_gqa=operator.index(q.shape[2]) != operator.index(k.shape[2]),  # index: static under compile
             )
         return out.transpose(1, 2)
 
@@ -194,7 +201,7 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
               and math.isnan(q.sum().item() + k.sum().item()))
     k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
     qt, kt, vt = q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2)
-    bias, gqa = prep.additive(q.dtype), q.shape[2] != k.shape[2]
+    bias, gqa = prep.additive(q.dtype), _heads(q) != _heads(k)
     if torch.compiler.is_compiling():
         # traced: torch's own choice, as eager calls take it (the same kernel, so the same rounding); for
         # every call supports() admits it is fused (fp16 / bf16 on CUDA with a head dim SDPA's kernels take,
