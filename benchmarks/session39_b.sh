@@ -1,15 +1,26 @@
 #!/bin/bash
-# Session 39, call B (one H100): compiled BERT-base training steps (default mode), HF sdpa against fa_amd with its
-# calls forced to triton (FLASH_ATTENTION_BACKEND=triton, read while tracing), this tree (8c7f37e: ops without
-# custom_op's wrappers) against the session's start (3a3c045, benchmarks/_base39/src), processes alternating.
+# Session 39, call B (one H100): this tree (ops without torch.library.custom_op's Python wrappers, 8c7f37e; dynamic
+# shapes, 3fc9595) against the session's start (3a3c045, unpacked into benchmarks/_base39/src, not committed),
+# processes alternating: (1) host µs per call with the GPU held busy, eager and compiled (host_overhead.py
+# --compiled, static graphs); (2) compiled BERT-base training steps (default mode), HF sdpa against fa_amd with its
+# calls forced to triton (FLASH_ATTENTION_BACKEND=triton, read while tracing). $SHAPES: BERT's seqlen:batch list.
 export PYTHONUNBUFFERED=1
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200 && echo h200 || echo h100)
-for run in new:128:32 base:128:32 new:512:16 base:512:16; do
-  IFS=: read tree s b <<< "$run"
-  src=$([ $tree = new ] && echo "$PWD/src" || echo "$PWD/benchmarks/_base39/src")
-  FLASH_ATTENTION_BACKEND=triton PYTHONPATH=$src:$PWD/benchmarks timeout 140 python3 benchmarks/bert_gap.py --compile \
-    --impls sdpa fa_amd --shapes $s:$b --rounds 7 >> "$OUT/${N}_bert_compiled_triton_$tree.md" \
-    2>> "$OUT/${N}_bert_compiled_log.txt"
-  echo "rc $?" >> "$OUT/${N}_bert_compiled_triton_$tree.md"
+tree_src() { [ "$1" = new ] && echo "$PWD/src" || echo "$PWD/benchmarks/_base39/src"; }
+if [ -z "$SKIP_HOST" ]; then
+  CASES="fwd b=32,fwd+bwd b=32,fwd+bwd b=16 s=1024 h=16 d=128 causal,varlen fwd+bwd b=32"
+  for tree in new base new; do
+    PYTHONPATH=$(tree_src $tree) timeout 150 python3 benchmarks/host_overhead.py --compiled --loops 9 --cases "$CASES" \
+      >> "$OUT/${N}_host_compiled_$tree.md" 2>> "$OUT/${N}_host_compiled_log.txt"
+    echo "rc $?" >> "$OUT/${N}_host_compiled_$tree.md"
+  done
+fi
+for shape in ${SHAPES:-128:32}; do
+  for tree in new base; do
+    FLASH_ATTENTION_BACKEND=triton PYTHONPATH=$(tree_src $tree):$PWD/benchmarks timeout 140 python3 \
+      benchmarks/bert_gap.py --compile --impls sdpa fa_amd --shapes $shape --rounds 7 \
+      >> "$OUT/${N}_bert_compiled_triton_$tree.md" 2>> "$OUT/${N}_bert_compiled_log.txt"
+    echo "rc $?" >> "$OUT/${N}_bert_compiled_triton_$tree.md"
+  done
 done
-for f in "$OUT"/*_bert_compiled_triton_*.md; do echo "== $f"; cat "$f"; done
+for f in "$OUT"/*.md; do echo "== $f"; grep -v "^fwd\|^varlen\|^{" "$f" | tail -14; done
