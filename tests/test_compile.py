@@ -308,3 +308,20 @@ def test_compile_dynamic_varlen_matches_eager():
         torch.testing.assert_close(lse_c, lse_e)
         for gc, t in zip(grads_c, (q, k, v)):
             torch.testing.assert_close(gc, t.grad)
+
+
+def test_every_backends_availability_check_traces():
+    """Each backend's availability may first be asked by a traced call (on sm90 the rules ask for FA4 and
+    flash_attn): a check that imports a package runs while tracing, its result taken as a constant (before, FA4's
+    and flash_attn's importlib calls broke the graph: fullgraph raised on an H100, benchmarks/results/run36)."""
+    from flash_attention_amd.backends import registry
+
+    torch._dynamo.reset()
+    names = sorted(registry())
+
+    def f(x):
+        return x + sum(1 << i for i, name in enumerate(names) if registry()[name].available() is None)
+
+    expected = sum(1 << i for i, name in enumerate(names) if registry()[name].available() is None)
+    out = torch.compile(f, fullgraph=True, backend="eager")(torch.zeros(2))
+    assert out.tolist() == [float(expected)] * 2

@@ -6,6 +6,15 @@ import torch
 from ..params import AttnParams, Problem
 
 
+def traced_as_constant(fn):
+    """Mark ``fn`` (no tensor arguments; its result a fact of the install, such as whether a package imports) so
+    that torch.compile calls it while tracing and takes its result as a constant, instead of tracing into it (an
+    import there would break the graph). The attribute is what ``torch.compiler.assume_constant_result`` sets;
+    set here directly, so that loading this module does not import torch._dynamo."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
 class Backend:
     """One way to compute attention.
 

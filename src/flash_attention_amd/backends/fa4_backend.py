@@ -17,7 +17,7 @@ import sys
 import torch
 
 from ..params import AttnParams, Problem
-from .base import Backend
+from .base import Backend, traced_as_constant
 
 # Where FA4's exactness was checked through this backend (benchmarks/fa4_probe.py, tests/test_fa4.py).
 CHECKED_ARCHS = ("sm90",)
@@ -27,17 +27,22 @@ def _fa4():
     return importlib.import_module("flash_attn.cute")
 
 
+@traced_as_constant  # the first availability check may be a traced call's (sm90 rules ask for FA4)
+def _fa4_reason() -> str | None:
+    try:
+        module = _fa4()
+    except Exception as exc:
+        return f"FA4 (the flash-attn-4 package, flash_attn.cute) is not importable ({exc.__class__.__name__})"
+    if not hasattr(module, "flash_attn_varlen_func"):
+        return "the importable flash_attn.cute has no flash_attn_varlen_func (not an FA4 build)"
+    return None
+
+
 class FA4Backend(Backend):
     name = "fa4"
 
     def available(self) -> str | None:
-        try:
-            module = _fa4()
-        except Exception as exc:
-            return f"FA4 (the flash-attn-4 package, flash_attn.cute) is not importable ({exc.__class__.__name__})"
-        if not hasattr(module, "flash_attn_varlen_func"):
-            return "the importable flash_attn.cute has no flash_attn_varlen_func (not an FA4 build)"
-        return None
+        return _fa4_reason()
 
     def supports(self, p: Problem) -> str | None:
         if p.kind != "attn":

@@ -12,27 +12,32 @@ import importlib
 import torch
 
 from ..params import AttnParams, Problem
-from .base import Backend
+from .base import Backend, traced_as_constant
 
 
 def _flash_attn():
     return importlib.import_module("flash_attn")
 
 
+@traced_as_constant  # asked while tracing too; not cached: compat.install() may put a stand-in there later
+def _flash_attn_reason() -> str | None:
+    try:
+        module = _flash_attn()
+    except Exception as exc:
+        return f"the flash_attn package is not importable ({exc.__class__.__name__})"
+    if getattr(module, "__flash_attention_amd_standin__", False):
+        return ("the importable flash_attn is flash_attention_amd's own stand-in (compat.install()), not a "
+                "flash_attn build: serving calls through it would call this library again")
+    if not hasattr(module, "flash_attn_varlen_func"):
+        return "the installed flash_attn has no flash_attn_varlen_func (not a 2.x build)"
+    return None
+
+
 class FlashAttnBackend(Backend):
     name = "flash_attn"
 
     def available(self) -> str | None:
-        try:
-            module = _flash_attn()
-        except Exception as exc:
-            return f"the flash_attn package is not importable ({exc.__class__.__name__})"
-        if getattr(module, "__flash_attention_amd_standin__", False):
-            return ("the importable flash_attn is flash_attention_amd's own stand-in (compat.install()), not a "
-                    "flash_attn build: serving calls through it would call this library again")
-        if not hasattr(module, "flash_attn_varlen_func"):
-            return "the installed flash_attn has no flash_attn_varlen_func (not a 2.x build)"
-        return None
+        return _flash_attn_reason()
 
     def supports(self, p: Problem) -> str | None:
         if p.kind != "attn":
