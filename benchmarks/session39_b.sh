@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 39, call B (one H100): this tree (ops without torch.library.custom_op's Python wrappers, 8c7f37e; dynamic
-# shapes, 3fc9595) against the session's start (3a3c045, unpacked into benchmarks/_base39/src, not committed),
+# Session 39, calls B and C (one H100): this tree (ops without torch.library.custom_op's Python wrappers, 8c7f37e; dynamic
+# shapes, 3fc9595; availability checks traced as constants, 986fe12) against the session's start (3a3c045, unpacked into
+# benchmarks/_base39/src, not committed; for call C with 986fe12 applied, without which its compiled calls raise),
 # processes alternating: (1) host µs per call with the GPU held busy, eager and compiled (host_overhead.py
 # --compiled, static graphs); (2) compiled BERT-base training steps (default mode), HF sdpa against fa_amd with its
 # calls forced to triton (FLASH_ATTENTION_BACKEND=triton, read while tracing). $SHAPES: BERT's seqlen:batch list.
