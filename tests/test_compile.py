@@ -90,26 +90,49 @@ def test_compile_bool_mask_fullgraph_matches_eager(backend):
 def test_custom_op_passes_opcheck():
     import flash_attention_amd.ops  # noqa: F401  (registers the custom ops; nothing does at package import)
 
-    q, k, v = (randn(1, 8, 2, 16) for _ in range(3))
+    q, k, v = (randn(1, 8, 2, 16, requires_grad=True) for _ in range(3))
     args = (q, k, v, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0, 0, False, False, False, None, None)
-    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    utils = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
     torch.library.opcheck(torch.ops.flash_attention_amd.fwd.default, args, test_utils=utils)
-    out, lse, rng_state, _ = torch.ops.flash_attention_amd.fwd.default(*args)
+    with torch.no_grad():
+        out, lse, rng_state, _ = torch.ops.flash_attention_amd.fwd.default(*args)
     dout, dlse = randn(*out.shape), randn(*lse.shape)
+    q, k, v = (t.detach() for t in (q, k, v))  # the backward op is not differentiable (no double backward)
     bwd_args = (dout, dlse, q, k, v, out, lse, rng_state, "torch", 0.25, True, -1, 0, 0.0, 0.0, None, None, None, 0,
                 0, False, False, None, None, False)
-    torch.library.opcheck(torch.ops.flash_attention_amd.bwd.default, bwd_args, test_utils=utils)
+    torch.library.opcheck(torch.ops.flash_attention_amd.bwd.default, bwd_args, test_utils=utils[:1] + utils[2:])
 
 
-def test_ops_have_no_python_autograd_kernel():
-    """A compiled call reaches the ops' Python at once: their autograd is _CompiledFn's, traced into the graph, so
-    the ops carry no autograd kernel (torch.library.custom_op's, in Python, ran on every compiled call: 15-25 us of
-    host time, benchmarks/compiled_host_cpu.py)."""
+def test_exported_module_is_differentiable():
+    """A compiled call reaches the ops' Python at once: their autograd is _CompiledFn's, traced into the graph
+    (torch.library.custom_op's autograd and per-device kernels, in Python, ran on every compiled call: 15-25 us of
+    host time, benchmarks/compiled_host_cpu.py). An exported program calls the forward op itself: on tensors that
+    need gradients its small autograd kernel routes the call through _CompiledFn, so the gradients are right
+    (without it the autograd fallback only warned, and k and v got none)."""
     import flash_attention_amd.ops  # noqa: F401
 
-    for op in ("flash_attention_amd::fwd", "flash_attention_amd::bwd"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeExplicitAutograd")
-        assert not torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autograd")
+    assert not torch._C._dispatch_has_kernel_for_dispatch_key("flash_attention_amd::bwd", "Autograd")
+
+    class M(torch.nn.Module):
+        def forward(self, q, k, v):
+            with fa.use_backend("torch"):
+                return fa.flash_attn_func(q, k, v, causal=True, softcap=3.0)
+
+    q, k, v = (randn(2, 16, 4, 32) for _ in range(3))
+    module = torch.export.export(M(), (q, k, v)).module()
+    torch.testing.assert_close(module(q, k, v), M()(q, k, v))
+    for t in (q, k, v):
+        t.requires_grad_()
+    out = module(q, k, v)
+    (out.square().sum() + q.sum()).backward()
+    grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    ref = M()(q, k, v)
+    (ref.square().sum() + q.sum()).backward()
+    torch.testing.assert_close(out, ref)
+    for g, t in zip(grads, (q, k, v)):
+        torch.testing.assert_close(g, t.grad)
 
 
 @pytest.mark.parametrize("shared", ["qkv", "kv"])

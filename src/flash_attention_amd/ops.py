@@ -163,16 +163,35 @@ def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
             torch.empty_like(sinks) if sinks is not None else q.new_empty(_EMPTY_PROBS, dtype=torch.float32))
 
 
-# One Python kernel for every device, no autograd kernel: a compiled graph calls the op through the dispatcher into
-# _fwd / _bwd at once (torch.library.custom_op adds an autograd kernel and a per-device kernel in Python on every
-# call: 15-25 us of host time per compiled call, benchmarks/compiled_host_cpu.py). Autograd is _CompiledFn's, which
-# torch.compile traces into the graph; the op itself is not differentiable outside it.
+def _fwd_autograd(keyset, q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero,
+                  return_probs, bias, sinks, q_descale=None, k_descale=None, v_descale=None):
+    """The forward op's autograd kernel. A compiled call runs the op inside _CompiledFn's forward, grad mode off:
+    straight to _fwd. A call on tensors that need gradients (an exported program's module used for training, say)
+    goes through _CompiledFn, so that its gradients are the backward op's (the autograd fallback would only warn)."""
+    if torch.is_grad_enabled():
+        bias_grad = bias is not None and bias.dtype != torch.bool and bias.requires_grad
+        sinks_grad = sinks is not None and sinks.requires_grad
+        if q.requires_grad or k.requires_grad or v.requires_grad or bias_grad or sinks_grad:
+            where, distinct = _distinct((q, k, v, alibi, cu_q, cu_k, bias, sinks, q_descale, k_descale, v_descale))
+            opts = (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, return_probs, bias_grad,
+                    sinks_grad)
+            return _CompiledFn.apply(where, opts, *distinct)
+    return _FWD.redispatch(keyset & _AFTER_AUTOGRAD, q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q,
+                           cu_k, mq, mk, det, zero, return_probs, bias, sinks, q_descale, k_descale, v_descale)
+
+
+# One Python kernel for every device: a compiled graph calls the op through the dispatcher into _fwd / _bwd (and,
+# for the forward, a small autograd kernel that reads grad mode). torch.library.custom_op's autograd and per-device
+# kernels in Python cost 15-25 us of host time more per compiled call (benchmarks/compiled_host_cpu.py). Autograd is
+# _CompiledFn's, which torch.compile traces into the graph; the ops are not differentiable outside it.
 _LIB.impl("fwd", _fwd, "CompositeExplicitAutograd")
 _LIB.impl("bwd", _bwd, "CompositeExplicitAutograd")
+_LIB.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
 torch.library.register_fake("flash_attention_amd::fwd", _fwd_fake, lib=_LIB)
 torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
 _FWD = torch.ops.flash_attention_amd.fwd.default
 _BWD = torch.ops.flash_attention_amd.bwd.default
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 
 
 class _CompiledFn(torch.autograd.Function):
@@ -191,12 +210,12 @@ class _CompiledFn(torch.autograd.Function):
                                           mq, mk, det, zero, return_probs, bias, sinks, *descales)
         ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
         ctx.where, ctx.opts = where, opts
-        ctx.mark_non_differentiable(probs)
+        ctx.mark_non_differentiable(rng_state, probs)
         ctx.set_materialize_grads(False)
-        return out, lse, probs
+        return out, lse, rng_state, probs
 
     @staticmethod
-    def backward(ctx, dout, dlse, _dprobs):
+    def backward(ctx, dout, dlse, _drng, _dprobs):
         q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks = ctx.saved_tensors
         (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, _, bias_grad, sinks_grad) = ctx.opts
         if dout is None:
@@ -259,7 +278,7 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
             grad and sinks is not None and sinks.requires_grad)
     where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
                                  *(descales or (None, None, None))))
-    out, lse, probs = _CompiledFn.apply(where, opts, *distinct)
+    out, lse, _, probs = _CompiledFn.apply(where, opts, *distinct)
     if not return_attn_probs:
         return out
     return out, lse, probs if params.dropout_p > 0 else None
