@@ -386,3 +386,25 @@ def test_other_architectures_training_match_eager(arch, side, padded_route, monk
         monkeypatch.setattr(hf, "_window", lambda sliding_window, key_length: (-1, -1))
         loss, _ = _grads_and_loss(model, "fa_amd", ids, mask, labels)
         assert (loss - ref_loss).abs() > 1e-4
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma2"])
+def test_static_cache_generate_matches_eager(kind):
+    """A static cache (``cache_implementation="static"``, what compiled generation uses): the keys are the cache's
+    slots, those not written yet included, and the queries sit at absolute positions, so HF's 2-D mask is shorter
+    than the keys and flash_attn's causal alignment (queries at the keys' end) does not hold: the mask function
+    gives HF's 4-D bool mask there, which the attention takes as it is (before, a ValueError on the mask's shape).
+    Eager's tokens and logits (fp32), left padding, Gemma 2's sliding windows included."""
+    model = _model("fa_amd")[0] if kind == "llama" else _gemma2().eval()
+    ids = torch.randint(1, 97, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[0, :4] = 0
+    outs = []
+    for impl in ("eager", "fa_amd"):
+        model.set_attn_implementation(impl)
+        outs.append(model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False,
+                                   pad_token_id=0, output_logits=True, return_dict_in_generate=True,
+                                   cache_implementation="static"))
+    assert torch.equal(outs[1].sequences, outs[0].sequences)
+    for got, ref in zip(outs[1].logits, outs[0].logits, strict=True):
+        torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)

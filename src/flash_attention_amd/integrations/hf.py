@@ -27,6 +27,9 @@ Example::
   (``_one_sequence``: exact for its valid rows, 0 after them), so that a dense kernel can serve it.
 - Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
   ``max_length_q`` / ``max_length_k`` keyword arguments, batch 1): varlen calls as given.
+- A static cache (``cache_implementation="static"``: keys are the cache's slots, written or not, and queries sit at
+  absolute positions): ``padding_mask`` returns HF's own 4-D bool mask [b, 1, sq, sk] (``sdpa_mask``), which the
+  attention takes as it is (a dense call with it as ``attn_bias``, no causal flag, no window).
 - Sliding window, softcap and attention sinks (``s_aux``, gpt-oss: one learnable logit per
   head, taken as fp32 ``sinks``) are passed through; ``output_attentions`` raises instead of
   being ignored.
@@ -182,6 +185,13 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     sinks = kwargs.get("s_aux")
     if sinks is not None:
         sinks = sinks.float()
+    if attention_mask is not None and attention_mask.dim() == 4:  # padding_mask's static-cache mask: it says it all
+        if attention_mask.dtype != torch.bool or attention_mask.shape[0] not in (1, b) or attention_mask.shape[2:] != (
+                sq, sk):
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} and dtype {attention_mask.dtype};"
+                             f" a 4-D mask must be bool [b|1, 1|h, {sq}, {sk}] (True = visible)")
+        return core.attention_heads_first(query, key, value, dropout_p, scaling, False, (-1, -1), softcap,
+                                          attention_mask, sinks), None
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
     dense = cu_q is None or cu_k is None or b != 1
     if HEADS_FIRST and dense and (attention_mask is None or b * h * sq * sk < PACK_MIN_SCORES):
@@ -254,6 +264,13 @@ def padding_mask(*args, kv_length: int | None = None, attention_mask: torch.Tens
     a plain dense call."""
     if attention_mask is None or attention_mask.dim() != 2 or kv_length is None:
         return attention_mask
+    if attention_mask.shape[1] < kv_length:
+        # a static cache: keys past the mask are slots not written yet, and the queries sit at absolute positions, not
+        # at the end of the keys (flash_attn's causal alignment): HF's own 4-D bool mask [b, 1, sq, kv_length]
+        from transformers.masking_utils import sdpa_mask
+
+        return sdpa_mask(*args, kv_length=kv_length, attention_mask=attention_mask, **{
+            **kwargs, "allow_is_causal_skip": False})
     mask = attention_mask[:, -kv_length:]
     if (mask.device.type in READ_ON and mask.shape[1] == kv_length and not torch.compiler.is_compiling()
             and bool(mask.all())):
