@@ -133,7 +133,7 @@ def test_mask_function_never_reads_the_mask():
     from flash_attention_amd.integrations.hf import padding_mask
 
     mask = torch.ones(3, 10, dtype=torch.bool, device="meta")
-    kw = dict(batch_size=3, q_length=4, kv_length=7, q_offset=0, kv_offset=0, attention_mask=mask)
+    kw = dict(batch_size=3, q_length=4, kv_length=7, q_offset=3, kv_offset=0, attention_mask=mask)  # 3 cached
     out = padding_mask(**kw)
     assert out.shape == (3, 7) and out.device.type == "meta"
     assert padding_mask(**dict(kw, attention_mask=None)) is None
@@ -388,17 +388,19 @@ def test_other_architectures_training_match_eager(arch, side, padded_route, monk
         assert (loss - ref_loss).abs() > 1e-4
 
 
-@pytest.mark.parametrize("kind", ["llama", "gemma2"])
-def test_static_cache_generate_matches_eager(kind):
+@pytest.mark.parametrize("kind,padded", [("llama", True), ("llama", False), ("gemma2", True)])
+def test_static_cache_generate_matches_eager(kind, padded):
     """A static cache (``cache_implementation="static"``, what compiled generation uses): the keys are the cache's
     slots, those not written yet included, and the queries sit at absolute positions, so HF's 2-D mask is shorter
     than the keys and flash_attn's causal alignment (queries at the keys' end) does not hold: the mask function
     gives HF's 4-D bool mask there, which the attention takes as it is (before, a ValueError on the mask's shape).
-    Eager's tokens and logits (fp32), left padding, Gemma 2's sliding windows included."""
+    Eager's tokens and logits (fp32), left padding or no mask at all, Gemma 2's sliding windows included."""
     model = _model("fa_amd")[0] if kind == "llama" else _gemma2().eval()
     ids = torch.randint(1, 97, (2, 9))
-    mask = torch.ones_like(ids)
-    mask[0, :4] = 0
+    mask = None
+    if padded:
+        mask = torch.ones_like(ids)
+        mask[0, :4] = 0
     outs = []
     for impl in ("eager", "fa_amd"):
         model.set_attn_implementation(impl)

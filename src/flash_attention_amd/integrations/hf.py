@@ -262,20 +262,35 @@ def padding_mask(*args, kv_length: int | None = None, attention_mask: torch.Tens
     calls: packed into varlen calls of full length), with the same results. A CPU mask (``READ_ON``) is
     read as HF does, outside torch.compile: no synchronisation there, and a batch without padding stays
     a plain dense call."""
-    if attention_mask is None or attention_mask.dim() != 2 or kv_length is None:
+    if kv_length is None or (attention_mask is not None and attention_mask.dim() != 2):
         return attention_mask
-    if attention_mask.shape[1] < kv_length:
-        # a static cache: keys past the mask are slots not written yet, and the queries sit at absolute positions, not
-        # at the end of the keys (flash_attn's causal alignment): HF's own 4-D bool mask [b, 1, sq, kv_length]
+    if _static_cache(attention_mask, kv_length, kwargs):
+        # keys past the written ones are empty slots, and the queries sit at absolute positions, not at the end of the
+        # keys (flash_attn's causal alignment): HF's own 4-D bool mask [b, 1, sq, kv_length] says it all
         from transformers.masking_utils import sdpa_mask
 
         return sdpa_mask(*args, kv_length=kv_length, attention_mask=attention_mask, **{
             **kwargs, "allow_is_causal_skip": False})
+    if attention_mask is None:
+        return None
     mask = attention_mask[:, -kv_length:]
     if (mask.device.type in READ_ON and mask.shape[1] == kv_length and not torch.compiler.is_compiling()
             and bool(mask.all())):
         return None
     return mask
+
+
+def _static_cache(attention_mask, kv_length, kwargs: dict) -> bool:
+    """Whether a mask function call is over a static cache's slots: HF passes a tensor q_offset for those (reading it
+    would synchronise), or the queries do not end where the keys end (q_offset + q_length against kv_offset +
+    kv_length: the prompt's call), or the 2-D mask is shorter than the keys (transformers versions that pass no
+    q_offset)."""
+    q_offset, q_length = kwargs.get("q_offset"), kwargs.get("q_length")
+    if isinstance(q_offset, torch.Tensor):
+        return True
+    if q_offset is not None and q_length is not None and q_offset + q_length != kwargs.get("kv_offset", 0) + kv_length:
+        return True
+    return attention_mask is not None and attention_mask.shape[1] < kv_length
 
 
 def register(name: str = NAME, sync_free: bool = True) -> None:
