@@ -7,6 +7,30 @@ import flash_attention_amd as fa
 from helpers import DEVICE, randn
 
 
+def _outputs_and_grads(fn, leaves, args, seed=None):
+    """fn(*args) (a tensor or a tuple of them) and the gradients it gives ``leaves`` (None where none) for the loss
+    sum(out ** 2) + sum(lse), every leaf's grad reset after."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    out = fn(*args)
+    outs = out if isinstance(out, tuple) else (out,)
+    (outs[0].square().sum() + sum(o.sum() for o in outs[1:])).backward()
+    grads = [None if t.grad is None else t.grad.clone() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    return outs, grads
+
+
+def _assert_compiled_matches_eager(f, compiled, leaves, args, seed=None):
+    (outs_c, grads_c), (outs_e, grads_e) = (_outputs_and_grads(fn, leaves, args, seed) for fn in (compiled, f))
+    for a, b in zip(outs_c, outs_e, strict=True):
+        torch.testing.assert_close(a, b)
+    for a, b in zip(grads_c, grads_e, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b)
+
+
 @pytest.mark.parametrize("backend,hk,kwargs", [
     ("auto", 4, dict(causal=True)),  # sdpa on CPU and on an H100 (d=64, no GQA)
     ("auto", 2, dict(causal=True, softcap=4.0)),  # triton on a GPU, torch on CPU
@@ -22,18 +46,7 @@ def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
             return fa.flash_attn_func(q, k, v, **kwargs)
 
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
-    torch.manual_seed(7)
-    out_c = compiled(q, k, v)
-    out_c.square().sum().backward()
-    grads_c = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
-    torch.manual_seed(7)
-    out_e = f(q, k, v)
-    out_e.square().sum().backward()
-    torch.testing.assert_close(out_c, out_e)
-    for gc, t in zip(grads_c, (q, k, v)):
-        torch.testing.assert_close(gc, t.grad)
+    _assert_compiled_matches_eager(f, compiled, (q, k, v), (q, k, v), seed=7)
 
 
 def test_compile_traces_the_backends_first_availability_check(monkeypatch):
@@ -148,18 +161,7 @@ def test_compile_shared_tensors_match_eager(shared):
             return fa.flash_attn_func(x, x, x, causal=True) if shared == "qkv" else fa.flash_attn_func(
                 y, x, x, causal=True)
 
-    out_c = torch.compile(f, fullgraph=True, backend="aot_eager")(x, y)
-    out_c.square().sum().backward()
-    grads_c = [t.grad.clone() if t.grad is not None else None for t in (x, y)]
-    x.grad = y.grad = None
-    out_e = f(x, y)
-    out_e.square().sum().backward()
-    torch.testing.assert_close(out_c, out_e)
-    for gc, t in zip(grads_c, (x, y)):
-        if gc is None:
-            assert t.grad is None
-        else:
-            torch.testing.assert_close(gc, t.grad)
+    _assert_compiled_matches_eager(f, torch.compile(f, fullgraph=True, backend="aot_eager"), (x, y), (x, y))
 
 
 def test_compile_varlen_fullgraph_matches_eager():
@@ -174,18 +176,7 @@ def test_compile_varlen_fullgraph_matches_eager():
                                                 return_attn_probs=True)
         return out, lse
 
-    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
-    out_c, lse_c = compiled(q, k, v)
-    (out_c.square().sum() + lse_c.sum()).backward()
-    grads_c = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
-    out_e, lse_e = f(q, k, v)
-    (out_e.square().sum() + lse_e.sum()).backward()
-    torch.testing.assert_close(out_c, out_e)
-    torch.testing.assert_close(lse_c, lse_e)
-    for gc, t in zip(grads_c, (q, k, v)):
-        torch.testing.assert_close(gc, t.grad)
+    _assert_compiled_matches_eager(f, torch.compile(f, fullgraph=True, backend="aot_eager"), (q, k, v), (q, k, v))
 
 
 def test_compile_kvcache_fullgraph_matches_eager():
@@ -295,16 +286,7 @@ def test_compile_dynamic_shapes_match_eager(backend, hk, kwargs):
     compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
     for s in (24, 40):
         q, k, v = (randn(2, s, h, 32, dtype=dtype, requires_grad=True) for h in (4, hk, hk))
-        out_c = compiled(q, k, v)
-        out_c.square().sum().backward()
-        grads_c = [t.grad.clone() for t in (q, k, v)]
-        for t in (q, k, v):
-            t.grad = None
-        out_e = f(q, k, v)
-        out_e.square().sum().backward()
-        torch.testing.assert_close(out_c, out_e)
-        for gc, t in zip(grads_c, (q, k, v)):
-            torch.testing.assert_close(gc, t.grad)
+        _assert_compiled_matches_eager(f, compiled, (q, k, v), (q, k, v))
 
 
 def test_compile_dynamic_varlen_matches_eager():
@@ -320,17 +302,7 @@ def test_compile_dynamic_varlen_matches_eager():
     for lens in ([5, 17, 9], [3, 8, 11, 6]):
         cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=DEVICE)
         q, k, v = (randn(sum(lens), h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))
-        out_c, lse_c = compiled(q, k, v, cu, max(lens))
-        (out_c.square().sum() + lse_c.sum()).backward()
-        grads_c = [t.grad.clone() for t in (q, k, v)]
-        for t in (q, k, v):
-            t.grad = None
-        out_e, lse_e = f(q, k, v, cu, max(lens))
-        (out_e.square().sum() + lse_e.sum()).backward()
-        torch.testing.assert_close(out_c, out_e)
-        torch.testing.assert_close(lse_c, lse_e)
-        for gc, t in zip(grads_c, (q, k, v)):
-            torch.testing.assert_close(gc, t.grad)
+        _assert_compiled_matches_eager(f, compiled, (q, k, v), (q, k, v, cu, max(lens)))
 
 
 def test_every_backends_availability_check_traces():
