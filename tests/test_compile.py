@@ -67,8 +67,9 @@ def test_compile_traces_the_backends_first_availability_check(monkeypatch):
             return fa.flash_attn_func(q, k, v, causal=True)
 
     out = torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v)
-    assert triton_backend._available == [None]
+    assert triton_backend._available == []  # computed while tracing, kept by the first eager call (memo.py)
     torch.testing.assert_close(out, f(q, k, v))
+    assert triton_backend._available == [None]
 
 
 @pytest.mark.parametrize("backend", ["sdpa", "auto"])
@@ -320,3 +321,35 @@ def test_every_backends_availability_check_traces():
     expected = sum(1 << i for i, name in enumerate(names) if registry()[name].available() is None)
     out = torch.compile(f, fullgraph=True, backend="eager")(torch.zeros(2))
     assert out.tolist() == [float(expected)] * 2
+
+
+def test_compiled_activation_checkpointing_with_dropout_matches_eager(monkeypatch):
+    """torch.compile of a region under activation checkpointing (torch.utils.checkpoint: the backward recomputes the
+    forward) with attention dropout: the recomputed forward draws the same mask, as in eager (the seed is an op of the
+    graph, flash_attention_amd::seed, seeded by torch's CPU generator; drawn inside the forward op, the recomputation
+    drew another: wrong gradients). The first call of the process traced inside the region: the library's once-per-
+    process values are not written while tracing (memo.py; a write there is a side effect the region refuses)."""
+    from torch.utils.checkpoint import checkpoint
+
+    from flash_attention_amd import backends, config, core
+    from flash_attention_amd.backends import triton_backend
+
+    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
+        monkeypatch.setattr(module, name, {})
+    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
+                         (triton_backend, "_LAUNCHERS")):
+        monkeypatch.setattr(module, name, [])
+    torch._dynamo.reset()
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    q, k, v = (randn(2, 24, h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))
+
+    def attn(q, k, v):  # softcap: triton on a GPU, torch on the CPU (our ops either way)
+        return fa.flash_attn_func(q, k, v, dropout_p=0.3, causal=True, softcap=3.0)
+
+    def f(q, k, v):
+        return checkpoint(attn, q, k, v, use_reentrant=False)
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    _assert_compiled_matches_eager(f, compiled, (q, k, v), (q, k, v), seed=5)
+    # and against the plain eager call (no checkpoint), which the recomputation must reproduce
+    _assert_compiled_matches_eager(attn, compiled, (q, k, v), (q, k, v), seed=5)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from .memo import once, once_per
+
 BACKEND_NAMES = ("triton", "sdpa", "flash_attn", "fa4", "torch")
 # Old names that still work: "ck" was the flash_attn backend's name while it served ROCm's CK build only.
 BACKEND_ALIASES = {"ck": "flash_attn"}
@@ -43,10 +45,7 @@ def _env(name: str) -> str:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get(name, "")
-    key = _KEYS.get(name)
-    if key is None:
-        key = _KEYS[name] = os.environ.encodekey(name)
-    raw = data.get(key)
+    raw = data.get(once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
     return "" if raw is None else os.environ.decodevalue(raw)
 
 
@@ -58,12 +57,15 @@ def call_env() -> tuple:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get("FLASH_ATTENTION_BACKEND"), os.environ.get("FLASH_ATTENTION_DEBUG")
-    if not _CALL_KEYS:
-        _CALL_KEYS.extend(os.environ.encodekey(name) for name in ("FLASH_ATTENTION_BACKEND", "FLASH_ATTENTION_DEBUG"))
-    return data.get(_CALL_KEYS[0]), data.get(_CALL_KEYS[1])
+    backend_key, debug_key = once(_CALL_KEYS, _encoded_call_keys)
+    return data.get(backend_key), data.get(debug_key)
 
 
-_CALL_KEYS: list = []  # call_env()'s two names, encoded as os.environ keeps them
+def _encoded_call_keys() -> tuple:
+    return tuple(os.environ.encodekey(name) for name in ("FLASH_ATTENTION_BACKEND", "FLASH_ATTENTION_DEBUG"))
+
+
+_CALL_KEYS: list = []  # [call_env()'s two names, encoded as os.environ keeps them]
 
 
 def _flag(name: str) -> bool:

@@ -25,6 +25,7 @@ import operator
 import torch
 
 from . import config, dispatch
+from .memo import once_per
 from .params import AttnParams, Problem, device_arch
 from .philox import new_seed
 from .validation import (
@@ -53,10 +54,8 @@ _ARCHS: dict = {}
 
 
 def arch_of(device: torch.device) -> tuple[bool, str | None]:
-    """(is_rocm, arch) of a device, cached (a plain dict: torch.compile traces it)."""
-    if device not in _ARCHS:
-        _ARCHS[device] = device_arch(device)
-    return _ARCHS[device]
+    """(is_rocm, arch) of a device, cached (a plain dict: torch.compile traces it; memo.py)."""
+    return once_per(_ARCHS, device, lambda: device_arch(device))
 
 
 class Plan:

@@ -54,7 +54,7 @@ _LIB.define(
     "SymInt window_right, float softcap, float dropout_p, Tensor? alibi_slopes, Tensor? cu_seqlens_q, "
     "Tensor? cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k, bool deterministic, bool zero_tensors, "
     "bool return_probs, Tensor? attn_bias, Tensor? sinks, Tensor? q_descale=None, Tensor? k_descale=None, "
-    "Tensor? v_descale=None) -> (Tensor, Tensor, Tensor, Tensor)")
+    "Tensor? v_descale=None, Tensor? seed=None) -> (Tensor, Tensor, Tensor, Tensor)")
 _LIB.define(
     "bwd(Tensor dout, Tensor? dlse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor rng_state, "
     "str backend, float softmax_scale, bool causal, SymInt window_left, SymInt window_right, float softcap, "
@@ -65,8 +65,10 @@ _LIB.define(
 
 def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p, alibi_slopes,
          cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors, return_probs,
-         attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None):
-    """-> (out, lse, rng_state (with dropout: int64 [1] on the CPU, the seed; else int64 [0] on q's device, so that a
+         attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None, seed=None):
+    """``seed``: with dropout, the Philox key as an int64 scalar tensor drawn in the graph (compiled calls: so that a
+    forward recomputed for the backward, under activation checkpointing, draws the same mask), else one is drawn here.
+    -> (out, lse, rng_state (with dropout: int64 [1] on the CPU, the seed; else int64 [0] on q's device, so that a
     compiled graph without dropout holds no CPU tensor: CUDA graphs), S_dmask
     or an empty tensor). FP8 q/k/v come with their descale factors (out bf16, forward only)."""
     if cu_seqlens_q is not None and q.device.type == "cpu":
@@ -79,7 +81,7 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
                  softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
                  _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
                  _meta(attn_bias), _meta(sinks), _meta(q_descale), _meta(k_descale), _meta(v_descale))
-    seed = new_seed() if dropout_p > 0 else 0
+    seed = (new_seed() if seed is None else int(seed)) if dropout_p > 0 else 0
     params = slot.get(_PARAMS)
     if params is None:  # the signature's template: its scalars (the key's), no tensors
         params = slot[_PARAMS] = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p,
@@ -112,7 +114,7 @@ def _round128(n: int) -> int:
 
 def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right, softcap, dropout_p,
               alibi_slopes, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
-              return_probs, attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None):
+              return_probs, attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None, seed=None):
     out = q.new_empty((*q.shape[:-1], v.shape[-1]), dtype=torch.bfloat16 if q_descale is not None else q.dtype)
     lse_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32  # fp64 only on the torch path
     if cu_seqlens_q is None:
@@ -164,7 +166,7 @@ def _bwd_fake(dout, dlse, q, k, v, out, lse, rng_state, *args):
 
 
 def _fwd_autograd(keyset, q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k, mq, mk, det, zero,
-                  return_probs, bias, sinks, q_descale=None, k_descale=None, v_descale=None):
+                  return_probs, bias, sinks, q_descale=None, k_descale=None, v_descale=None, seed=None):
     """The forward op's autograd kernel. A compiled call runs the op inside _CompiledFn's forward, grad mode off:
     straight to _fwd. A call on tensors that need gradients (an exported program's module used for training, say)
     goes through _CompiledFn, so that its gradients are the backward op's (the autograd fallback would only warn)."""
@@ -172,12 +174,13 @@ def _fwd_autograd(keyset, q, k, v, backend, scale, causal, wl, wr, softcap, p, a
         bias_grad = bias is not None and bias.dtype != torch.bool and bias.requires_grad
         sinks_grad = sinks is not None and sinks.requires_grad
         if q.requires_grad or k.requires_grad or v.requires_grad or bias_grad or sinks_grad:
-            where, distinct = _distinct((q, k, v, alibi, cu_q, cu_k, bias, sinks, q_descale, k_descale, v_descale))
+            where, distinct = _distinct((q, k, v, alibi, cu_q, cu_k, bias, sinks, q_descale, k_descale, v_descale,
+                                         seed))
             opts = (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, return_probs, bias_grad,
                     sinks_grad)
             return _CompiledFn.apply(where, opts, *distinct)
     return _FWD.redispatch(keyset & _AFTER_AUTOGRAD, q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q,
-                           cu_k, mq, mk, det, zero, return_probs, bias, sinks, q_descale, k_descale, v_descale)
+                           cu_k, mq, mk, det, zero, return_probs, bias, sinks, q_descale, k_descale, v_descale, seed)
 
 
 # One Python kernel for every device: a compiled graph calls the op through the dispatcher into _fwd / _bwd (and,
@@ -189,6 +192,13 @@ _LIB.impl("bwd", _bwd, "CompositeExplicitAutograd")
 _LIB.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
 torch.library.register_fake("flash_attention_amd::fwd", _fwd_fake, lib=_LIB)
 torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
+# A dropout seed as an op of the graph: new_seed() (torch's CPU generator), an int64 scalar on the CPU. Its device
+# argument is always the CPU: it tells a recomputed region's RNG handling which generator's state to keep.
+_LIB.define("seed(*, Device device) -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
+_LIB.impl("seed", lambda device: torch.tensor(new_seed(), dtype=torch.int64), "CompositeExplicitAutograd")
+torch.library.register_fake("flash_attention_amd::seed", lambda device: torch.empty((), dtype=torch.int64), lib=_LIB)
+_SEED = torch.ops.flash_attention_amd.seed.default
+_CPU = torch.device("cpu")
 _FWD = torch.ops.flash_attention_amd.fwd.default
 _BWD = torch.ops.flash_attention_amd.bwd.default
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
@@ -198,16 +208,17 @@ class _CompiledFn(torch.autograd.Function):
     """The autograd of a compiled call: the forward op, and the backward op for its gradients.
 
     torch.compile traces ``apply`` only when no tensor is passed twice, so the call's tensors (q, k, v, alibi_slopes,
-    cu_seqlens_q, cu_seqlens_k, attn_bias, sinks, the three descales; None where absent) come as the distinct ones
+    cu_seqlens_q, cu_seqlens_k, attn_bias, sinks, the three descales, the dropout seed; None where absent) come as
+    the distinct ones
     and ``where``, each one's index among them (-1: None). ``opts``: the ops' scalars (backend .. max_seqlen_k,
     deterministic, zero_tensors, return_probs) and whether the bias and the sinks take gradients."""
 
     @staticmethod
     def forward(ctx, where, opts, *distinct):
-        q, k, v, alibi, cu_q, cu_k, bias, sinks, *descales = (None if i < 0 else distinct[i] for i in where)
+        q, k, v, alibi, cu_q, cu_k, bias, sinks, *descales_seed = (None if i < 0 else distinct[i] for i in where)
         (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, return_probs, _, _) = opts
         out, lse, rng_state, probs = _FWD(q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k,
-                                          mq, mk, det, zero, return_probs, bias, sinks, *descales)
+                                          mq, mk, det, zero, return_probs, bias, sinks, *descales_seed)
         ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
         ctx.where, ctx.opts = where, opts
         ctx.mark_non_differentiable(rng_state, probs)
@@ -276,8 +287,12 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
             params.zero_tensors, bool(return_attn_probs),
             grad and attn_bias is not None and attn_bias.dtype != torch.bool and attn_bias.requires_grad,
             grad and sinks is not None and sinks.requires_grad)
+    # the dropout seed: an op of the graph (new_seed(), as eager calls draw it: the same value under torch.manual_seed,
+    # compiled by Inductor or not), tagged as seeded by torch's CPU generator, so that a forward the compiled backward
+    # recomputes (activation checkpointing) draws it again from the same generator state: the same mask
+    seed = _SEED(device=_CPU) if params.dropout_p > 0 else None
     where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
-                                 *(descales or (None, None, None))))
+                                 *(descales or (None, None, None)), seed))
     out, lse, _, probs = _CompiledFn.apply(where, opts, *distinct)
     if not return_attn_probs:
         return out

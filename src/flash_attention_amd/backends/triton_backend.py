@@ -11,10 +11,11 @@ from __future__ import annotations
 import torch
 
 from .. import config
+from ..memo import once
 from ..params import AttnParams, Problem
 from .base import KernelBackend
 
-_LAUNCHERS: tuple = ()
+_LAUNCHERS: list = []  # [(launch.fwd, launch.bwd)]
 # The oldest Triton our kernels import under: they use ``triton.constexpr_function`` (Triton 3.5). Checked on the
 # CPU with Triton 3.4 (AttributeError on import), 3.5, 3.6 and 3.9 (README, "Triton versions").
 MIN_TRITON = (3, 5)
@@ -23,12 +24,13 @@ _available: list = []  # [reason or None], read once per process
 
 def _launchers():
     """(launch.fwd, launch.bwd), imported on first use (Triton is imported with them)."""
-    global _LAUNCHERS
-    if not _LAUNCHERS:
-        from ..launch import bwd, fwd
+    return once(_LAUNCHERS, _import_launchers)
 
-        _LAUNCHERS = (fwd, bwd)
-    return _LAUNCHERS
+
+def _import_launchers():
+    from ..launch import bwd, fwd
+
+    return fwd, bwd
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -66,9 +68,7 @@ class TritonBackend(KernelBackend):
     name = "triton"
 
     def available(self) -> str | None:
-        if not _available:
-            _available.append(_triton_reason())
-        return _available[0]
+        return once(_available, _triton_reason)
 
     def _device_reason(self, problem: Problem) -> str | None:
         if problem.device_type == "cuda":

@@ -15,6 +15,7 @@ import itertools
 import torch
 
 from .. import config
+from ..memo import once
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, sm_count, triton_version
 from .spec import S3, CompileSpec, arg_positions
@@ -89,18 +90,18 @@ def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tupl
 
 def gluon_triton_reason() -> str | None:
     """None under a Triton of ``GLUON_TRITON`` whose Gluon imports, else why the Gluon forward does not serve."""
-    if not _gluon_triton:
-        version, minor = triton_version()
-        reason = None
-        if minor not in GLUON_TRITON:
-            reason = f"Triton {version}: the Gluon forward was checked under Triton {', '.join(GLUON_TRITON)} only"
-        else:
-            try:
-                import triton.experimental.gluon.language.nvidia.hopper  # noqa: F401
-            except ImportError as exc:
-                reason = f"Triton {version} has no Gluon Hopper module ({exc})"
-        _gluon_triton.append(reason)
-    return _gluon_triton[0]
+    return once(_gluon_triton, _gluon_triton_reason)
+
+
+def _gluon_triton_reason() -> str | None:
+    version, minor = triton_version()
+    if minor not in GLUON_TRITON:
+        return f"Triton {version}: the Gluon forward was checked under Triton {', '.join(GLUON_TRITON)} only"
+    try:
+        import triton.experimental.gluon.language.nvidia.hopper  # noqa: F401
+    except ImportError as exc:
+        return f"Triton {version} has no Gluon Hopper module ({exc})"
+    return None
 
 
 def _same(a, b) -> bool:

@@ -14,6 +14,7 @@ import torch
 
 from .. import config
 from ..kernels.features import pack
+from ..memo import once
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, triton_version
 from .spec import S3, arg_positions, specialised_specs
@@ -45,12 +46,13 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
 
 def ws_triton_reason() -> str | None:
     """None under a Triton of ``WS_TRITON``, else why the warp-specialised kernels do not serve on GPUs."""
-    if not _ws_triton:
-        version, minor = triton_version()
-        _ws_triton.append(None if minor in WS_TRITON else
-                          f"Triton {version}: the warp-specialised kernels were checked under Triton "
-                          f"{', '.join(WS_TRITON)} only")
-    return _ws_triton[0]
+    return once(_ws_triton, _ws_triton_reason)
+
+
+def _ws_triton_reason() -> str | None:
+    version, minor = triton_version()
+    return None if minor in WS_TRITON else (f"Triton {version}: the warp-specialised kernels were checked under Triton "
+                                            f"{', '.join(WS_TRITON)} only")
 
 
 def common_reason(arch: str | None, table: str, tile_of, q, k, v, varlen: bool) -> str | None:
