@@ -353,3 +353,18 @@ def test_compiled_activation_checkpointing_with_dropout_matches_eager(monkeypatc
     _assert_compiled_matches_eager(f, compiled, (q, k, v), (q, k, v), seed=5)
     # and against the plain eager call (no checkpoint), which the recomputation must reproduce
     _assert_compiled_matches_eager(attn, compiled, (q, k, v), (q, k, v), seed=5)
+
+
+def test_compiled_dropout_calls_draw_their_own_seeds():
+    """Two attention calls with dropout in one compiled graph draw two seeds, in order, as eager calls do (the seed
+    ops take the call's tensors: AOTAutograd's CSE merged two argument-less seed ops into one)."""
+    torch._dynamo.reset()
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    q, k, v = (randn(2, 24, 2, 32, dtype=dtype, requires_grad=True) for _ in range(3))
+
+    def f(q, k, v):
+        first = fa.flash_attn_func(q, k, v, dropout_p=0.3, softcap=3.0)
+        return first + fa.flash_attn_func(first, k, v, dropout_p=0.3, softcap=3.0)
+
+    _assert_compiled_matches_eager(f, torch.compile(f, fullgraph=True, backend="aot_eager"), (q, k, v), (q, k, v),
+                                   seed=9)

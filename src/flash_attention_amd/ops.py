@@ -193,10 +193,14 @@ _LIB.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
 torch.library.register_fake("flash_attention_amd::fwd", _fwd_fake, lib=_LIB)
 torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
 # A dropout seed as an op of the graph: new_seed() (torch's CPU generator), an int64 scalar on the CPU. Its device
-# argument is always the CPU: it tells a recomputed region's RNG handling which generator's state to keep.
-_LIB.define("seed(*, Device device) -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
-_LIB.impl("seed", lambda device: torch.tensor(new_seed(), dtype=torch.int64), "CompositeExplicitAutograd")
-torch.library.register_fake("flash_attention_amd::seed", lambda device: torch.empty((), dtype=torch.int64), lib=_LIB)
+# argument is always the CPU: it tells a recomputed region's RNG handling which generator's state to keep. It reads
+# nothing of q, k and v: they make the calls of different attention calls different nodes, which AOTAutograd's CSE
+# would merge otherwise (it keeps aten's random ops apart by a list of them, not by the tag).
+_LIB.define("seed(Tensor q, Tensor k, Tensor v, *, Device device) -> Tensor",
+            tags=(torch.Tag.nondeterministic_seeded,))
+_LIB.impl("seed", lambda q, k, v, device: torch.tensor(new_seed(), dtype=torch.int64), "CompositeExplicitAutograd")
+torch.library.register_fake("flash_attention_amd::seed", lambda q, k, v, device: torch.empty((), dtype=torch.int64),
+                            lib=_LIB)
 _SEED = torch.ops.flash_attention_amd.seed.default
 _CPU = torch.device("cpu")
 _FWD = torch.ops.flash_attention_amd.fwd.default
@@ -290,7 +294,7 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
     # the dropout seed: an op of the graph (new_seed(), as eager calls draw it: the same value under torch.manual_seed,
     # compiled by Inductor or not), tagged as seeded by torch's CPU generator, so that a forward the compiled backward
     # recomputes (activation checkpointing) draws it again from the same generator state: the same mask
-    seed = _SEED(device=_CPU) if params.dropout_p > 0 else None
+    seed = _SEED(q, k, v, device=_CPU) if params.dropout_p > 0 else None
     where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
                                  *(descales or (None, None, None)), seed))
     out, lse, _, probs = _CompiledFn.apply(where, opts, *distinct)
