@@ -93,3 +93,31 @@ def test_compiled_static_cache_decoding_matches_eager():
 
     ref = run("eager", False)
     torch.testing.assert_close(run("fa_amd", True), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_compiled_bert_with_attention_dropout_and_checkpointing_matches_eager():
+    """A BERT training step with attention dropout and gradient checkpointing (each layer's forward recomputed in
+    the backward) under torch.compile: the same dropout masks as eager, layer by layer, recomputation included, so
+    the same loss and gradients (fullgraph=False: HF's checkpointing logs a warning, which dynamo does not trace)."""
+    from flash_attention_amd.integrations import hf
+
+    hf.register()
+    config = transformers.BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=128, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.2,
+                                     max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.BertForMaskedLM(config).train()
+    model.set_attn_implementation("fa_amd")
+    model.gradient_checkpointing_enable()
+    ids = torch.randint(0, 97, (3, 16))
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    torch.manual_seed(1)
+    ref_loss, ref = _step(model, ids, mask, labels)
+    torch._dynamo.reset()
+    torch.manual_seed(1)
+    loss, got = _step(model, ids, mask, labels, torch.compile(model, backend="aot_eager"))
+    torch.testing.assert_close(loss, ref_loss, atol=1e-6, rtol=1e-6)
+    for name in ref:
+        torch.testing.assert_close(got[name], ref[name], atol=1e-6, rtol=1e-5, msg=name)
