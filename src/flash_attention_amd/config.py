@@ -45,7 +45,8 @@ def _env(name: str) -> str:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get(name, "")
-    raw = data.get(once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
+    key = _KEYS.get(name)  # the kept key at once (every call reads two variables); memo.py's once_per on first use
+    raw = data.get(key if key is not None else once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
     return "" if raw is None else os.environ.decodevalue(raw)
 
 
@@ -57,7 +58,7 @@ def call_env() -> tuple:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get("FLASH_ATTENTION_BACKEND"), os.environ.get("FLASH_ATTENTION_DEBUG")
-    backend_key, debug_key = once(_CALL_KEYS, _encoded_call_keys)
+    backend_key, debug_key = _CALL_KEYS[0] if _CALL_KEYS else once(_CALL_KEYS, _encoded_call_keys)
     return data.get(backend_key), data.get(debug_key)
 
 
