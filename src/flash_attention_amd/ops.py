@@ -103,7 +103,7 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
     # the seed travels to the backward in a new CPU tensor (an op's outputs are new tensors); without dropout there is
     # none, and an empty tensor on q's device keeps the graph's tensors on it (torch.compile's CUDA graphs skip
     # graphs with CPU tensors)
-    rng_state = (torch.tensor([seed], dtype=torch.int64) if dropout_p > 0
+    rng_state = (torch.tensor([seed], dtype=torch.int64, device="cpu") if dropout_p > 0
                  else q.new_empty(_EMPTY_PROBS, dtype=torch.int64))
     return out, lse, rng_state, probs
 
@@ -186,7 +186,8 @@ def _fwd_autograd(keyset, q, k, v, backend, scale, causal, wl, wr, softcap, p, a
 # One Python kernel for every device: a compiled graph calls the op through the dispatcher into _fwd / _bwd (and,
 # for the forward, a small autograd kernel that reads grad mode). torch.library.custom_op's autograd and per-device
 # kernels in Python cost 15-25 us of host time more per compiled call (benchmarks/compiled_host_cpu.py). Autograd is
-# _CompiledFn's, which torch.compile traces into the graph; the ops are not differentiable outside it.
+# _CompiledFn's, which torch.compile traces into the graph (and which the forward op's autograd kernel calls for an
+# untraced call that needs gradients).
 _LIB.impl("fwd", _fwd, "CompositeExplicitAutograd")
 _LIB.impl("bwd", _bwd, "CompositeExplicitAutograd")
 _LIB.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
@@ -198,9 +199,10 @@ torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
 # would merge otherwise (it keeps aten's random ops apart by a list of them, not by the tag).
 _LIB.define("seed(Tensor q, Tensor k, Tensor v, *, Device device) -> Tensor",
             tags=(torch.Tag.nondeterministic_seeded,))
-_LIB.impl("seed", lambda q, k, v, device: torch.tensor(new_seed(), dtype=torch.int64), "CompositeExplicitAutograd")
-torch.library.register_fake("flash_attention_amd::seed", lambda q, k, v, device: torch.empty((), dtype=torch.int64),
-                            lib=_LIB)
+_LIB.impl("seed", lambda q, k, v, device: torch.tensor(new_seed(), dtype=torch.int64, device="cpu"),
+          "CompositeExplicitAutograd")  # on the CPU whatever torch's default device: read without a synchronisation
+torch.library.register_fake("flash_attention_amd::seed",
+                            lambda q, k, v, device: torch.empty((), dtype=torch.int64, device="cpu"), lib=_LIB)
 _SEED = torch.ops.flash_attention_amd.seed.default
 _CPU = torch.device("cpu")
 _FWD = torch.ops.flash_attention_amd.fwd.default
