@@ -215,9 +215,8 @@ class _CompiledFn(torch.autograd.Function):
 
     torch.compile traces ``apply`` only when no tensor is passed twice, so the call's tensors (q, k, v, alibi_slopes,
     cu_seqlens_q, cu_seqlens_k, attn_bias, sinks, the three descales, the dropout seed; None where absent) come as
-    the distinct ones
-    and ``where``, each one's index among them (-1: None). ``opts``: the ops' scalars (backend .. max_seqlen_k,
-    deterministic, zero_tensors, return_probs) and whether the bias and the sinks take gradients."""
+    the distinct ones and ``where``, each one's index among them (-1: None). ``opts``: the ops' scalars (backend ..
+    max_seqlen_k, deterministic, zero_tensors, return_probs) and whether the bias and the sinks take gradients."""
 
     @staticmethod
     def forward(ctx, where, opts, *distinct):
