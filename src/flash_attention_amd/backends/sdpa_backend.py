@@ -137,7 +137,7 @@ class SdpaBackend(Backend):
             out = F.scaled_dot_product_attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
                 dropout_p=params.dropout_p, is_causal=is_causal, scale=params.softmax_scale,
-                enable_gqa=operator.index(q.shape[2]) != operator.index(k.shape[2]),  # index: static under compile
+                enable_gqa=_heads(q) != _heads(k),
             )
         return out.transpose(1, 2)
 

@@ -24,7 +24,7 @@ _available: list = []  # [reason or None], read once per process
 
 def _launchers():
     """(launch.fwd, launch.bwd), imported on first use (Triton is imported with them)."""
-    return once(_LAUNCHERS, _import_launchers)
+    return _LAUNCHERS[0] if _LAUNCHERS else once(_LAUNCHERS, _import_launchers)  # every call asks
 
 
 def _import_launchers():
