@@ -388,14 +388,16 @@ def test_other_architectures_training_match_eager(arch, side, padded_route, monk
         assert (loss - ref_loss).abs() > 1e-4
 
 
-@pytest.mark.parametrize("kind,padded", [("llama", True), ("llama", False), ("gemma2", True)])
+@pytest.mark.parametrize("kind,padded", [("llama", True), ("llama", False), ("gemma2", True), ("mistral", True)])
 def test_static_cache_generate_matches_eager(kind, padded):
     """A static cache (``cache_implementation="static"``, what compiled generation uses): the keys are the cache's
     slots, those not written yet included, and the queries sit at absolute positions, so HF's 2-D mask is shorter
     than the keys and flash_attn's causal alignment (queries at the keys' end) does not hold: the mask function
     gives HF's 4-D bool mask there, which the attention takes as it is (before, a ValueError on the mask's shape).
-    Eager's tokens and logits (fp32), left padding or no mask at all, Gemma 2's sliding windows included."""
-    model = _model("fa_amd")[0] if kind == "llama" else _gemma2().eval()
+    Eager's tokens and logits (fp32), left padding or no mask at all, Gemma 2's sliding windows (every other layer)
+    and Mistral's (every layer, shorter than the generation: its static cache's sliding layers) included."""
+    model = {"llama": lambda: _model("fa_amd")[0], "gemma2": lambda: _gemma2().eval(),
+             "mistral": lambda: _tiny("mistral").eval()}[kind]()
     ids = torch.randint(1, 97, (2, 9))
     mask = None
     if padded:
