@@ -21,6 +21,16 @@ def _outputs_and_grads(fn, leaves, args, seed=None):
     return outs, grads
 
 
+def _eager_keys_like_compiled(monkeypatch):
+    """On a GPU, calls compiled for the triton backend draw their dropout keys from the GPU's generator (ops.py: CUDA
+    graphs replay the draw); the eager calls they are compared with draw theirs alike (test_device_seed.py)."""
+    if DEVICE == "cuda":
+        from flash_attention_amd import core
+        from flash_attention_amd.philox import device_seed
+
+        monkeypatch.setattr(core, "new_seed", lambda: int(device_seed(torch.device(DEVICE))))
+
+
 def _assert_compiled_matches_eager(f, compiled, leaves, args, seed=None):
     (outs_c, grads_c), (outs_e, grads_e) = (_outputs_and_grads(fn, leaves, args, seed) for fn in (compiled, f))
     for a, b in zip(outs_c, outs_e, strict=True):
@@ -339,6 +349,7 @@ def test_compiled_activation_checkpointing_with_dropout_matches_eager(monkeypatc
     for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
                          (triton_backend, "_LAUNCHERS")):
         monkeypatch.setattr(module, name, [])
+    _eager_keys_like_compiled(monkeypatch)
     torch._dynamo.reset()
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     q, k, v = (randn(2, 24, h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))
@@ -355,10 +366,11 @@ def test_compiled_activation_checkpointing_with_dropout_matches_eager(monkeypatc
     _assert_compiled_matches_eager(attn, compiled, (q, k, v), (q, k, v), seed=5)
 
 
-def test_compiled_dropout_calls_draw_their_own_seeds():
+def test_compiled_dropout_calls_draw_their_own_seeds(monkeypatch):
     """Two attention calls with dropout in one compiled graph draw two seeds, in order, as eager calls do (the seed
     ops take the call's tensors: AOTAutograd's CSE merged two argument-less seed ops into one)."""
     torch._dynamo.reset()
+    _eager_keys_like_compiled(monkeypatch)
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     q, k, v = (randn(2, 24, 2, 32, dtype=dtype, requires_grad=True) for _ in range(3))
 

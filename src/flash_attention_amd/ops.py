@@ -13,7 +13,7 @@ import torch
 
 from .backends import registry
 from .params import AttnParams
-from .philox import new_seed
+from .philox import device_seed, new_seed
 
 _EMPTY_PROBS = (0,)
 _SLOTS: dict = {}  # call signature -> the backend's slot dict (its launch plans: backends/base.py)
@@ -68,9 +68,12 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
          attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None, seed=None):
     """``seed``: with dropout, the Philox key as an int64 scalar tensor drawn in the graph (compiled calls: so that a
     forward recomputed for the backward, under activation checkpointing, draws the same mask), else one is drawn here.
-    -> (out, lse, rng_state (with dropout: int64 [1] on the CPU, the seed; else int64 [0] on q's device, so that a
-    compiled graph without dropout holds no CPU tensor: CUDA graphs), S_dmask
-    or an empty tensor). FP8 q/k/v come with their descale factors (out bf16, forward only)."""
+    On the CPU it is read here; on a GPU (the triton backend's calls) the kernels read it there, with no
+    synchronisation, and a CUDA graph replaying the call replays its draw.
+    -> (out, lse, rng_state (with dropout and a key on the CPU: int64 [1] there, the key; else int64 [0] on q's
+    device, so that a compiled graph holds no CPU tensor: CUDA graphs; a key on the device is the backward's
+    rng_state itself, see _CompiledFn), S_dmask or an empty tensor). FP8 q/k/v come with their descale factors
+    (out bf16, forward only)."""
     if cu_seqlens_q is not None and q.device.type == "cpu":
         from .validation import check_cu_seqlens_values
 
@@ -81,14 +84,19 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
                  softmax_scale, causal, window_left, window_right, softcap, dropout_p, _meta(alibi_slopes),
                  _meta(cu_seqlens_q), _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, deterministic, zero_tensors,
                  _meta(attn_bias), _meta(sinks), _meta(q_descale), _meta(k_descale), _meta(v_descale))
-    seed = (new_seed() if seed is None else int(seed)) if dropout_p > 0 else 0
+    if dropout_p <= 0:
+        seed = 0
+    elif seed is None:
+        seed = new_seed()
+    elif seed.device.type == "cpu":
+        seed = int(seed)
     params = slot.get(_PARAMS)
     if params is None:  # the signature's template: its scalars (the key's), no tensors
         params = slot[_PARAMS] = _params(softmax_scale, causal, window_left, window_right, softcap, dropout_p,
                                          None, None, None, max_seqlen_q, max_seqlen_k, 0, deterministic,
                                          zero_tensors, None, None)
-    if (seed or alibi_slopes is not None or cu_seqlens_q is not None or attn_bias is not None or sinks is not None
-            or q_descale is not None or k_descale is not None or v_descale is not None):
+    if (dropout_p > 0 or alibi_slopes is not None or cu_seqlens_q is not None or attn_bias is not None
+            or sinks is not None or q_descale is not None or k_descale is not None or v_descale is not None):
         params = params._replace(seed=seed, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q,
                                  cu_seqlens_k=cu_seqlens_k, attn_bias=attn_bias, sinks=sinks, q_descale=q_descale,
                                  k_descale=k_descale, v_descale=v_descale)
@@ -97,13 +105,13 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
     if return_probs and dropout_p > 0:
         from .core import attn_probs
 
-        probs = attn_probs(q, k, params)
+        probs = attn_probs(q, k, params._replace(seed=int(seed)))  # a key on the device: read (synchronises)
     if probs is None:
         probs = q.new_empty(_EMPTY_PROBS)
-    # the seed travels to the backward in a new CPU tensor (an op's outputs are new tensors); without dropout there is
-    # none, and an empty tensor on q's device keeps the graph's tensors on it (torch.compile's CUDA graphs skip
-    # graphs with CPU tensors)
-    rng_state = (torch.tensor([seed], dtype=torch.int64, device="cpu") if dropout_p > 0
+    # a key read on the CPU travels to the backward in a new CPU tensor (an op's outputs are new tensors); else an
+    # empty tensor on q's device keeps the graph's tensors on it (torch.compile's CUDA graphs skip graphs with CPU
+    # tensors)
+    rng_state = (torch.tensor([seed], dtype=torch.int64, device="cpu") if type(seed) is int and dropout_p > 0
                  else q.new_empty(_EMPTY_PROBS, dtype=torch.int64))
     return out, lse, rng_state, probs
 
@@ -124,7 +132,7 @@ def _fwd_fake(q, k, v, backend, softmax_scale, causal, window_left, window_right
         lse = q.new_empty((q.shape[1], q.shape[0]), dtype=lse_dtype)
         shape = (cu_seqlens_q.shape[0] - 1, q.shape[1], _round128(max_seqlen_q), _round128(max_seqlen_k))
     probs = q.new_empty(shape if return_probs and dropout_p > 0 else _EMPTY_PROBS)
-    rng_state = (torch.empty(1, dtype=torch.int64, device="cpu") if dropout_p > 0
+    rng_state = (torch.empty(1, dtype=torch.int64, device="cpu") if dropout_p > 0 and (seed is None or seed.is_cpu)
                  else q.new_empty(_EMPTY_PROBS, dtype=torch.int64))
     return out, lse, rng_state, probs
 
@@ -148,7 +156,9 @@ def _bwd(dout, dlse, q, k, v, out, lse, rng_state, backend, softmax_scale, causa
                                          zero_tensors, None, None)
     if (dropout_p > 0 or alibi_slopes is not None or cu_seqlens_q is not None or attn_bias is not None
             or sinks is not None):
-        params = params._replace(seed=rng_state.item() if dropout_p > 0 else 0, alibi_slopes=alibi_slopes,
+        # the key: read from the CPU, or left on the device for the kernels (a call compiled on a GPU)
+        key = (rng_state.item() if rng_state.is_cpu else rng_state) if dropout_p > 0 else 0
+        params = params._replace(seed=key, alibi_slopes=alibi_slopes,
                                  cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, attn_bias=attn_bias,
                                  sinks=sinks)
     grads = tuple(registry()[backend].backward(dout, q, k, v, out, lse, params, dlse, slot))
@@ -193,16 +203,25 @@ _LIB.impl("bwd", _bwd, "CompositeExplicitAutograd")
 _LIB.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
 torch.library.register_fake("flash_attention_amd::fwd", _fwd_fake, lib=_LIB)
 torch.library.register_fake("flash_attention_amd::bwd", _bwd_fake, lib=_LIB)
-# A dropout seed as an op of the graph: new_seed() (torch's CPU generator), an int64 scalar on the CPU. Its device
-# argument is always the CPU: it tells a recomputed region's RNG handling which generator's state to keep. It reads
-# nothing of q, k and v: they make the calls of different attention calls different nodes, which AOTAutograd's CSE
-# would merge otherwise (it keeps aten's random ops apart by a list of them, not by the tag).
+# A dropout seed as an op of the graph, an int64 scalar on ``device``: on the CPU new_seed() (torch's CPU generator,
+# as eager calls draw it; read by the op without a synchronisation), on a GPU device_seed() (that device's generator:
+# a CUDA graph replays the draw, and the kernels read the key there). The device also tells a recomputed region's RNG
+# handling which generator's state to keep. The op reads nothing of q, k and v: they make the calls of different
+# attention calls different nodes, which AOTAutograd's CSE would merge otherwise (it keeps aten's random ops apart by
+# a list of them, not by the tag).
 _LIB.define("seed(Tensor q, Tensor k, Tensor v, *, Device device) -> Tensor",
             tags=(torch.Tag.nondeterministic_seeded,))
-_LIB.impl("seed", lambda q, k, v, device: torch.tensor(new_seed(), dtype=torch.int64, device="cpu"),
-          "CompositeExplicitAutograd")  # on the CPU whatever torch's default device: read without a synchronisation
+
+
+def _seed(q, k, v, device):
+    if device.type == "cpu":  # on the CPU whatever torch's default device
+        return torch.tensor(new_seed(), dtype=torch.int64, device="cpu")
+    return device_seed(device)
+
+
+_LIB.impl("seed", _seed, "CompositeExplicitAutograd")
 torch.library.register_fake("flash_attention_amd::seed",
-                            lambda q, k, v, device: torch.empty((), dtype=torch.int64, device="cpu"), lib=_LIB)
+                            lambda q, k, v, device: torch.empty((), dtype=torch.int64, device=device), lib=_LIB)
 _SEED = torch.ops.flash_attention_amd.seed.default
 _CPU = torch.device("cpu")
 _FWD = torch.ops.flash_attention_amd.fwd.default
@@ -224,7 +243,9 @@ class _CompiledFn(torch.autograd.Function):
         (backend, scale, causal, wl, wr, softcap, p, mq, mk, det, zero, return_probs, _, _) = opts
         out, lse, rng_state, probs = _FWD(q, k, v, backend, scale, causal, wl, wr, softcap, p, alibi, cu_q, cu_k,
                                           mq, mk, det, zero, return_probs, bias, sinks, *descales_seed)
-        ctx.save_for_backward(q, k, v, out, lse, rng_state, alibi, cu_q, cu_k, bias, sinks)
+        seed = descales_seed[-1]
+        key = seed if seed is not None and not seed.is_cpu else rng_state  # a key on the device: the backward reads it
+        ctx.save_for_backward(q, k, v, out, lse, key, alibi, cu_q, cu_k, bias, sinks)
         ctx.where, ctx.opts = where, opts
         ctx.mark_non_differentiable(rng_state, probs)
         ctx.set_materialize_grads(False)
@@ -292,10 +313,14 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
             params.zero_tensors, bool(return_attn_probs),
             grad and attn_bias is not None and attn_bias.dtype != torch.bool and attn_bias.requires_grad,
             grad and sinks is not None and sinks.requires_grad)
-    # the dropout seed: an op of the graph (new_seed(), as eager calls draw it: the same value under torch.manual_seed,
-    # compiled by Inductor or not), tagged as seeded by torch's CPU generator, so that a forward the compiled backward
-    # recomputes (activation checkpointing) draws it again from the same generator state: the same mask
-    seed = _SEED(q, k, v, device=_CPU) if params.dropout_p > 0 else None
+    # the dropout seed: an op of the graph, tagged as seeded by a generator, so that a forward the compiled backward
+    # recomputes (activation checkpointing) draws it again from the same generator state: the same mask. On the CPU,
+    # and for backends other than triton, torch's CPU generator (as eager calls draw it: the same value under
+    # torch.manual_seed, compiled by Inductor or not); for triton on a GPU, that GPU's generator, the key staying
+    # there: no synchronisation, and CUDA graphs (mode="reduce-overhead") replay the draw. Such a call's mask is then
+    # not the eager call's (reproducible under torch.manual_seed all the same).
+    seed_device = q.device if backend.name == "triton" and q.device.type != "cpu" else _CPU
+    seed = _SEED(q, k, v, device=seed_device) if params.dropout_p > 0 else None
     where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
                                  *(descales or (None, None, None)), seed))
     out, lse, _, probs = _CompiledFn.apply(where, opts, *distinct)

@@ -30,7 +30,9 @@ class AttnParams(NamedTuple):
     cu_seqlens_k: torch.Tensor | None = None
     max_seqlen_q: int = 0
     max_seqlen_k: int = 0
-    seed: int = 0  # 64-bit Philox key of the dropout mask (see philox.py)
+    # 64-bit Philox key of the dropout mask (see philox.py); in calls compiled on a GPU for the triton backend, an int64
+    # tensor [] on q's device holding it (ops.py: so that CUDA graphs replay its draw)
+    seed: int | torch.Tensor = 0
     deterministic: bool = False
     return_lse: bool = False
     # varlen rows outside every sequence (past cu_seqlens[-1]) of out / dq / dk / dv are written

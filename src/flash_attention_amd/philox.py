@@ -33,6 +33,13 @@ def new_seed(generator: torch.Generator | None = None) -> int:
     return int(torch.randint(0, 2**63 - 1, (), generator=generator, dtype=torch.int64))
 
 
+def device_seed(device: torch.device) -> torch.Tensor:
+    """A fresh 63-bit Philox key drawn on ``device`` by its generator (reproducible under torch.manual_seed), as an
+    int64 tensor [] there: the key of a call compiled by torch.compile on a GPU, which a CUDA graph replays with a new
+    draw each time (the kernels read it there: ``kernels/common.py philox_key``)."""
+    return torch.randint(0, 2**63 - 1, (), dtype=torch.int64, device=device)
+
+
 def _mulhilo(a: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(hi, lo) 32-bit words of a * m for uint32 values held in int64, without overflow."""
     m_lo, m_hi = m & 0xFFFF, m >> 16

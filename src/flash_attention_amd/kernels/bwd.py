@@ -63,6 +63,7 @@ from .common import (
     load_chunks,
     num_chunks,
     philox_keep,
+    philox_key,
     score_mod,
     seq_bounds,
     store_chunks,
@@ -486,7 +487,7 @@ def _head_base(T, stride, off_b64, off_h, row0):
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
-             sizes, scores, seed_lo, seed_hi, drop, Bias, stride_bias,
+             sizes, scores, seed_lo, seed_hi, Seed, drop, Bias, stride_bias,
              HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
     """dK, dV of one KV block [BLOCK_N, d] of one (batch, KV head). Grid (cdiv(max_sk, BLOCK_N), b * hk).
@@ -500,7 +501,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     stride_bias (b, h, sq; 0 on broadcast dims) and key stride 1, or 0 when broadcast (BIAS_BCAST_N);
     a uint8 view of a bool mask when BIAS_BOOL. strides, sizes, scores, drop: the call's strides and
     scalars as tuples, unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for
-    every seed). FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
+    every seed; Seed, or None: the key read on the device instead, common.philox_key).
+    FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT,
     IEEE_DOT, DQ_ATOMIC, SPLIT, GQA, CHUNK, BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (a bool mask with query-row
     stride 0: key blocks it keeps none of skip the query loop), DROP_QUADS, RELOAD_TILES (K / V read per
     query block; with head-dim chunks: split-D, module docstring), DV_ONLY / DK_ONLY (this launch writes
@@ -515,6 +517,8 @@ def bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, DQ, Alibi, CuSeqlensQ, CuSeqlensK,
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
     drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    if has(FEATURES, "HAS_DROPOUT"):  # the key's words, or read from Seed (common.philox_key)
+        seed_lo, seed_hi = philox_key(seed_lo, seed_hi, Seed)
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     SPLIT: tl.constexpr = has(FEATURES, "SPLIT")

@@ -23,6 +23,7 @@ from .common import (
     load_chunks,
     num_chunks,
     philox_keep,
+    philox_key,
     score_mod,
     seq_bounds,
     store_chunks,
@@ -188,7 +189,7 @@ def _dq_inner(dq, q, do, lse2, delta, K, V, offs_m, n_lo, n_hi, stride_n, diag, 
 
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK, strides,
-           sizes, scores, seed_lo, seed_hi, drop,
+           sizes, scores, seed_lo, seed_hi, Seed, drop,
            Bias, DBias, stride_bias, stride_dbias,
            HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0):
@@ -201,7 +202,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     bias gradient, shaped like the bias view with strides stride_dbias (b, h, sq; 0 on broadcast
     dims; keys contiguous): fp32 and zeroed with DBIAS_ATOMIC (atomic adds), else zeroed in the bias
     dtype (plain stores). strides, sizes, scores, drop: the call's strides and scalars as tuples,
-    unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed).
+    unpacked below (seed_lo / seed_hi stay apart: do_not_specialize, one build for every seed; Seed, or None:
+    the key read on the device instead, common.philox_key).
     FEATURES (kernels/features.py): IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_DROPOUT, IEEE_DOT, CHUNK,
     BIAS_BOOL, BIAS_BCAST_N, KEY_MASK (as in the forward: the key loop keeps to the mask's kept keys),
     RELOAD_TILES (Q / dO read again for every key block: ``bwd.py``'s module docstring; with head-dim
@@ -217,6 +219,8 @@ def bwd_dq(Q, K, V, DO, LSE, Delta, Out, DLse, DQ, Alibi, CuSeqlensQ, CuSeqlensK
     sm_scale, softcap, window_left, window_right, diag_offset = scores
     # Philox keep threshold (uint32 bits as int32), fp32 1 / (1 - p), int32 row / key counter offsets (CHUNK)
     drop_threshold, drop_scale, drop_offset_q, drop_offset_k = drop
+    if has(FEATURES, "HAS_DROPOUT"):  # the key's words, or read from Seed (common.philox_key)
+        seed_lo, seed_hi = philox_key(seed_lo, seed_hi, Seed)
     IS_CAUSAL: tl.constexpr = has(FEATURES, "IS_CAUSAL")
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")

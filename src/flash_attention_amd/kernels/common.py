@@ -38,6 +38,18 @@ def philox_keep(seed_lo, seed_hi, c0, c1, c2, threshold):
     return word >= threshold.to(tl.uint32)
 
 
+@triton.jit
+def philox_key(seed_lo, seed_hi, Seed):
+    """The dropout key as two int32 words: seed_lo / seed_hi as passed, or, where Seed (a pointer to the key, an int64
+    below 2**63 on the device) is given, its low and high words. A call compiled by torch.compile on a GPU draws its
+    key there, so that a CUDA graph replaying the call replays the draw too and the kernel reads each replay's key."""
+    if Seed is not None:
+        key = tl.load(Seed)  # [] int64
+        seed_lo = key.to(tl.int32)
+        seed_hi = (key >> 32).to(tl.int32)
+    return seed_lo, seed_hi
+
+
 PHILOX_M0 = tl.constexpr(0xD2511F53)
 PHILOX_M1 = tl.constexpr(0xCD9E8D57)
 

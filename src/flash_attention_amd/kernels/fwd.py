@@ -51,6 +51,7 @@ from .common import (
     load_chunks,
     num_chunks,
     philox_keep,
+    philox_key,
     round_e4m3,
     score_mod,
     seq_bounds,
@@ -287,7 +288,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, off_b, off_hk, start_lo, start_h
 @triton.jit(do_not_specialize=["seed_lo", "seed_hi"])
 def attn_fwd_kernel(
     Q, K, V, Out, Lse, Alibi, CuSeqlensQ, CuSeqlensK, Descales, strides,
-    sizes, scores, seed_lo, seed_hi, drop,
+    sizes, scores, seed_lo, seed_hi, Seed, drop,
     Bias, Sinks, stride_bias,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
     FEATURES: tl.constexpr, BLOCK_DK: tl.constexpr = 0, BLOCK_DVK: tl.constexpr = 0, DV_SPLIT: tl.constexpr = 1,
@@ -301,9 +302,10 @@ def attn_fwd_kernel(
     batch stride stride_alibi), CuSeqlensQ / CuSeqlensK ([b + 1] int32, varlen) and Descales (FP8:
     (q_descale, k_descale, v_descale), each fp32 [b, hk] contiguous) may be None.
     seed_lo / seed_hi / drop_threshold are uint32 words passed as int32 bit patterns (one
-    signature for every seed). CHUNK: the call is a chunk of a longer sequence: diag_offset moves
-    the diagonal (diag = seqlen_k - seqlen_q + diag_offset) and drop_offset_q / _k the Philox
-    counters; without it they are not read (the build of a plain call holds no register for them).
+    signature for every seed); Seed (or None): the key read on the device instead (``philox_key``).
+    CHUNK: the call is a chunk of a longer sequence: diag_offset moves the diagonal (diag = seqlen_k - seqlen_q +
+    diag_offset) and drop_offset_q / _k the Philox counters; without it they are not read (the build of a plain call
+    holds no register for them).
     Dense: seqlen_q / seqlen_k are the lengths; varlen: they are read from cu_seqlens. Lse row of (b, h) starts at
     b * stride_lse[0] + h * stride_lse[1] (+ the sequence's first row when varlen).
 
@@ -338,6 +340,8 @@ def attn_fwd_kernel(
     HAS_WINDOW: tl.constexpr = has(FEATURES, "HAS_WINDOW")
     HAS_DROPOUT: tl.constexpr = has(FEATURES, "HAS_DROPOUT")
     HEAVY_FIRST: tl.constexpr = has(FEATURES, "HEAVY_FIRST")
+    if HAS_DROPOUT:
+        seed_lo, seed_hi = philox_key(seed_lo, seed_hi, Seed)
     USE_TMA: tl.constexpr = has(FEATURES, "USE_TMA")
     CHUNK: tl.constexpr = has(FEATURES, "CHUNK")
     RELOAD_TILES: tl.constexpr = has(FEATURES, "RELOAD_TILES")

@@ -31,7 +31,7 @@ from ..params import AttnParams, Problem, device_arch
 from ..philox import dropout_threshold
 from .bwd_gluon import dkdv_gluon_reason, gluon_launchable, gluon_pick, launch_dkdv_gluon, plan_dkdv_gluon
 from .bwd_ws import dkdv_ws_reason, dkdv_ws_tile, launch_dkdv_ws, plan_dkdv_ws
-from .fwd import bias_arg, bias_strides, fast_tanh, key_mask
+from .fwd import bias_arg, bias_strides, fast_tanh, key_mask, seed_args
 from .runtime import KernelSlot, launch_context
 from .spec import CompileSpec, arg_positions
 from .tiles import (
@@ -213,7 +213,8 @@ class BwdPlan:
 # the kernels' arguments that may change between calls of one plan: a KernelSlot's dynamic positions
 # (strides: the dK/dV and dQ kernels' stride tuples, dout's among them)
 _DYNAMIC = frozenset(("Out", "DO", "Delta", "DLse", "Q", "K", "V", "LSE", "DK", "DV", "DQ", "Alibi", "CuSeqlensQ",
-                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi"))
+                      "CuSeqlensK", "Bias", "DBias", "stride_o", "stride_do", "strides", "seed_lo", "seed_hi",
+                      "Seed"))
 
 
 # The causal dK/dV and dQ kernels' program order (kernels/common.py heavy_first): None the tiles' own
@@ -377,8 +378,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     cu_q, cu_k = params.cu_seqlens_q, params.cu_seqlens_k
     delta = _empty_like(lse)  # lse: fp32, contiguous (above)
     do_str = _strides3(dout, varlen)
-    seed = params.seed if plan.dropout else 0
-    seeds = (_i32(seed), _i32(seed >> 32))  # seed_lo, seed_hi
+    seeds = seed_args(params, plan.dropout)  # seed_lo, seed_hi, Seed
     k_pre, k_dq = plan.kernels
     g_pre, g_dkdv, g_dq = plan.grids
     device = plan.device
@@ -393,14 +393,14 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         dq_target = dq
     bias_t = None if bias is None else bias_arg(bias)
     # what can change between calls of this plan and the launch keys depend on (KernelSlot.launch's
-    # fast): the alignment of every tensor, dout's / out's dtypes and strides, whether dlse is None.
+    # fast): the alignment of every tensor, dout's / out's dtypes and strides, whether dlse / the seed's tensor is None.
     # q, k, v, alibi, cu_seqlens and the bias are fixed by the call plan's key, the rest is made here.
     ptr = q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr() | out.data_ptr() | lse.data_ptr() | (
         delta.data_ptr() | dq_target.data_ptr() | dq.data_ptr() | dk.data_ptr() | dv.data_ptr())
-    for t in (dlse, alibi, cu_q, cu_k, bias_t, dbias):
+    for t in (dlse, alibi, cu_q, cu_k, bias_t, dbias, seeds[2]):
         if t is not None:
             ptr |= t.data_ptr()
-    fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str)
+    fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str, seeds[2] is None)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
     dk_str, dv_str = plan.grad_str[1:]
     dq_args = None if plan.use_atomic else (
@@ -484,6 +484,7 @@ def _signature(fn, const: dict, dtype: str, varlen: bool, alibi: bool, dq: str =
     dkdv = fn.fn.__name__ == "bwd_dkdv"
     strides = (_S3,) * 4 + (("i32", "i32"),) + (_S3,) * (3 if dkdv else 1) + ("i32",) + (() if dkdv else (_S3,))
     special = {"LSE": "*fp32", "Delta": "*fp32", "DLse": "constexpr", "Alibi": "*fp32" if alibi else "constexpr",
+               "Seed": "constexpr",  # None: the key's words passed
                "Bias": {"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
                "DBias": {"": "constexpr", "store": f"*{dtype}", "atomic": "*fp32"}[dbias],
                "CuSeqlensQ": "*i32" if varlen else "constexpr", "CuSeqlensK": "*i32" if varlen else "constexpr",

@@ -173,6 +173,18 @@ def _i32_bits(word: int) -> int:
     return word - (1 << 32) if word >= (1 << 31) else word
 
 
+def seed_args(params: AttnParams, dropout: bool) -> tuple:
+    """The kernels' (seed_lo, seed_hi, Seed): the dropout key's int32 words and None, or (0, 0, the int64 tensor
+    holding the key on q's device) for a key drawn there (a call compiled on a GPU: ops.py); (0, 0, None) without
+    dropout."""
+    seed = params.seed
+    if not dropout:
+        return 0, 0, None
+    if isinstance(seed, torch.Tensor):
+        return 0, 0, seed
+    return _i32_bits(seed), _i32_bits(seed >> 32), None
+
+
 class FwdPlan:
     """What one call signature needs, from metadata only (shapes, strides, dtypes, device and the
     AttnParams scalars): config, grid, constexprs, launch options and the integer / float
@@ -278,12 +290,13 @@ def plan_forward(q, k, v, params: AttnParams, cfg: Tile | None = None) -> FwdPla
     plan.options = cfg.launch_options(amd)
     from ..kernels.fwd import attn_fwd_kernel
 
-    # per call only the tensors and the seed words change
+    # per call only the tensors and the seed words (or the seed's tensor) change
     dynamic = arg_positions(attn_fwd_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi", "CuSeqlensQ", "CuSeqlensK",
-                                              "Descales", "seed_lo", "seed_hi", "Bias", "Sinks"))
+                                              "Descales", "seed_lo", "seed_hi", "Seed", "Bias", "Sinks"))
     plan.kernel = KernelSlot(attn_fwd_kernel, plan.constexprs, plan.options, dynamic)
     # the optional tensor arguments, checked one by one for None (Q, K, V, Out, Lse are read directly)
-    plan.optional_pos = arg_positions(attn_fwd_kernel, ("Alibi", "CuSeqlensQ", "CuSeqlensK", "Bias", "Sinks"))
+    plan.optional_pos = arg_positions(attn_fwd_kernel,
+                                      ("Alibi", "CuSeqlensQ", "CuSeqlensK", "Seed", "Bias", "Sinks"))
     plan.kernel_tma = (KernelSlot(attn_fwd_kernel, plan.constexprs_tma, plan.options, dynamic)
                        if plan.tma_blocks else None)
     # the warp-specialised forward (launch/fwd_ws.py) where the call qualifies, unless the caller chose a tile
@@ -334,7 +347,7 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
         bn, bd, bdv = plan.tma_blocks
         k, v = _tensor_desc(k, bn, bd), _tensor_desc(v, bn, bdv)
         kernel = plan.kernel_tma
-    seeds = (_i32_bits(params.seed), _i32_bits(params.seed >> 32)) if plan.dropout else (0, 0)
+    seeds = seed_args(params, plan.dropout)  # seed_lo, seed_hi, Seed
     descales = None
     if params.q_descale is not None:  # FP8: contiguous fp32 [b, hk] each
         descales = tuple(t if t.is_contiguous() else t.contiguous()
@@ -353,7 +366,8 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
         fast = None
         if descales is None and kernel is plan.kernel:  # q, k, v, out, lse are never None
             ptr = q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr() | lse.data_ptr()
-            fast = ptr & 15 == 0 and _aligned(args, plan.optional_pos)
+            # and whether the key comes as words or on the device (a plan may see both: eager and compiled calls)
+            fast = (ptr & 15 == 0 and _aligned(args, plan.optional_pos), seeds[2] is None)
         kernel.launch(plan.grid, plan.device, args, fast=fast)
     return out, lse
 
@@ -582,7 +596,7 @@ def _signature(dtype: str, varlen: bool, alibi: bool, tma_blocks: tuple | None =
     sig.update(strides=(_S3, _S3, _S3, _S3, ("i32", "i32"), "i32"))  # q, k, v, out, lse, alibi
     sig.update(sizes=("i32",) * 5,  # nheads, group, seqlen_q, seqlen_k, num_m_blocks
                scores=("fp32", "fp32", "i32", "i32", "i32"),  # sm_scale, softcap, window_left / _right, diag_offset
-               seed_lo="i32", seed_hi="i32",
+               seed_lo="i32", seed_hi="i32", Seed="constexpr",  # Seed: None (the key's words passed)
                drop=("i32", "fp32", "i32", "i32"))  # drop_threshold, drop_scale, drop_offset_q / _k
     sig.update(Bias={"": "constexpr", "float": f"*{dtype}", "bool": "*u8"}[bias],
                Sinks="*fp32" if sinks else "constexpr", stride_bias=("i32",) * 3)

@@ -1,0 +1,147 @@
+"""Dropout keys held on the device: what calls compiled on a GPU use, so that CUDA graphs (torch.compile's
+mode="reduce-overhead") replay them with a new draw each time and no call reads the key on the host.
+
+The kernels read such a key (an int64 tensor []) through ``Seed`` instead of the two int32 words
+(kernels/common.py philox_key); both must give the same mask. The compiled path draws the key with the device's
+generator (ops.py, philox.device_seed): on a GPU the tests check it against eager calls whose keys are drawn the same
+way (``core.new_seed`` patched), under torch.compile's default mode and CUDA graphs.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import flash_attention_amd as fa
+from flash_attention_amd.params import AttnParams
+from helpers import DEVICE, HAS_TRITON, randn
+
+pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
+ON_GPU = DEVICE == "cuda"
+DTYPE = torch.bfloat16 if ON_GPU else torch.float32
+KEY = 0x5DEECE66D_2B7E1516 & (2**63 - 1)  # both words nonzero and distinct
+
+
+@pytest.mark.parametrize("opts", [dict(causal=True), dict(softcap=3.0), dict(varlen=True, window=(5, 2))],
+                         ids=["quads", "classic", "varlen-window"])
+def test_a_key_on_the_device_gives_the_words_mask(opts):
+    """Forward and backward with the key as a tensor equal those with the key's words, bit for bit; a key whose words
+    are swapped gives another mask (the test can fail)."""
+    from flash_attention_amd.launch import bwd, fwd
+
+    opts = dict(opts)
+    varlen = opts.pop("varlen", False)
+    left, right = opts.pop("window", (-1, -1))
+    torch.manual_seed(0)
+    d = 16
+    extra = {}
+    if varlen:
+        q, k, v, dout = (randn(29, 2, d, dtype=DTYPE) for _ in range(4))
+        cu = torch.tensor([0, 11, 29], dtype=torch.int32, device=DEVICE)
+        extra = dict(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=18, max_seqlen_k=18)
+    else:
+        q, k, v, dout = (randn(2, 19, 2, d, dtype=DTYPE) for _ in range(4))
+    words = AttnParams(softmax_scale=d ** -0.5, dropout_p=0.3, seed=KEY, window_left=left, window_right=right,
+                       **opts, **extra)
+    tensor = words._replace(seed=torch.tensor(KEY, dtype=torch.int64, device=DEVICE))
+    swapped = words._replace(seed=torch.tensor((KEY & 0xFFFFFFFF) << 31 | KEY >> 32, dtype=torch.int64,
+                                               device=DEVICE))
+    out, lse = fwd.attention_forward(q, k, v, words)
+    out_t, lse_t = fwd.attention_forward(q, k, v, tensor)
+    assert torch.equal(out, out_t) and torch.equal(lse, lse_t)
+    assert not torch.equal(out, fwd.attention_forward(q, k, v, swapped)[0])
+    grads = bwd.attention_backward(dout, q, k, v, out, lse, words)
+    grads_t = bwd.attention_backward(dout, q, k, v, out, lse, tensor)
+    for g, g_t in zip(grads, grads_t, strict=True):
+        assert torch.equal(g, g_t)
+    assert not torch.equal(grads[0], bwd.attention_backward(dout, q, k, v, out, lse, swapped)[0])
+
+
+def _draw_like_compiled(monkeypatch):
+    """Eager calls draw their keys as calls compiled on a GPU do: from the GPU's generator."""
+    from flash_attention_amd import core
+    from flash_attention_amd.philox import device_seed
+
+    monkeypatch.setattr(core, "new_seed", lambda: int(device_seed(torch.device(DEVICE))))
+
+
+def _loss_and_grads(fn, leaves, seed):
+    torch.manual_seed(seed)
+    out = fn(*leaves)
+    out.float().square().sum().backward()
+    grads = [t.grad.clone() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    return out.detach(), grads
+
+
+def _attn(q, k, v):  # softcap: the triton backend on a GPU
+    return fa.flash_attn_func(q, k, v, dropout_p=0.3, causal=True, softcap=3.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
+def test_forward_op_with_a_key_on_the_device():
+    """The forward op takes a key on the device as it is: its rng_state output is then empty on q's device (the
+    backward reads the key itself), and the fake kernel agrees."""
+    import flash_attention_amd.ops  # noqa: F401  (registers the custom ops)
+
+    q, k, v = (randn(1, 8, 2, 16, dtype=DTYPE) for _ in range(3))
+    op = torch.ops.flash_attention_amd.fwd.default
+    args = (q, k, v, "triton", 0.25, True, -1, 0, 0.0, 0.3, None, None, None, 0, 0, False, False, False, None,
+            None, None, None, None, torch.tensor(KEY, device=DEVICE))
+    rng_state = op(*args)[2]
+    assert rng_state.device == q.device and rng_state.numel() == 0
+    torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_compiled_dropout_matches_eager_with_device_keys(monkeypatch, checkpointed):
+    """Compiled (Inductor) with dropout on the triton backend: outputs and gradients equal eager calls drawing their
+    keys from the same generator state, with activation checkpointing too (the recomputed forward reads the same
+    key); no host synchronisation in the compiled calls."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch._dynamo.reset()
+    _draw_like_compiled(monkeypatch)
+    q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
+
+    def f(q, k, v):
+        return checkpoint(_attn, q, k, v, use_reentrant=False) if checkpointed else _attn(q, k, v)
+
+    compiled = torch.compile(f, fullgraph=True)
+    _loss_and_grads(compiled, (q, k, v), 1)  # compiles
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out_c, grads_c = _loss_and_grads(compiled, (q, k, v), 5)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    out_e, grads_e = _loss_and_grads(f, (q, k, v), 5)
+    assert torch.equal(out_c, out_e)
+    for a, b in zip(grads_c, grads_e, strict=True):
+        torch.testing.assert_close(a, b)
+    assert not torch.equal(out_c, _loss_and_grads(compiled, (q, k, v), 6)[0])  # another key, another mask
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
+def test_cuda_graphs_replay_dropout(monkeypatch):
+    """mode="reduce-overhead" with dropout on the triton backend: no graph skipped, each replay a new mask, and a
+    replay after torch.manual_seed(s) equals the eager calls' result after the same seeding (keys drawn alike)."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    _draw_like_compiled(monkeypatch)
+    q, k, v = (randn(2, 128, h, 64, dtype=DTYPE) for h in (4, 2, 2))
+    compiled = torch.compile(_attn, fullgraph=True, mode="reduce-overhead")
+    outs = []
+    for i in range(4):  # warm-up, recording, replays
+        torch.manual_seed(10 + i)
+        outs.append(compiled(q, k, v).clone())
+    assert not counters["inductor"]["cudagraph_skips"], dict(counters["inductor"])
+    torch.manual_seed(13)
+    eager = _attn(q, k, v)
+    assert torch.equal(outs[3], eager)
+    assert not torch.equal(outs[2], outs[3])
