@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 40, call A (one H100): dropout keys on the device for calls compiled on a GPU (CUDA graphs with dropout).
+# Session 40, calls A and B (one H100): dropout keys on the device for calls compiled on a GPU (CUDA graphs with dropout).
 # (1) the GPU-marked suite, then test_device_seed.py and test_compile.py on the GPU; (2) BERT-base training steps
 # (attention dropout 0.1, BERT's own) under torch.compile(mode="reduce-overhead"), HF sdpa against fa_amd with its calls
 # forced to triton (FLASH_ATTENTION_BACKEND=triton, read while tracing: the route AMD GPUs take), this tree against the
@@ -8,14 +8,15 @@
 export PYTHONUNBUFFERED=1
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200 && echo h200 || echo h100)
 tree_src() { [ "$1" = new ] && echo "$PWD/src" || echo "$PWD/benchmarks/_base40/src"; }
-if [ -z "$SKIP_TESTS" ]; then
-  PYTHONPATH=$PWD/src timeout 260 python3 -m pytest -q -n 8 -p no:cacheprovider -m gpu tests \
-    > "$OUT/${N}_gpu_tests.txt" 2>&1
-  echo "rc $?" >> "$OUT/${N}_gpu_tests.txt"; tail -3 "$OUT/${N}_gpu_tests.txt"
+if [ -z "$SKIP_TESTS" ]; then  # call A (tests; SKIP_BENCH=1), call B (SKIP_TESTS=1)
   PYTHONPATH=$PWD/src timeout 150 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_device_seed.py \
     tests/test_compile.py > "$OUT/${N}_seed_compile_tests.txt" 2>&1
   echo "rc $?" >> "$OUT/${N}_seed_compile_tests.txt"; tail -3 "$OUT/${N}_seed_compile_tests.txt"
+  PYTHONPATH=$PWD/src timeout 260 python3 -m pytest -q -n 8 -p no:cacheprovider -m gpu tests \
+    > "$OUT/${N}_gpu_tests.txt" 2>&1
+  echo "rc $?" >> "$OUT/${N}_gpu_tests.txt"; tail -3 "$OUT/${N}_gpu_tests.txt"
 fi
+[ -n "$SKIP_BENCH" ] && exit 0
 for shape in ${SHAPES:-128:32}; do
   for tree in ${TREES:-new base}; do
     FLASH_ATTENTION_BACKEND=triton TORCH_LOGS=perf_hints PYTHONPATH=$(tree_src $tree):$PWD/benchmarks timeout 170 \
