@@ -96,32 +96,76 @@ def test_forward_op_with_a_key_on_the_device():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
-@pytest.mark.parametrize("checkpointed", [False, True])
-def test_compiled_dropout_matches_eager_with_device_keys(monkeypatch, checkpointed):
+def test_compiled_dropout_matches_eager_with_device_keys(monkeypatch):
     """Compiled (Inductor) with dropout on the triton backend: outputs and gradients equal eager calls drawing their
-    keys from the same generator state, with activation checkpointing too (the recomputed forward reads the same
-    key); no host synchronisation in the compiled calls."""
-    from torch.utils.checkpoint import checkpoint
-
+    keys from the same generator state; no host synchronisation in the compiled calls."""
     torch._dynamo.reset()
     _draw_like_compiled(monkeypatch)
     q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
-
-    def f(q, k, v):
-        return checkpoint(_attn, q, k, v, use_reentrant=False) if checkpointed else _attn(q, k, v)
-
-    compiled = torch.compile(f, fullgraph=True)
+    compiled = torch.compile(_attn, fullgraph=True)
     _loss_and_grads(compiled, (q, k, v), 1)  # compiles
     torch.cuda.set_sync_debug_mode("error")
     try:
         out_c, grads_c = _loss_and_grads(compiled, (q, k, v), 5)
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    out_e, grads_e = _loss_and_grads(f, (q, k, v), 5)
+    out_e, grads_e = _loss_and_grads(_attn, (q, k, v), 5)
     assert torch.equal(out_c, out_e)
     for a, b in zip(grads_c, grads_e, strict=True):
         torch.testing.assert_close(a, b)
     assert not torch.equal(out_c, _loss_and_grads(compiled, (q, k, v), 6)[0])  # another key, another mask
+
+
+def _ref_with_mask(q, k, v, keep, p, softcap):
+    """float64 causal softcapped attention with dropout mask ``keep`` [b, h, sq, sk] (True: kept)."""
+    from flash_attention_amd.reference import scores_ref
+
+    s = scores_ref(q, k, causal=True, softcap=softcap)
+    probs = torch.softmax(s, dim=-1) * keep / (1 - p)
+    return torch.einsum("bhij,bjhd->bihd", probs, v.repeat_interleave(q.shape[2] // k.shape[2], dim=2))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
+def test_compiled_checkpointed_dropout_recomputes_its_mask(monkeypatch):
+    """Activation checkpointing around a compiled call with dropout: the backward's recomputed forward reads the key
+    the forward drew, so the gradients are those of the mask the forward used (S_dmask, return_attn_probs: dropped
+    elements negative), checked against float64 math with that mask. (AOTAutograd draws the key of a recomputed
+    region from its own copy of the GPU generator's state, so this mask is not the eager call's.) The process's
+    caches start empty: the first traced call is inside the region (memo.py)."""
+    from torch.utils.checkpoint import checkpoint
+
+    from flash_attention_amd import backends, config, core
+    from flash_attention_amd.backends import triton_backend
+    from helpers import assert_matches
+
+    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
+        monkeypatch.setattr(module, name, {})
+    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
+                         (triton_backend, "_LAUNCHERS")):
+        monkeypatch.setattr(module, name, [])
+    torch._dynamo.reset()
+    q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
+    dout = randn(2, 128, 4, 64, dtype=DTYPE)
+
+    def attn(q, k, v):
+        out, _, probs = fa.flash_attn_func(q, k, v, dropout_p=0.3, causal=True, softcap=3.0, return_attn_probs=True)
+        return out, probs
+
+    def f(q, k, v):
+        return checkpoint(attn, q, k, v, use_reentrant=False)
+
+    out, probs = torch.compile(f, fullgraph=True)(q, k, v)
+    out.backward(dout)
+    keep = probs[:, :, :128, :128] >= 0
+    visible = torch.ones(128, 128, dtype=torch.bool, device=DEVICE).tril()
+    assert 0.65 < keep[..., visible].float().mean() < 0.75  # about 1 - p of the visible elements kept
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref = _ref_with_mask(q64, k64, v64, keep, 0.3, 3.0)
+    ref.backward(dout.double())
+    assert_matches(out, ref)
+    for name, g, g64 in zip("qkv", (q.grad, k.grad, v.grad), (q64.grad, k64.grad, v64.grad), strict=True):
+        assert_matches(g, g64, name=f"d{name}")
 
 
 @pytest.mark.gpu

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from .memo import once, once_per
+from .memo import once, once_per, tracing
 
 BACKEND_NAMES = ("triton", "sdpa", "flash_attn", "fa4", "torch")
 # Old names that still work: "ck" was the flash_attn backend's name while it served ROCm's CK build only.
@@ -45,7 +45,8 @@ def _env(name: str) -> str:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get(name, "")
-    key = _KEYS.get(name)  # the kept key at once (every call reads two variables); memo.py's once_per on first use
+    # the kept key at once (every call reads two variables); memo.py's once_per on first use and while tracing
+    key = None if tracing() else _KEYS.get(name)
     raw = data.get(key if key is not None else once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
     return "" if raw is None else os.environ.decodevalue(raw)
 
@@ -58,7 +59,8 @@ def call_env() -> tuple:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get("FLASH_ATTENTION_BACKEND"), os.environ.get("FLASH_ATTENTION_DEBUG")
-    backend_key, debug_key = _CALL_KEYS[0] if _CALL_KEYS else once(_CALL_KEYS, _encoded_call_keys)
+    backend_key, debug_key = (_CALL_KEYS[0] if not tracing() and _CALL_KEYS  # (not read while tracing: memo.py)
+                              else once(_CALL_KEYS, _encoded_call_keys))
     return data.get(backend_key), data.get(debug_key)
 
 

@@ -3,7 +3,10 @@ torch.compile may be tracing the call that first asks for them.
 
 A write to module state while dynamo traces is a side effect: dynamo replays it after the graph, except inside a
 higher-order op such as an activation-checkpointed region, which refuses it (fullgraph raises, otherwise the region
-runs eagerly). So while tracing a value is computed and returned, not kept; the next call outside tracing keeps it.
+runs eagerly). A read is a guard: a graph traced while the cache was empty is compiled again once the first call
+outside tracing (the ops' kernels, say) has filled it, doubling the compile time of a model's first step in a fresh
+process. So while tracing a value is computed and returned, the cache neither read nor written; outside tracing it
+is kept. A caller that reads a cache inline on its hot path asks ``tracing()`` first.
 """
 from __future__ import annotations
 
@@ -15,21 +18,25 @@ import torch
 T = TypeVar("T")
 
 
+tracing = torch.compiler.is_compiling
+
+
 def once(cache: list, compute: Callable[[], T]) -> T:
     """cache[0], computed by ``compute()`` on first use (``cache``: an empty module-level list)."""
+    if tracing():
+        return compute()
     if cache:
         return cache[0]
     value = compute()
-    if not torch.compiler.is_compiling():
-        cache.append(value)
+    cache.append(value)
     return value
 
 
 def once_per(cache: dict, key, compute: Callable[[], T]) -> T:
     """cache[key], computed by ``compute()`` on the key's first use."""
+    if tracing():
+        return compute()
     value = cache.get(key, cache)
     if value is cache:
-        value = compute()
-        if not torch.compiler.is_compiling():
-            cache[key] = value
+        value = cache[key] = compute()
     return value

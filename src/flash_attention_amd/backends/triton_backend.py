@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .. import config
-from ..memo import once
+from ..memo import once, tracing
 from ..params import AttnParams, Problem
 from .base import KernelBackend
 
@@ -24,7 +24,8 @@ _available: list = []  # [reason or None], read once per process
 
 def _launchers():
     """(launch.fwd, launch.bwd), imported on first use (Triton is imported with them)."""
-    return _LAUNCHERS[0] if _LAUNCHERS else once(_LAUNCHERS, _import_launchers)  # every call asks
+    # every call asks; not read while tracing (memo.py)
+    return _LAUNCHERS[0] if not tracing() and _LAUNCHERS else once(_LAUNCHERS, _import_launchers)
 
 
 def _import_launchers():
