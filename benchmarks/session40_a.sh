@@ -8,9 +8,10 @@
 export PYTHONUNBUFFERED=1
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200 && echo h200 || echo h100)
 tree_src() { [ "$1" = new ] && echo "$PWD/src" || echo "$PWD/benchmarks/_base40/src"; }
-if [ -z "$SKIP_TESTS" ]; then  # call A (tests; SKIP_BENCH=1), call B (QUICK_TESTS=1: the seed and compile tests only)
-  PYTHONPATH=$PWD/src timeout 150 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_device_seed.py \
-    tests/test_compile.py tests/test_hf_compile.py > "$OUT/${N}_seed_compile_tests.txt" 2>&1
+if [ -z "$SKIP_TESTS" ]; then  # call A (tests; SKIP_BENCH=1), calls B, C (QUICK_TESTS=1: the seed and compile
+                               # tests only; HF_COMPILE=1 adds test_hf_compile.py)
+  PYTHONPATH=$PWD/src timeout 200 python3 -m pytest -q -rf -n 4 -p no:cacheprovider tests/test_device_seed.py \
+    tests/test_compile.py ${HF_COMPILE:+tests/test_hf_compile.py} > "$OUT/${N}_seed_compile_tests.txt" 2>&1
   echo "rc $?" >> "$OUT/${N}_seed_compile_tests.txt"; tail -3 "$OUT/${N}_seed_compile_tests.txt"
   if [ -z "$QUICK_TESTS" ]; then
     PYTHONPATH=$PWD/src timeout 260 python3 -m pytest -q -n 8 -p no:cacheprovider -m gpu tests \

@@ -45,9 +45,11 @@ def _env(name: str) -> str:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get(name, "")
-    # the kept key at once (every call reads two variables); memo.py's once_per on first use and while tracing
-    key = None if tracing() else _KEYS.get(name)
-    raw = data.get(key if key is not None else once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
+    if tracing():  # the cache untouched (memo.py)
+        raw = data.get(os.environ.encodekey(name))
+    else:  # the kept key at once (every call reads two variables); memo.py's once_per on first use
+        key = _KEYS.get(name)
+        raw = data.get(key if key is not None else once_per(_KEYS, name, lambda: os.environ.encodekey(name)))
     return "" if raw is None else os.environ.decodevalue(raw)
 
 
@@ -59,8 +61,10 @@ def call_env() -> tuple:
     data = getattr(os.environ, "_data", None)
     if os.name != "posix" or type(data) is not dict:
         return os.environ.get("FLASH_ATTENTION_BACKEND"), os.environ.get("FLASH_ATTENTION_DEBUG")
-    backend_key, debug_key = (_CALL_KEYS[0] if not tracing() and _CALL_KEYS  # (not read while tracing: memo.py)
-                              else once(_CALL_KEYS, _encoded_call_keys))
+    if tracing():  # the cache untouched (memo.py)
+        backend_key, debug_key = _encoded_call_keys()
+    else:
+        backend_key, debug_key = _CALL_KEYS[0] if _CALL_KEYS else once(_CALL_KEYS, _encoded_call_keys)
     return data.get(backend_key), data.get(debug_key)
 
 

@@ -25,7 +25,7 @@ import operator
 import torch
 
 from . import config, dispatch
-from .memo import once_per
+from .memo import once_per, tracing
 from .params import AttnParams, Problem, device_arch
 from .philox import new_seed
 from .validation import (
@@ -55,7 +55,7 @@ _ARCHS: dict = {}
 
 def arch_of(device: torch.device) -> tuple[bool, str | None]:
     """(is_rocm, arch) of a device, cached (a plain dict: torch.compile traces it; memo.py)."""
-    return once_per(_ARCHS, device, lambda: device_arch(device))
+    return device_arch(device) if tracing() else once_per(_ARCHS, device, lambda: device_arch(device))
 
 
 class Plan:

@@ -1,7 +1,7 @@
 """The backends: one module each, and the registry that creates them on first use."""
 from __future__ import annotations
 
-from ..memo import once
+from ..memo import once, tracing
 from .base import Backend
 
 _registry: list = []  # [name -> Backend]
@@ -9,7 +9,7 @@ _registry: list = []  # [name -> Backend]
 
 def registry() -> dict[str, Backend]:
     """name -> Backend instance, created on first use (nothing runs at import; memo.py)."""
-    return once(_registry, _create)
+    return _create() if tracing() else once(_registry, _create)
 
 
 def _create() -> dict[str, Backend]:

@@ -25,7 +25,9 @@ _available: list = []  # [reason or None], read once per process
 def _launchers():
     """(launch.fwd, launch.bwd), imported on first use (Triton is imported with them)."""
     # every call asks; not read while tracing (memo.py)
-    return _LAUNCHERS[0] if not tracing() and _LAUNCHERS else once(_LAUNCHERS, _import_launchers)
+    if tracing():
+        return _import_launchers()
+    return _LAUNCHERS[0] if _LAUNCHERS else once(_LAUNCHERS, _import_launchers)
 
 
 def _import_launchers():
@@ -69,7 +71,7 @@ class TritonBackend(KernelBackend):
     name = "triton"
 
     def available(self) -> str | None:
-        return once(_available, _triton_reason)
+        return _triton_reason() if tracing() else once(_available, _triton_reason)
 
     def _device_reason(self, problem: Problem) -> str | None:
         if problem.device_type == "cuda":

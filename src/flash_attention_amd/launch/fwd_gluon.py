@@ -15,7 +15,7 @@ import itertools
 import torch
 
 from .. import config
-from ..memo import once
+from ..memo import once, tracing
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, sm_count, triton_version
 from .spec import S3, CompileSpec, arg_positions
@@ -90,7 +90,7 @@ def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tupl
 
 def gluon_triton_reason() -> str | None:
     """None under a Triton of ``GLUON_TRITON`` whose Gluon imports, else why the Gluon forward does not serve."""
-    return once(_gluon_triton, _gluon_triton_reason)
+    return _gluon_triton_reason() if tracing() else once(_gluon_triton, _gluon_triton_reason)
 
 
 def _gluon_triton_reason() -> str | None:

@@ -14,7 +14,7 @@ import torch
 
 from .. import config
 from ..kernels.features import pack
-from ..memo import once
+from ..memo import once, tracing
 from ..params import AttnParams
 from .runtime import KernelSlot, launch_with_scratch, triton_version
 from .spec import S3, arg_positions, specialised_specs
@@ -46,7 +46,7 @@ def ws_tile(arch: str | None, headdim: int) -> Tile | None:
 
 def ws_triton_reason() -> str | None:
     """None under a Triton of ``WS_TRITON``, else why the warp-specialised kernels do not serve on GPUs."""
-    return once(_ws_triton, _ws_triton_reason)
+    return _ws_triton_reason() if tracing() else once(_ws_triton, _ws_triton_reason)
 
 
 def _ws_triton_reason() -> str | None:
