@@ -1,8 +1,8 @@
 """check-kernels spec file (session 40): the dropout builds of the Triton forward and backward (bf16, MHA, the "all"
 and "mask-drop" variants: every option with dropout, and BERT's padded training call) with the key read on the device
 (``Seed`` an int64 pointer: calls compiled on a GPU, kernels/common.py philox_key) beside their twins that take the
-key's two int32 words (eager calls): registers, spills, occupancy and matrix instructions per arch. One build per (kernel, head dim 64 / 128 / 256, variant)
-keeps it small.
+key's two int32 words (eager calls): registers, spills, occupancy and matrix instructions per arch. One build per
+(kernel, head dim 64 / 128 / 256, variant) keeps it small.
 
     PYTHONPATH=src python -m flash_attention_amd check-kernels --jobs 2 \\
         --arch gfx90a,gfx942,gfx950,gfx1100,gfx1201,sm90 --specs benchmarks/check_device_seed_specs.py
