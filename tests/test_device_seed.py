@@ -189,3 +189,38 @@ def test_cuda_graphs_replay_dropout(monkeypatch):
     eager = _attn(q, k, v)
     assert torch.equal(outs[3], eager)
     assert not torch.equal(outs[2], outs[3])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
+def test_captured_eager_calls_draw_a_new_key_each_replay(monkeypatch):
+    """Eager calls captured into a CUDA graph (torch.cuda.graph) with dropout on the triton backend draw their key on
+    the GPU (core._capture_key): each replay a new mask, and a replay after torch.manual_seed(s) gives the eager
+    result of keys drawn alike, forward and backward. A key drawn on the CPU while capturing was a constant of the
+    graph: every replay the same mask."""
+    q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
+    dout = randn(2, 128, 4, 64, dtype=DTYPE)
+
+    def step():
+        out = _attn(q, k, v)
+        return (out, *torch.autograd.grad(out, (q, k, v), dout))
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):  # plans and kernels ready before the capture
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static = step()
+    replays = []
+    for s in (21, 22):
+        torch.manual_seed(s)
+        graph.replay()
+        replays.append([t.clone() for t in static])
+    assert not torch.equal(replays[0][0], replays[1][0])
+    _draw_like_compiled(monkeypatch)
+    torch.manual_seed(22)
+    for got, want in zip(replays[1], step(), strict=True):
+        assert torch.equal(got, want)

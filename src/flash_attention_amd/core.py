@@ -27,7 +27,7 @@ import torch
 from . import config, dispatch
 from .memo import once_per, tracing
 from .params import AttnParams, Problem, device_arch
-from .philox import new_seed
+from .philox import device_seed, new_seed
 from .validation import (
     as_bool,
     as_max_seqlen,
@@ -343,8 +343,20 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
             check_descale_values(dict(zip(("q_descale", "k_descale", "v_descale"), descales)))
         changes.update(q_descale=descales[0], k_descale=descales[1], v_descale=descales[2])
     if params.dropout_p > 0:
+        if seed is None:
+            seed = _capture_key(plan, q)
         changes["seed"] = new_seed() if seed is None else seed
     return params._replace(**changes) if changes else params
+
+
+def _capture_key(plan: Plan, q):
+    """A dropout key drawn on q's GPU where this call is being captured into a CUDA graph for the triton backend
+    (torch.cuda.graph around eager calls): the graph replays the draw, each replay a new mask, where a key drawn on the
+    CPU would be a constant of the graph (the same mask every replay). Else None (a CPU key: no launch, no
+    synchronisation). Other backends keep theirs: SDPA draws on the device itself."""
+    if q.is_cuda and plan.kernel and plan.backend.name == "triton" and torch.cuda.is_current_stream_capturing():
+        return device_seed(q.device)
+    return None
 
 
 def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
@@ -464,7 +476,8 @@ def serving_backend(q, k, v, **kwargs) -> str:
 def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_softmax,
                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False,
                  seed=None, diag_offset=0, dropout_offsets=(0, 0)):
-    """-> (out, lse, S_dmask or None, rng_state int64 [2] on the CPU: (seed, 0)).
+    """-> (out, lse, S_dmask or None, rng_state int64 [2]: (seed, 0), on the CPU, or on q's device for a call captured
+    into a CUDA graph (``_capture_key``).
 
     diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
@@ -475,6 +488,8 @@ def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, soft
     with torch.no_grad():
         out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     probs = attn_probs(q, k, params) if return_softmax else None
+    if isinstance(params.seed, _Tensor):  # drawn on the device (a captured call)
+        return out, lse, probs, torch.stack((params.seed, torch.zeros_like(params.seed)))
     return out, lse, probs, torch.tensor([params.seed, 0], dtype=torch.int64)
 
 
@@ -492,7 +507,7 @@ def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, 
     if plan.params.dropout_p > 0:
         if rng_state is None:
             raise ValueError("rng_state is None but dropout_p > 0; pass the rng_state the forward returned")
-        seed = int(rng_state[0])
+        seed = int(rng_state[0]) if rng_state.is_cpu else rng_state[0]  # a device key stays there
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
     with torch.no_grad():
         return plan.backend.backward(dout, q, k, v, out, lse, params, dlse, plan.slot)
