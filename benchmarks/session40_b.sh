@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 40, calls E and F (one H100), the final tree. E (STAGES="tests llama"): the GPU-marked suite, then a
+# Session 40, calls E and F (one H100), the final tree. E (STAGES="tests probe llama"): the GPU-marked suite, eager
+# dropout calls captured into a CUDA graph (benchmarks/capture_dropout_probe.py, this tree and the session's start), a
 # Llama-style model (8 layers, a padded batch: packed varlen calls) training under torch.compile(mode="reduce-overhead")
 # with attention dropout 0.1, fa_amd's calls forced to triton (the route AMD GPUs take): CUDA graphs skipped, finite
 # parameters. F (STAGES=first): the first compiled training steps of BERT-base in fresh processes (default mode, fa_amd's
@@ -16,12 +17,19 @@ first_steps() {  # tree, output name, arguments
   echo "$tree: rc $?" >> "$OUT/${N}_$name.md"
   rm -rf "$d"
 }
-for stage in ${STAGES:-tests llama first}; do
+for stage in ${STAGES:-tests probe llama first}; do
   case $stage in
     tests)
       PYTHONPATH=$PWD/src timeout 250 python3 -m pytest -q -rf -n 8 -p no:cacheprovider -m gpu tests \
         > "$OUT/${N}_gpu_tests.txt" 2>&1
       echo "rc $?" >> "$OUT/${N}_gpu_tests.txt"; tail -3 "$OUT/${N}_gpu_tests.txt";;
+    probe)  # eager calls captured into a CUDA graph with dropout: two replays, two masks?
+      for tree in new base; do
+        src=$([ "$tree" = new ] && echo "$PWD/src" || echo "$PWD/benchmarks/_base40/src")
+        PYTHONPATH=$src timeout 60 python3 benchmarks/capture_dropout_probe.py >> "$OUT/${N}_capture_dropout.md" 2>&1
+        echo "$tree: rc $?" >> "$OUT/${N}_capture_dropout.md"
+      done
+      cat "$OUT/${N}_capture_dropout.md";;
     llama)
       first_steps new llama_graphs_dropout --model llama --shape 1024:4 --steps 5 --mode reduce-overhead \
         --attn-dropout 0.1
