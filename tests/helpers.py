@@ -113,3 +113,16 @@ def attn_params(d=128, **kw):
     if opts["causal"]:
         opts["window_right"] = 0
     return AttnParams(**opts)
+
+
+def empty_process_caches(monkeypatch) -> None:
+    """The library's once-per-process caches (memo.py: the backends, the launchers, the environment's keys, the
+    devices' archs) emptied for one test, as in a fresh process."""
+    from flash_attention_amd import backends, config, core
+    from flash_attention_amd.backends import triton_backend
+
+    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
+        monkeypatch.setattr(module, name, {})
+    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
+                         (triton_backend, "_LAUNCHERS")):
+        monkeypatch.setattr(module, name, [])

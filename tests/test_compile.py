@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
-from helpers import DEVICE, randn
+from helpers import DEVICE, empty_process_caches, randn
 
 
 def _outputs_and_grads(fn, leaves, args, seed=None):
@@ -341,16 +341,9 @@ def test_compiled_activation_checkpointing_with_dropout_matches_eager(monkeypatc
     process values are not written while tracing (memo.py; a write there is a side effect the region refuses)."""
     from torch.utils.checkpoint import checkpoint
 
-    from flash_attention_amd import backends, config, core
-    from flash_attention_amd.backends import triton_backend
-
     if DEVICE == "cuda":  # the key is the GPU's there, drawn by AOTAutograd from its own copy of the generator's state
         pytest.skip("on a GPU: test_device_seed.py::test_compiled_checkpointed_dropout_recomputes_its_mask")
-    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
-        monkeypatch.setattr(module, name, {})
-    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
-                         (triton_backend, "_LAUNCHERS")):
-        monkeypatch.setattr(module, name, [])
+    empty_process_caches(monkeypatch)
     torch._dynamo.reset()
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     q, k, v = (randn(2, 24, h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))
@@ -372,14 +365,9 @@ def test_a_fresh_process_compiles_once(monkeypatch):
     launchers, the environment's keys, the device's arch) are empty, and its run fills them: a guard on their
     state compiled the graph again on the second call (a model's whole graph, in a fresh process). memo.py neither
     reads nor writes them while tracing, so the second call reuses the graph."""
-    from flash_attention_amd import backends, config, core
-    from flash_attention_amd.backends import triton_backend
+    from flash_attention_amd import backends
 
-    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
-        monkeypatch.setattr(module, name, {})
-    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
-                         (triton_backend, "_LAUNCHERS")):
-        monkeypatch.setattr(module, name, [])
+    empty_process_caches(monkeypatch)
     torch._dynamo.reset()
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     q, k, v = (randn(2, 24, h, 32, dtype=dtype, requires_grad=True) for h in (4, 2, 2))

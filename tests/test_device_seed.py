@@ -13,7 +13,7 @@ import torch
 
 import flash_attention_amd as fa
 from flash_attention_amd.params import AttnParams
-from helpers import DEVICE, HAS_TRITON, randn
+from helpers import DEVICE, HAS_TRITON, empty_process_caches, randn
 
 pytestmark = [pytest.mark.triton, pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")]
 ON_GPU = DEVICE == "cuda"
@@ -135,15 +135,9 @@ def test_compiled_checkpointed_dropout_recomputes_its_mask(monkeypatch):
     caches start empty: the first traced call is inside the region (memo.py)."""
     from torch.utils.checkpoint import checkpoint
 
-    from flash_attention_amd import backends, config, core
-    from flash_attention_amd.backends import triton_backend
     from helpers import assert_matches
 
-    for module, name in ((core, "_ARCHS"), (config, "_KEYS")):
-        monkeypatch.setattr(module, name, {})
-    for module, name in ((backends, "_registry"), (config, "_CALL_KEYS"), (triton_backend, "_available"),
-                         (triton_backend, "_LAUNCHERS")):
-        monkeypatch.setattr(module, name, [])
+    empty_process_caches(monkeypatch)
     torch._dynamo.reset()
     q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
     dout = randn(2, 128, 4, 64, dtype=DTYPE)
