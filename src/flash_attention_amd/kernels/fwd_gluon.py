@@ -51,18 +51,6 @@ def _tanh(x):
 
 
 @gluon.jit
-def _exp2(x, H2: gl.constexpr):
-    """2^x for x <= 0 (-inf included). H2: by ``ex2.approx.f16x2``, two exponentials per instruction of the special-
-    function unit, which every score's exponential otherwise takes alone; x is rounded to fp16 first and the result
-    has fp16's 11 bits, more than the bf16 P of the PV product keeps (an A/B switch: launch/fwd_gluon.py EXP2_H2)."""
-    if H2:
-        h = gl.inline_asm_elementwise("ex2.approx.f16x2 $0, $1;", "=r,r", [x.to(gl.float16)], dtype=gl.float16,
-                                      is_pure=True, pack=2)
-        return h.to(gl.float32)
-    return gl.exp2(x)
-
-
-@gluon.jit
 def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
     """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
     scores and FLAGS)."""
@@ -108,7 +96,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     if MASK:
         s = _masked(s, rows, cols, scores, FLAGS)
     m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
-    p = _exp2(s * scale - m_new[:, None], FLAGS[4])
+    p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
     state_l = state_l * alpha + gl.sum(p, 1)
     return p, m_new, alpha, state_l

@@ -68,9 +68,6 @@ ALIBI_ONE_SIDED_MAX_D = 128
 # Softcap against a fixed max (the kernel's SOFTCAP 2; launch/fwd.py ``softcap_max`` says when it holds: bf16, no
 # ALiBi, softcap * log2(e) <= 77). A module attribute for benchmarks/bench_gluon_ab.py, not a user setting.
 SOFTCAP_FIXED_MAX = True
-# The softmax's exponentials two at a time (kernels/fwd_gluon.py _exp2, ex2.approx.f16x2), not with a fixed max
-# (its P reaches 2^64): an A/B switch of session 40 (benchmarks/gluon_exp2_ab.py), off.
-EXP2_H2 = False
 
 
 def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int]:
@@ -266,7 +263,6 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
               0 if params.causal else int(params.window_right))
     plan.tail = (strides, sizes, scores)
     flags = flags_of(params, d, q.dtype)
-    flags = (*flags, EXP2_H2 and flags[2] != 2)  # the kernel's FLAGS[4]
     common = dict(BLOCK_N=cfg.block_n, STAGES=cfg.num_stages, FLAGS=flags, CONSUMER_REGS=CONSUMER_REGS,
                   PRODUCER_REGS=PRODUCER_REGS)
     dynamic = arg_positions(attn_fwd_gluon_kernel, ("Q", "K", "V", "Out", "Lse", "Alibi"))
@@ -338,14 +334,14 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         variants = []
         for row in FWD_GLUON.get(arch, ()):
             for causal in (False, True) if row.causal is None else (row.causal,):
-                variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0, EXP2_H2)))
+                variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0)))
         for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
-            variants.append((row, "opts", (True, True, 1, 1, EXP2_H2)))
+            variants.append((row, "opts", (True, True, 1, 1)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
-                variants.append((row, "opts one-sided", (False, True, 1, 2, EXP2_H2)))
+                variants.append((row, "opts one-sided", (False, True, 1, 2)))
             # softcap alone: the fixed max (bf16), the running max (persistent)
-            variants.append((row, "causal softcap", (False, True, 2, 0, False)))
-            variants.append((row, "causal softcap running", (False, True, 1, 0, EXP2_H2)))
+            variants.append((row, "causal softcap", (False, True, 2, 0)))
+            variants.append((row, "causal softcap running", (False, True, 1, 0)))
     specs = []
     for (row, what, flags), dtype in itertools.product(variants, dtypes):
         cfg = row.config
