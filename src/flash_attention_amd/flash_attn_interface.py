@@ -7,8 +7,9 @@ Same signatures and semantics as flash_attn 2.8 (written here, not copied):
 
 - the forwards return ``(out, softmax_lse, S_dmask, rng_state)``; ``S_dmask`` is the
   dropout-signed probability matrix when ``return_softmax`` and ``dropout_p > 0`` (see
-  ``probs.py``), else None; ``rng_state`` is an int64 tensor ``[seed, 0]`` on the CPU that the
-  backward takes back to regenerate the same dropout mask;
+  ``probs.py``), else None; ``rng_state`` is an int64 tensor ``[seed, 0]`` on the CPU (on q's
+  device for a call captured into a CUDA graph: core.py ``_capture_key``) that the backward takes
+  back to regenerate the same dropout mask;
 - the backwards write dq, dk, dv into the given tensors (allocated when None) and return
   ``softmax_d`` = rowsum(dout * out) in fp32, [b, h, sq] (varlen [h, total_q]).
 
