@@ -56,6 +56,26 @@ def test_a_key_on_the_device_gives_the_words_mask(opts):
     assert not torch.equal(grads[0], bwd.attention_backward(dout, q, k, v, out, lse, swapped)[0])
 
 
+def test_flash_attn_private_passes_take_a_key_tensor():
+    """core.forward_pass with the key in a tensor (what a captured call draws) returns it as rng_state [key, 0] on the
+    key's device, and backward_pass with that rng_state gives the gradients of the key's words."""
+    from flash_attention_amd import core
+
+    torch.manual_seed(1)
+    q, k, v, dout = (randn(1, 21, 2, 16, dtype=DTYPE) for _ in range(4))
+    opts = dict(dropout_p=0.25, softmax_scale=0.25, causal=True, window_size=(-1, -1), softcap=0.0, alibi_slopes=None)
+    with fa.use_backend("triton"):
+        out, lse, _, rng = core.forward_pass(q, k, v, return_softmax=False, seed=KEY, **opts)
+        out_t, lse_t, _, rng_t = core.forward_pass(q, k, v, return_softmax=False,
+                                                   seed=torch.tensor(KEY, device=DEVICE), **opts)
+        assert torch.equal(out, out_t) and torch.equal(lse, lse_t)
+        assert rng_t.device == q.device and rng_t.tolist() == rng.tolist() == [KEY, 0]
+        grads = core.backward_pass(dout, q, k, v, out, lse, deterministic=False, rng_state=rng, **opts)
+        grads_t = core.backward_pass(dout, q, k, v, out, lse, deterministic=False, rng_state=rng_t, **opts)
+    for g, g_t in zip(grads, grads_t, strict=True):
+        assert torch.equal(g, g_t)
+
+
 def _draw_like_compiled(monkeypatch):
     """Eager calls draw their keys as calls compiled on a GPU do: from the GPU's generator."""
     from flash_attention_amd import core
