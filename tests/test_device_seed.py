@@ -56,6 +56,27 @@ def test_a_key_on_the_device_gives_the_words_mask(opts):
     assert not torch.equal(grads[0], bwd.attention_backward(dout, q, k, v, out, lse, swapped)[0])
 
 
+@pytest.mark.parametrize("softcap", [0.0, 3.0], ids=["quads", "classic"])
+def test_the_torch_backend_takes_a_key_tensor(softcap):
+    """The PyTorch path (backends/torch_backend.py, philox.py) computes its masks from a key held in a tensor with
+    tensor arithmetic (no synchronisation on a GPU): forward and backward equal those of the key as an int, bit for
+    bit; a key one apart gives another mask."""
+    from flash_attention_amd.backends import registry
+
+    torch.manual_seed(2)
+    q, k, v, dout = (randn(2, 19, 2, 16, dtype=DTYPE) for _ in range(4))
+    backend = registry()["torch"]
+    words = AttnParams(softmax_scale=0.25, causal=True, dropout_p=0.3, seed=KEY, softcap=softcap)
+    results = []
+    for params in (words, words._replace(seed=torch.tensor(KEY, device=DEVICE)),
+                   words._replace(seed=torch.tensor(KEY + 1, device=DEVICE))):
+        out, lse = backend.forward(q, k, v, params, {})
+        results.append((out, lse, *backend.backward(dout, q, k, v, out, lse, params, None, {})[:3]))
+    for a, b in zip(results[0], results[1], strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(results[0][0], results[2][0])
+
+
 def test_flash_attn_private_passes_take_a_key_tensor():
     """core.forward_pass with the key in a tensor (what a captured call draws) returns it as rng_state [key, 0] on the
     key's device, and backward_pass with that rng_state gives the gradients of the key's words."""
@@ -116,20 +137,26 @@ def test_forward_op_with_a_key_on_the_device():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
-def test_compiled_dropout_matches_eager_with_device_keys(monkeypatch):
-    """Compiled (Inductor) with dropout on the triton backend: outputs and gradients equal eager calls drawing their
-    keys from the same generator state; no host synchronisation in the compiled calls."""
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_compiled_dropout_matches_eager_with_device_keys(monkeypatch, backend):
+    """Compiled (Inductor) with dropout on our kernel-style backends: outputs and gradients equal eager calls drawing
+    their keys from the same generator state; no host synchronisation in the compiled calls."""
     torch._dynamo.reset()
     _draw_like_compiled(monkeypatch)
     q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
-    compiled = torch.compile(_attn, fullgraph=True)
+
+    def attn(q, k, v):
+        with fa.use_backend(backend):
+            return _attn(q, k, v)
+
+    compiled = torch.compile(attn, fullgraph=True)
     _loss_and_grads(compiled, (q, k, v), 1)  # compiles
     torch.cuda.set_sync_debug_mode("error")
     try:
         out_c, grads_c = _loss_and_grads(compiled, (q, k, v), 5)
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    out_e, grads_e = _loss_and_grads(_attn, (q, k, v), 5)
+    out_e, grads_e = _loss_and_grads(attn, (q, k, v), 5)
     assert torch.equal(out_c, out_e)
     for a, b in zip(grads_c, grads_e, strict=True):
         torch.testing.assert_close(a, b)
@@ -207,16 +234,18 @@ def test_cuda_graphs_replay_dropout(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a GPU")
-def test_captured_eager_calls_draw_a_new_key_each_replay(monkeypatch):
-    """Eager calls captured into a CUDA graph (torch.cuda.graph) with dropout on the triton backend draw their key on
-    the GPU (core._capture_key): each replay a new mask, and a replay after torch.manual_seed(s) gives the eager
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_captured_eager_calls_draw_a_new_key_each_replay(monkeypatch, backend):
+    """Eager calls captured into a CUDA graph (torch.cuda.graph) with dropout on our kernel-style backends draw their
+    key on the GPU (core._capture_key): each replay a new mask, and a replay after torch.manual_seed(s) gives the eager
     result of keys drawn alike, forward and backward. A key drawn on the CPU while capturing was a constant of the
     graph: every replay the same mask."""
     q, k, v = (randn(2, 128, h, 64, dtype=DTYPE, requires_grad=True) for h in (4, 2, 2))
     dout = randn(2, 128, 4, 64, dtype=DTYPE)
 
     def step():
-        out = _attn(q, k, v)
+        with fa.use_backend(backend):
+            out = _attn(q, k, v)
         return (out, *torch.autograd.grad(out, (q, k, v), dout))
 
     stream = torch.cuda.Stream()

@@ -350,11 +350,11 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
 
 
 def _capture_key(plan: Plan, q):
-    """A dropout key drawn on q's GPU where this call is being captured into a CUDA graph for the triton backend
-    (torch.cuda.graph around eager calls): the graph replays the draw, each replay a new mask, where a key drawn on the
-    CPU would be a constant of the graph (the same mask every replay). Else None (a CPU key: no launch, no
-    synchronisation). Other backends keep theirs: SDPA draws on the device itself."""
-    if q.is_cuda and plan.kernel and plan.backend.name == "triton" and torch.cuda.is_current_stream_capturing():
+    """A dropout key drawn on q's GPU where this call is being captured into a CUDA graph for our kernel-style
+    backends (triton, torch; torch.cuda.graph around eager calls): the graph replays the draw, each replay a new mask,
+    where a key drawn on the CPU would be a constant of the graph (the same mask every replay). Else None (a CPU key:
+    no launch, no synchronisation). The run-style backends keep theirs: SDPA draws on the device itself."""
+    if q.is_cuda and plan.kernel and torch.cuda.is_current_stream_capturing():
         return device_seed(q.device)
     return None
 

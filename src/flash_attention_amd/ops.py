@@ -68,7 +68,7 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
          attn_bias, sinks, q_descale=None, k_descale=None, v_descale=None, seed=None):
     """``seed``: with dropout, the Philox key as an int64 scalar tensor drawn in the graph (compiled calls: so that a
     forward recomputed for the backward, under activation checkpointing, draws the same mask), else one is drawn here.
-    On the CPU it is read here; on a GPU (the triton backend's calls) the kernels read it there, with no
+    On the CPU it is read here; on a GPU (the triton and torch backends' calls) the backend reads it there, with no
     synchronisation, and a CUDA graph replaying the call replays its draw.
     -> (out, lse, rng_state (with dropout and a key on the CPU: int64 [1] there, the key; else int64 [0] on q's
     device, so that a compiled graph holds no CPU tensor: CUDA graphs; a key on the device is the backward's
@@ -105,7 +105,7 @@ def _fwd(q, k, v, backend, softmax_scale, causal, window_left, window_right, sof
     if return_probs and dropout_p > 0:
         from .core import attn_probs
 
-        probs = attn_probs(q, k, params._replace(seed=int(seed)))  # a key on the device: read (synchronises)
+        probs = attn_probs(q, k, params)
     if probs is None:
         probs = q.new_empty(_EMPTY_PROBS)
     # a key read on the CPU travels to the backward in a new CPU tensor (an op's outputs are new tensors); else an
@@ -315,11 +315,11 @@ def compiled_attention(q, k, v, dropout_p, softmax_scale, causal, window_size, s
             grad and sinks is not None and sinks.requires_grad)
     # the dropout seed: an op of the graph, tagged as seeded by a generator, so that a forward the compiled backward
     # recomputes (activation checkpointing) draws it again from the same generator state: the same mask. On the CPU,
-    # and for backends other than triton, torch's CPU generator (as eager calls draw it: the same value under
-    # torch.manual_seed, compiled by Inductor or not); for triton on a GPU, that GPU's generator, the key staying
-    # there: no synchronisation, and CUDA graphs (mode="reduce-overhead") replay the draw. Such a call's mask is then
-    # not the eager call's (reproducible under torch.manual_seed all the same).
-    seed_device = q.device if backend.name == "triton" and q.device.type != "cpu" else _CPU
+    # and for the other backends, torch's CPU generator (as eager calls draw it: the same value under
+    # torch.manual_seed, compiled by Inductor or not); for our kernel-style backends (triton, torch) on a GPU, that
+    # GPU's generator, the key staying there: no synchronisation, and CUDA graphs (mode="reduce-overhead") replay the
+    # draw. Such a call's mask is then not the eager call's (reproducible under torch.manual_seed all the same).
+    seed_device = q.device if q.device.type != "cpu" else _CPU
     seed = _SEED(q, k, v, device=seed_device) if params.dropout_p > 0 else None
     where, distinct = _distinct((q, k, v, alibi_slopes, cu_seqlens_q, cu_seqlens_k, attn_bias, sinks,
                                  *(descales or (None, None, None)), seed))

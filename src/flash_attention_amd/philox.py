@@ -51,8 +51,9 @@ def _mulhilo(a: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
     return hi & _MASK32, lo & _MASK32
 
 
-def philox_words(seed: int, c0, c1, c2) -> tuple[torch.Tensor, ...]:
-    """The four output words of Philox-4x32-7 for counters (c0, c1, c2, 0), as int64 in [0, 2**32)."""
+def philox_words(seed: int | torch.Tensor, c0, c1, c2) -> tuple[torch.Tensor, ...]:
+    """The four output words of Philox-4x32-7 for counters (c0, c1, c2, 0), as int64 in [0, 2**32). seed: the key,
+    an int or an int64 tensor [] (a key drawn on the device: read there, no synchronisation)."""
     k0, k1 = seed & _MASK32, (seed >> 32) & _MASK32
     c0, c1, c2 = (torch.as_tensor(c).to(torch.int64) & _MASK32 for c in (c0, c1, c2))
     c0, c1, c2 = torch.broadcast_tensors(c0, c1, c2)
@@ -73,7 +74,8 @@ def quad_mask(alibi: bool, softcap: float) -> bool:
 
 
 def dropout_keep_mask(
-    seed: int, p: float, bh: torch.Tensor | int, rows: torch.Tensor, cols: torch.Tensor, quads: bool = True
+    seed: int | torch.Tensor, p: float, bh: torch.Tensor | int, rows: torch.Tensor, cols: torch.Tensor,
+    quads: bool = True
 ) -> torch.Tensor:
     """Bool keep mask for rows x cols (broadcast), bh = b * nheads + h (broadcastable). quads: the
     four-row mask (word rows % 4 of counters (cols, rows // 4, bh)), else the classic one (word 0 of

@@ -93,7 +93,7 @@ def _slice_probs(q, k, params: AttnParams, batch_offset: int, dst) -> None:
         row_max = s.amax(dim=-1, keepdim=True)
         row_max = torch.where(torch.isneginf(row_max), 0.0, row_max)  # no visible key: exp(-inf) = 0
         p = torch.exp(s - row_max)
-        keep = dropout_keep_mask(int(params.seed), params.dropout_p, bh,  # int: a key held in a tensor too
+        keep = dropout_keep_mask(params.seed, params.dropout_p, bh,  # an int, or a tensor on the device
                                  torch.arange(m0, m1, device=dev)[:, None] + params.dropout_offset_q,
                                  j + params.dropout_offset_k,
                                  quad_mask(params.alibi_slopes is not None, params.softcap))

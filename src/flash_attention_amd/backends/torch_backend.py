@@ -210,7 +210,7 @@ class _Tiles:
         p = self.params.dropout_p
         rows = torch.arange(m0, m1, device=self.device)[:, None] + self.params.dropout_offset_q
         cols = torch.arange(n0, n1, device=self.device)[None, :] + self.params.dropout_offset_k
-        keep = dropout_keep_mask(int(self.params.seed), p, self.bh, rows, cols,  # int: a key held in a tensor too
+        keep = dropout_keep_mask(self.params.seed, p, self.bh, rows, cols,  # an int, or a tensor on the device
                                  quad_mask(self.params.alibi_slopes is not None, self.params.softcap))
         return keep.to(self.cdt).mul_(1.0 / (1.0 - p))
 
