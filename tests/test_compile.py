@@ -22,8 +22,9 @@ def _outputs_and_grads(fn, leaves, args, seed=None):
 
 
 def _eager_keys_like_compiled(monkeypatch):
-    """On a GPU, calls compiled for the triton backend draw their dropout keys from the GPU's generator (ops.py: CUDA
-    graphs replay the draw); the eager calls they are compared with draw theirs alike (test_device_seed.py)."""
+    """On a GPU, calls compiled for our triton / torch backends draw their dropout keys from the GPU's generator
+    (ops.py: CUDA graphs replay the draw); the eager calls they are compared with draw theirs alike
+    (test_device_seed.py)."""
     if DEVICE == "cuda":
         from flash_attention_amd import core
         from flash_attention_amd.philox import device_seed
@@ -46,8 +47,9 @@ def _assert_compiled_matches_eager(f, compiled, leaves, args, seed=None):
     ("auto", 2, dict(causal=True, softcap=4.0)),  # triton on a GPU, torch on CPU
     ("torch", 2, dict(causal=True, softcap=4.0, window_size=(6, 0), dropout_p=0.2)),
 ])
-def test_compile_fullgraph_matches_eager(backend, hk, kwargs):
+def test_compile_fullgraph_matches_eager(backend, hk, kwargs, monkeypatch):
     torch._dynamo.reset()
+    _eager_keys_like_compiled(monkeypatch)  # the torch row's dropout, on a GPU
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     q, k, v = (randn(2, 24, h, 64, dtype=dtype, requires_grad=True) for h in (4, hk, hk))
 
