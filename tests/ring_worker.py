@@ -5,6 +5,9 @@ tensors (same seeds), runs the ring function on its shard, runs the single-proce
 (``flash_attn_func`` / ``flash_attn_varlen_func``) on the whole sequence, and records the max
 abs error of its shard of out, lse, dq, dk, dv. Errors are recorded, never raised mid-loop (a
 rank that stops early would leave the others waiting); ``run`` writes them as JSON.
+
+Run as a script under torchrun (``main_nccl``), it runs the same cases with one GPU per process
+over NCCL (RCCL on ROCm): the transport a GPU ring uses, which the gloo tests do not reach.
 """
 from __future__ import annotations
 
@@ -54,8 +57,9 @@ def cases(world: int) -> list[dict]:
     return out
 
 
-def _whole(case: dict, seed: int):
-    """Whole-sequence q, k, v, dout, dlse (float64) and extra call kwargs, equal on every rank."""
+def _whole(case: dict, seed: int, device: str = "cpu"):
+    """Whole-sequence q, k, v, dout, dlse (float64) and extra call kwargs, equal on every rank
+    (drawn on the CPU, then moved to ``device``)."""
     g = torch.Generator().manual_seed(seed)
     h, hk, d, dv = 4, case.get("hk", 2), 8, case.get("dv", 8)
     varlen = case["layout"] == "varlen"
@@ -71,9 +75,10 @@ def _whole(case: dict, seed: int):
     kw = {key: case[key] for key in ("dropout_p", "softmax_scale", "causal", "window_size", "deterministic",
                                      "softcap") if key in case}
     if case.get("alibi") == "heads":
-        kw["alibi_slopes"] = torch.rand(h, generator=g, dtype=torch.float32)
+        kw["alibi_slopes"] = torch.rand(h, generator=g, dtype=torch.float32).to(device)
     elif case.get("alibi") == "batch":
-        kw["alibi_slopes"] = torch.rand(nb, h, generator=g, dtype=torch.float32)
+        kw["alibi_slopes"] = torch.rand(nb, h, generator=g, dtype=torch.float32).to(device)
+    q, k, v, dout, dlse = (t.to(device) for t in (q, k, v, dout, dlse))
     return q, k, v, dout, dlse, kw
 
 
@@ -92,7 +97,7 @@ def _max_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a[fin] - b[fin]).abs().max()) if fin.any() else 0.0
 
 
-def run_case(case: dict, rank: int, world: int, group) -> dict:
+def run_case(case: dict, rank: int, world: int, group, device: str = "cpu") -> dict:
     from flash_attention_amd import core, flash_attn_func, flash_attn_varlen_func
     from flash_attention_amd.ring import (
         ring_flash_attn_func,
@@ -105,12 +110,12 @@ def run_case(case: dict, rank: int, world: int, group) -> dict:
     salt = 0
     if group is not None:  # the shard this process holds is its rank in the group
         rank, world, salt = dist.get_rank(group), dist.get_world_size(group), dist.get_global_rank(group, 0)
-    q, k, v, dout, dlse, kw = _whole(case, seed=1234 + salt)  # side-by-side groups: different data
+    q, k, v, dout, dlse, kw = _whole(case, seed=1234 + salt, device=device)  # side-by-side groups: different data
     lse_grad = case.get("lse_grad", False)
     layout = case["layout"]
     varlen = layout == "varlen"
     if varlen:
-        cu = torch.tensor([0] + torch.tensor(VARLEN_SEQS).cumsum(0).tolist(), dtype=torch.int32)
+        cu = torch.tensor([0] + torch.tensor(VARLEN_SEQS).cumsum(0).tolist(), dtype=torch.int32, device=device)
 
         def part(x, dim=0):
             return shard_varlen(x, cu, rank, world, dim)[0]
@@ -158,6 +163,29 @@ def run_case(case: dict, rank: int, world: int, group) -> dict:
     return errs
 
 
+def _run_cases(rank: int, world: int, device: str = "cpu", only: list[str] | None = None) -> dict:
+    """Every case (or those named in ``only``) on the torch backend -> {case: errors}."""
+    from flash_attention_amd import use_backend
+
+    results = {}
+    # half of the cases pass a group object of every rank (group=None in the others); the
+    # "pairs" cases a group of two ranks (every rank creates every group, as new_group requires)
+    every = dist.new_group(list(range(world)))
+    pairs = [dist.new_group([a, a + 1]) for a in range(0, world, 2)]
+    with use_backend("torch"):
+        for i, case in enumerate(cases(world)):
+            if only and case["name"] not in only:
+                continue
+            group = pairs[rank // 2] if case.get("pairs") else every if i % 2 else None
+            try:
+                results[case["name"]] = run_case(case, rank, world, group, device)
+            except Exception:  # noqa: BLE001 (reported by the test, after every case ran)
+                results[case["name"]] = {"error": traceback.format_exc()}
+                print(f"rank {rank} {case['name']}:\n{results[case['name']]['error']}", file=sys.stderr, flush=True)
+    dist.barrier()
+    return results
+
+
 def run(rank: int, world: int, port: int, outdir: str, only: list[str] | None = None) -> None:
     """Entry point of one spawned process: every case, then results to outdir/rank{rank}.json."""
     torch.set_num_threads(1)
@@ -165,25 +193,9 @@ def run(rank: int, world: int, port: int, outdir: str, only: list[str] | None = 
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
-    from flash_attention_amd import use_backend
-
     results = {}
     try:
-        # half of the cases pass a group object of every rank (group=None in the others); the
-        # "pairs" cases a group of two ranks (every rank creates every group, as new_group requires)
-        every = dist.new_group(list(range(world)))
-        pairs = [dist.new_group([a, a + 1]) for a in range(0, world, 2)]
-        with use_backend("torch"):
-            for i, case in enumerate(cases(world)):
-                if only and case["name"] not in only:
-                    continue
-                group = pairs[rank // 2] if case.get("pairs") else every if i % 2 else None
-                try:
-                    results[case["name"]] = run_case(case, rank, world, group)
-                except Exception:  # noqa: BLE001 (reported by the test, after every case ran)
-                    results[case["name"]] = {"error": traceback.format_exc()}
-                    print(f"rank {rank} {case['name']}:\n{results[case['name']]['error']}", file=sys.stderr, flush=True)
-        dist.barrier()
+        results = _run_cases(rank, world, only=only)
     finally:
         with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
             json.dump(results, f)
@@ -202,3 +214,43 @@ def run_bench(rank: int, world: int, port: int, outdir: str) -> None:
 
     bench_ring.main(["--device", "cpu", "--seqlen", "64", "--heads", "4", "--kv-heads", "2", "--headdim", "16",
                      "--warmup", "0", "--iters", "1", "--threads", "1", "--json", os.path.join(outdir, "bench.json")])
+
+
+def main_nccl(tol: float = 1e-8) -> None:
+    """``torchrun --nproc_per_node N tests/ring_worker.py``: every case on N GPUs over NCCL (RCCL
+    on ROCm), float64 on the torch backend, one GPU per process (gloo on the CPU where no GPU is
+    seen). Rank 0 prints each case's worst error over the ranks and exits non-zero if any case
+    fails (an exception, or an error above tol)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    else:
+        torch.set_num_threads(1)
+    dist.init_process_group("nccl" if device == "cuda" else "gloo", timeout=datetime.timedelta(minutes=5))
+    results = _run_cases(rank, world, device=device)
+    gathered = [None] * world
+    dist.all_gather_object(gathered, results)
+    dist.destroy_process_group()
+    if rank:
+        return
+    failed = 0
+    for case in cases(world):
+        rows = [g[case["name"]] for g in gathered]
+        if any("error" in r for r in rows):
+            failed += 1
+            print(f"{case['name']:<34} ERROR")
+            continue
+        worst = {n: max(r[n] for r in rows) for n in ("out", "lse", "dq", "dk", "dv")}
+        ok = (max(worst.values()) <= tol and all(r["probs_is_none"] for r in rows)
+              and all(r.get("bitwise_repeat", True) for r in rows))
+        failed += not ok
+        print(f"{case['name']:<34} {'ok  ' if ok else 'FAIL'} " + " ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+    where = f"{world} GPUs (NCCL)" if device == "cuda" else f"{world} CPU processes (gloo)"
+    print(f"{len(cases(world)) - failed}/{len(cases(world))} cases within {tol} on {where}")
+    if failed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main_nccl()
