@@ -71,6 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "threads slow the torch path down by orders of magnitude)")
     p.add_argument("--compare-plain", action="store_true", help="one GPU: world size 1 ring vs flash_attn_func")
     p.add_argument("--summarize", nargs="+", default=None, metavar="JSON", help="print the scaling table of runs")
+    p.add_argument("--profile", default=None, metavar="DIR",
+                   help="after timing, profile one forward+backward on every rank (torch.profiler) and write "
+                        "DIR/profile_w<N>_rank<r>.json: each stream's busy time, NCCL/compute overlap, top kernels")
     a = p.parse_args(argv)
     a.kv_heads = a.kv_heads or a.heads
     a.warmup = a.warmup if a.warmup is not None else (3 if a.device == "cuda" else 1)
@@ -96,8 +99,9 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed(fn, device, warmup: int, iters: int, world: int) -> float:
-    """Median seconds of fn() over iters (slowest rank per iteration)."""
+def timed(fn, device, warmup: int, iters: int, world: int, own: list | None = None) -> float:
+    """Median seconds of fn() over iters (slowest rank per iteration); this rank's own times are
+    appended to ``own``."""
     for _ in range(warmup):
         fn()
     times = []
@@ -109,6 +113,8 @@ def timed(fn, device, warmup: int, iters: int, world: int) -> float:
         fn()
         sync(device)
         t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
+        if own is not None:
+            own.append(t.item())
         if world > 1:
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times.append(t.item())
@@ -160,8 +166,9 @@ def run_ring(a) -> dict:
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    t_fwd = timed(fwd, device, a.warmup, a.iters, world)
-    t_all = timed(fwd_bwd, device, a.warmup, a.iters, world)
+    own = {}
+    t_fwd = timed(fwd, device, a.warmup, a.iters, world, own.setdefault("fwd", []))
+    t_all = timed(fwd_bwd, device, a.warmup, a.iters, world, own.setdefault("fwd_bwd", []))
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
     flops_f, flops_b = attn_flops(a.batch, a.seqlen, a.heads, a.headdim, a.causal)
     res = dict(mode="ring", device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -171,6 +178,17 @@ def run_ring(a) -> dict:
                tokens_per_s=a.batch * a.seqlen / t_all, fwd_tokens_per_s=a.batch * a.seqlen / t_fwd,
                tflops_per_gpu=(flops_f + flops_b) / t_all / world / 1e12, peak_mem_gib=peak,
                torch=torch.__version__, iters=a.iters, warmup=a.warmup)
+    # each rank's own median (the table's times are the slowest rank's, iteration by iteration)
+    mine = torch.tensor([statistics.median(own["fwd"]), statistics.median(own["fwd_bwd"])], dtype=torch.float64,
+                        device=device)
+    every = [torch.zeros_like(mine) for _ in range(world)]
+    if world > 1:
+        dist.all_gather(every, mine)
+    else:
+        every = [mine]
+    res["rank_ms"] = [dict(fwd=float(x[0]) * 1e3, fwd_bwd=float(x[1]) * 1e3) for x in every]
+    if a.profile:
+        res["profile"] = profile_once(fwd_bwd, device, a.profile, rank, world)
     if a.check:
         fwd_bwd()
         out_ring = fn(ql.detach(), kl.detach(), vl.detach(), causal=a.causal)
@@ -200,6 +218,29 @@ def run_ring(a) -> dict:
     if a.check and not res["check_passed"]:
         raise SystemExit(f"exactness check failed: {res['rel_err_vs_one_device']} (tol {a.tol})")
     return res
+
+
+def profile_once(fn, device, outdir: str, rank: int, world: int) -> dict:
+    """One fn() under torch.profiler on this rank -> the trace's summary (also written to outdir)."""
+    from _trace_summary import format_summary, summarize
+    from torch.profiler import ProfilerActivity, profile
+
+    os.makedirs(outdir, exist_ok=True)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    if world > 1:
+        dist.barrier()
+    sync(device)
+    with profile(activities=acts) as prof:
+        fn()
+        sync(device)
+    trace = os.path.join(outdir, f"trace_w{world}_rank{rank}.json")
+    prof.export_chrome_trace(trace)
+    s = summarize(trace) if device.type == "cuda" else {"error": "no GPU"}
+    os.remove(trace)  # large; the summary is what is kept
+    with open(os.path.join(outdir, f"profile_w{world}_rank{rank}.json"), "w") as f:
+        json.dump(s, f, indent=1)
+    print(format_summary(rank, s), flush=True)
+    return s
 
 
 def print_ring_table(rows: list[dict]) -> None:
