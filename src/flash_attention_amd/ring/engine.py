@@ -9,7 +9,9 @@ then wait for the transfer. Steps whose pieces are all hidden by the causal mask
 Backward: the same schedule with ``core.backward_pass`` given the final out and LSE of the whole
 attention (and the LSE's incoming gradient), so each step's dq, dk, dv are exact contributions.
 dq accumulates locally; the dk/dv accumulators of a K/V block travel around the ring behind the
-block, each rank adding its contribution, and arrive back at the block's owner after W hops.
+block, each rank adding its contribution, and arrive back at the block's owner after W hops (the
+last hop, nothing left to add, in k's dtype: the one rounding, done by the sender, half the bytes).
+A first contribution (or partial output) that covers every row becomes its accumulator.
 Every sum runs in a fixed order (step order, ring order), so the backward is reproducible;
 ``deterministic`` is passed on to each backward call.
 
@@ -93,7 +95,7 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, call: RingCa
     dt = merge.acc_dtype(q.dtype)
     out_shape = (*q.shape[:-1], v.shape[-1])
     lse_shape = (q.shape[1], n) if vl else (q.shape[0], q.shape[2], n)
-    out_acc, lse_acc = merge.empty(out_shape, lse_shape, dt, q.device)
+    out_acc = lse_acc = None  # nothing merged yet
     kv = (k, v)
     bufs = [(torch.empty_like(k), torch.empty_like(v)) for _ in range(_n_buffers(ring.world))]
     reqs = None
@@ -106,6 +108,11 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, call: RingCa
                 o, lse, _, _ = forward_pass(_rows(q, p.q0, p.q1, vl), _rows(kv[0], p.k0, p.k1, vl),
                                             _rows(kv[1], p.k0, p.k1, vl), return_softmax=False, seed=call.seed,
                                             **_options(call, p))
+                if out_acc is None and p.q0 == 0 and p.q1 == n:  # a first partial of every row: the accumulator
+                    out_acc, lse_acc = merge.start(o, lse, dt)
+                    continue
+                if out_acc is None:
+                    out_acc, lse_acc = merge.empty(out_shape, lse_shape, dt, q.device)
                 merge.merge_(_rows(out_acc, p.q0, p.q1, vl), lse_acc[..., p.q0:p.q1], o, lse)
             if reqs is not None:
                 wait_all(reqs)
@@ -113,6 +120,8 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, call: RingCa
     except BaseException:
         wait_all(reqs)  # every rank fails at the same step: finish the posted transfers, then raise
         raise
+    if out_acc is None:  # every piece hidden
+        out_acc, lse_acc = merge.empty(out_shape, lse_shape, dt, q.device)
     return merge.finish(out_acc, lse_acc, q.dtype)
 
 
@@ -135,44 +144,67 @@ def ring_backward(dout, q, k, v, out, lse, dlse, call: RingCall):
     if _single(call, n):
         return grads(call.steps[0][0], (k, v))
     dt = merge.acc_dtype(q.dtype)
-    dq_acc = torch.zeros(q.shape, dtype=dt, device=q.device)
+    dq_acc = None
     kv = (k, v)
     kv_bufs = [(torch.empty_like(k), torch.empty_like(v)) for _ in range(_n_buffers(ring.world))]
+    # fp32 receive buffers of the dk/dv accumulators; the last hop (home, complete) travels in k's dtype
     acc_bufs = [(torch.empty(k.shape, dtype=dt, device=k.device), torch.empty(v.shape, dtype=dt, device=v.device))
-                for _ in range(2 if ring.world > 1 else 0)]
+                for _ in range(min(2, ring.world - 1))]
     kv_reqs = acc_reqs = None
     try:
         for t in range(ring.world):
-            if t < ring.world - 1:
+            last = t == ring.world - 1
+            if not last:
                 nxt = kv_bufs[t % len(kv_bufs)]
                 kv_reqs = ring.send_recv(list(kv), list(nxt))
             contributions = []
             for p in call.steps[t]:
                 dq, dk, dv = grads(p, kv)
-                _rows(dq_acc, p.q0, p.q1, vl).add_(dq)
+                dq_acc = _add_rows(dq_acc, p.q0, p.q1, dq, q, dt, vl)
                 contributions.append((p, dk, dv))
             # the dk/dv accumulator of the visiting block: new at step 0, else from the previous rank
             if t == 0:
-                acc = (torch.zeros(k.shape, dtype=dt, device=k.device), torch.zeros(v.shape, dtype=dt, device=v.device))
+                acc = [None, None]
             else:
                 wait_all(acc_reqs)
-                acc_reqs, acc = None, acc_bufs[(t - 1) % 2]
+                acc_reqs, acc = None, list(acc_bufs[(t - 1) % len(acc_bufs)])
             for p, dk, dv in contributions:
-                _rows(acc[0], p.k0, p.k1, vl).add_(dk)
-                _rows(acc[1], p.k0, p.k1, vl).add_(dv)
+                acc[0] = _add_rows(acc[0], p.k0, p.k1, dk, k, dt, vl)
+                acc[1] = _add_rows(acc[1], p.k0, p.k1, dv, v, dt, vl)
+            acc = [torch.zeros(x.shape, dtype=dt, device=x.device) if a is None else a for a, x in zip(acc, (k, v))]
             if ring.world > 1:
-                acc_reqs = ring.send_recv(list(acc), list(acc_bufs[t % 2]))
+                if last:  # the block's sum is complete: round once, on this side, and send half the bytes
+                    send = [a.to(x.dtype) for a, x in zip(acc, (k, v))]
+                    recv = [torch.empty_like(k), torch.empty_like(v)]
+                else:
+                    send, recv = acc, list(acc_bufs[t % len(acc_bufs)])
+                acc_reqs = ring.send_recv(send, recv)
+                if last:
+                    acc = recv
             if kv_reqs is not None:
                 wait_all(kv_reqs)
                 kv_reqs, kv = None, nxt
-        if ring.world > 1:
-            wait_all(acc_reqs)
-            acc_reqs, acc = None, acc_bufs[(ring.world - 1) % 2]  # this rank's block, back after W hops
+        wait_all(acc_reqs)  # this rank's block, back after W hops
     except BaseException:
         wait_all(kv_reqs)
         wait_all(acc_reqs)
         raise
+    if dq_acc is None:  # every piece hidden
+        dq_acc = torch.zeros(q.shape, dtype=dt, device=q.device)
     return dq_acc.to(q.dtype), acc[0].to(k.dtype), acc[1].to(v.dtype)
+
+
+def _add_rows(acc: torch.Tensor | None, a: int, b: int, x: torch.Tensor, like: torch.Tensor, dt: torch.dtype,
+              varlen: bool) -> torch.Tensor:
+    """acc (None: nothing yet; then shaped like ``like``, dtype dt) plus x on token rows [a, b) -> acc.
+    A first contribution that covers every row becomes the accumulator (a copy in dt): no zeros, no add."""
+    n = like.shape[0 if varlen else 1]
+    if acc is None:
+        if a == 0 and b == n:
+            return x.to(dt, copy=True)
+        acc = torch.zeros(like.shape, dtype=dt, device=like.device)
+    _rows(acc, a, b, varlen).add_(x)
+    return acc
 
 
 class RingAttention(torch.autograd.Function):
