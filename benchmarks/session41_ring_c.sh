@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 41, issue 17 on nvidia-h100-x4, call C: the ring's engine after ab63dd4-style changes ("new": this tree) against
+# Session 41, issue 17 on nvidia-h100-x4, call C: the ring engine of 2bd042e ("new": this tree) against
 # the session's start ("base": fad3152's src unpacked into benchmarks/_base41/src, not committed), same machine, turns
 # taken; 128k tokens, d=128, 32 heads, bf16, causal zigzag, fwd+bwd. Then NCCL knobs on the new tree (copy-engine P2P,
 # a CTA cap) and one profiled fwd+bwd per rank. Output: $OUT/summary.txt, $OUT/c.tar.gz.
