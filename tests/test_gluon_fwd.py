@@ -625,3 +625,25 @@ def test_public_call_and_gradients(any_length):
         for g, r, name in zip(grads, ref, "qkv"):
             assert rel_err(g, r) < 2e-2, (name, opts)
     core.clear_plans()
+
+
+def test_a_call_that_shares_the_gpu_is_never_persistent():
+    """AttnParams.shares_gpu (the ring's steps with a transfer in flight): a grid of one program per tile, as the
+    device-made kernel's, so that the transfer's kernel finds free SMs; the same call alone stays persistent. Through
+    core.forward_pass, shares_gpu is a plan of its own (the key), its params carry the flag, and a plain call's
+    don't."""
+    from flash_attention_amd import core
+
+    q, k, v = qkv(2, 2048, 2048, 4, 2, torch.bfloat16, device="cpu")
+    row = fwd_gluon.gluon_row("sm90", 128, False)
+    for causal in (False, True):
+        alone = fwd_gluon.plan_gluon(q, k, v, params(causal=causal), row.config, (0, 0, 0), (0, 0))
+        shared = fwd_gluon.plan_gluon(q, k, v, params(causal=causal, shares_gpu=True), row.config, (0, 0, 0), (0, 0))
+        assert alone.hd_slot.constexprs["PERSISTENT"] and alone.hd_grid == (4, 1, 1)
+        assert not shared.hd_slot.constexprs["PERSISTENT"] and shared.hd_grid == shared.grid == (16, 8, 1)
+    args = (0.0, None, True, (-1, -1), 0.0, None, False, True, None, None, None, None, False, None, None, None)
+    small = [t[:, :64].float() for t in (q, k, v)]
+    plain = core._plan(*small, args, False, kernel_only=True, offsets=(0, 0, 0))
+    shared = core._plan(*small, args, False, kernel_only=True, offsets=(0, 0, 0, True))
+    assert shared is not plain and shared.params.shares_gpu and not plain.params.shares_gpu
+    assert shared.params._replace(shares_gpu=False) == plain.params

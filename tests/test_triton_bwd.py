@@ -1035,3 +1035,32 @@ def test_heavy_first_varlen(monkeypatch):
     for name, g, r in zip(("dq", "dk", "dv"), grads, ref):
         assert torch.isfinite(g).all(), name
         assert_matches(g, r, name=name)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_dq_accum_adds_unscaled_dq(causal):
+    """dq_accum (the ring's backward): an atomic-dQ plan adds this call's dQ / softmax_scale into the caller's fp32
+    tensor, which it neither zeroes nor scales, and returns dq None; a view of a longer accumulator takes it on its
+    rows only; a plan without atomics leaves it alone and returns dq."""
+    b, sq, sk, h, hk, d = 1, 37, 53, 4, 2, 40
+    q = torch.randn(b, sq, h, d, device=DEVICE, dtype=FP)
+    k = torch.randn(b, sk, hk, d, device=DEVICE, dtype=FP)
+    v = torch.randn(b, sk, hk, d, device=DEVICE, dtype=FP)
+    dout = torch.randn(b, sq, h, d, device=DEVICE, dtype=FP)
+    params = _params(d, causal=causal)
+    out, lse, (dq_ref, dk_ref, dv_ref) = _ref_grads(q, k, v, dout, **_ref_kwargs(params))
+    tol = 1e-5 if FP == torch.float32 else 2e-2
+    longer = torch.full((b, sq + 5, h, d), 0.5, device=DEVICE, dtype=torch.float32)
+    acc = longer[:, 3:3 + sq]  # rows 3 .. 3 + sq of a longer accumulator (contiguous: b = 1)
+    for calls in (1, 2):
+        dq, dk, dv = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=_atomic_cfg(),
+                                               dq_accum=acc)
+        assert dq is None
+        assert rel_err(dk, dk_ref) < tol and rel_err(dv, dv_ref) < tol
+        assert rel_err((acc.double() - 0.5) * params.softmax_scale, calls * dq_ref) < tol, calls
+    assert (longer[:, :3] == 0.5).all() and (longer[:, 3 + sq:] == 0.5).all()
+    plain = replace(_atomic_cfg(), dq_atomic=False)
+    before = acc.clone()
+    dq, _, _ = _bwd().attention_backward(dout, q, k, v, out.to(FP), lse.float(), params, config=plain, dq_accum=acc)
+    assert dq is not None and rel_err(dq, dq_ref) < tol
+    assert torch.equal(acc, before)

@@ -267,6 +267,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         dropout_p=dropout_p, max_seqlen_q=seqlen_q if varlen else 0, max_seqlen_k=seqlen_k if varlen else 0,
         deterministic=deterministic, return_lse=bool(return_lse), zero_tensors=bool(zero_tensors),
         diag_offset=offsets[0], dropout_offset_q=offsets[1], dropout_offset_k=offsets[2],
+        shares_gpu=len(offsets) > 3 and bool(offsets[3]),
     )
     is_rocm, arch = arch_of(q.device)
     problem = Problem(
@@ -275,7 +276,8 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         headdim_v=hd_v, is_varlen=varlen, causal=causal, window_left=left, window_right=right,
         softcap=softcap, has_alibi=alibi_slopes is not None, dropout_p=dropout_p, needs_grad=needs_grad,
         return_lse=bool(return_lse), deterministic=deterministic, compiling=torch.compiler.is_compiling(),
-        offsets=any(offsets), bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
+        offsets=any(offsets[:3]),
+        bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
         bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
         has_sinks=sinks is not None, zero_tensors=bool(zero_tensors) and varlen, fp8=fp8,
     )
@@ -475,15 +477,17 @@ def serving_backend(q, k, v, **kwargs) -> str:
 
 def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_softmax,
                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, zero_tensors=False,
-                 seed=None, diag_offset=0, dropout_offsets=(0, 0)):
+                 seed=None, diag_offset=0, dropout_offsets=(0, 0), shares_gpu=False):
     """-> (out, lse, S_dmask or None, rng_state int64 [2]: (seed, 0), on the CPU, or on q's device for a call captured
     into a CUDA graph (``_capture_key``).
 
-    diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams)."""
+    diag_offset / dropout_offsets (q, k): this call is a chunk of a longer sequence (AttnParams); shares_gpu: other
+    GPU work runs beside it (AttnParams)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, False, True,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None, None)
     q, k, v = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t for t in (q, k, v))
-    plan = _plan(q, k, v, args, False, kernel_only=True, offsets=(int(diag_offset), *map(int, dropout_offsets)))
+    offsets = (int(diag_offset), *map(int, dropout_offsets)) + ((True,) if shares_gpu else ())
+    plan = _plan(q, k, v, args, False, kernel_only=True, offsets=offsets)
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
     with torch.no_grad():
         out, lse = plan.backend.forward(q, k, v, params, plan.slot)
@@ -495,9 +499,11 @@ def forward_pass(q, k, v, *, dropout_p, softmax_scale, causal, window_size, soft
 
 def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                   deterministic, rng_state=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-                  max_seqlen_k=None, zero_tensors=False, dlse=None, diag_offset=0, dropout_offsets=(0, 0)):
+                  max_seqlen_k=None, zero_tensors=False, dlse=None, diag_offset=0, dropout_offsets=(0, 0),
+                  dq_accum=None):
     """-> (dq, dk, dv) of the attention that forward_pass computed (same options, same rng_state);
-    dlse: gradient reaching the LSE (or None)."""
+    dlse: gradient reaching the LSE (or None). dq_accum (fp32 like q, or None): a backend that adds dQ up by
+    atomics adds this call's dQ / softmax_scale into it and returns dq None (launch/bwd.py run_backward)."""
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, True,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, None, None, None)
     dout, q, k, v, out = (t.contiguous() if isinstance(t, _Tensor) and t.dim() and t.stride(-1) != 1 else t
@@ -510,6 +516,8 @@ def backward_pass(dout, q, k, v, out, lse, *, dropout_p, softmax_scale, causal, 
         seed = int(rng_state[0]) if rng_state.is_cpu else rng_state[0]  # a device key stays there
     params = _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed)
     with torch.no_grad():
+        if dq_accum is not None and plan.backend.accumulates_dq:
+            return plan.backend.backward(dout, q, k, v, out, lse, params, dlse, plan.slot, dq_accum=dq_accum)
         return plan.backend.backward(dout, q, k, v, out, lse, params, dlse, plan.slot)
 
 

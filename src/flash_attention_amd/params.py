@@ -57,6 +57,10 @@ class AttnParams(NamedTuple):
     q_descale: torch.Tensor | None = None
     k_descale: torch.Tensor | None = None
     v_descale: torch.Tensor | None = None
+    # Other GPU work runs beside this call (ring attention's transfers, on NCCL's stream): the forward takes a grid
+    # of one program per tile, never a persistent one, which holds every SM until it ends and so locks the transfer
+    # kernels out (launch/fwd_gluon.py persistent).
+    shares_gpu: bool = False
 
     @property
     def has_offsets(self) -> bool:

@@ -69,6 +69,8 @@ class KernelBackend(Backend):
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
+    accumulates_dq = False  # True: backward also takes dq_accum (see TritonBackend, launch/bwd.py run_backward)
+
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
         """-> (dq, dk, dv) shaped like q, k, v (dk/dv summed over the heads sharing a KV head).
 

@@ -96,8 +96,12 @@ class TritonBackend(KernelBackend):
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
         return _launchers()[0].attention_forward(q, k, v, params, slot)
 
-    def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):
-        return _launchers()[1].attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot)
+    accumulates_dq = True  # backward(dq_accum=...): launch/bwd.py run_backward
+
+    def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None,
+                 dq_accum=None):
+        return _launchers()[1].attention_backward(dout, q, k, v, out, lse, params, dlse=dlse, slot=slot,
+                                                  dq_accum=dq_accum)
 
     def describe_plan(self, problem: Problem) -> tuple[str, ...]:
         """The tile table rows (launch/tiles.py, tiles_bwd.py) this call takes: the forward's and, when a

@@ -343,9 +343,14 @@ def plan_backward(q, k, v, params: AttnParams, config: BwdConfig | None = None) 
     return plan
 
 
-def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None):
+def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dlse=None, dq_accum=None):
     """Allocate dq / dk / dv and launch the planned kernels -> (dq, dk, dv), or with attn_bias or
-    sinks (dq, dk, dv, dbias or None, dsinks or None)."""
+    sinks (dq, dk, dv, dbias or None, dsinks or None).
+
+    dq_accum (fp32, shaped like q, contiguous, 16-byte aligned, or None): where the plan adds dQ up by atomics
+    (the Gluon kernel's dQ, a dq_atomic config), the kernels add this call's unscaled dQ into it (not zeroed
+    first, not scaled, not cast) and dq comes back None: the caller (the ring's backward, summing several calls)
+    multiplies the sum by softmax_scale once. Any other plan ignores it and returns dq."""
     varlen = plan.varlen
     dk = _empty_like(k)
     dv = _empty_like(v)
@@ -385,7 +390,13 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
     ctx = launch_context(device)  # read once for the three kernels
 
     o_str = _strides3(out, varlen)
-    if plan.zero_in_pre:  # zeroed by the preprocess kernel
+    gluon = plan.gluon is not None and gluon_launchable(plan.gluon, q, k, v, dout, lse)
+    gluon_dq = gluon and plan.gluon.dq_template is not None
+    accumulate = (dq_accum is not None and (gluon_dq or plan.use_atomic) and dq_accum.dtype == torch.float32
+                  and dq_accum.shape == q.shape and dq_accum.is_contiguous() and not dq_accum.data_ptr() & 15)
+    if accumulate:  # the caller's accumulator: not zeroed
+        dq_target = dq_accum
+    elif plan.zero_in_pre:  # zeroed by the preprocess kernel
         dq_target = _empty(q.shape, torch.float32, q.device)
     elif plan.use_atomic:
         dq_target = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
@@ -393,32 +404,36 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         dq_target = dq
     bias_t = None if bias is None else bias_arg(bias)
     # what can change between calls of this plan and the launch keys depend on (KernelSlot.launch's
-    # fast): the alignment of every tensor, dout's / out's dtypes and strides, whether dlse / the seed's tensor is None.
+    # fast): the alignment of every tensor, dout's / out's dtypes and strides, whether dlse / the seed's tensor is None,
+    # a caller's dQ accumulator (its strides: a view of a longer one).
     # q, k, v, alibi, cu_seqlens and the bias are fixed by the call plan's key, the rest is made here.
     ptr = q.data_ptr() | k.data_ptr() | v.data_ptr() | dout.data_ptr() | out.data_ptr() | lse.data_ptr() | (
         delta.data_ptr() | dq_target.data_ptr() | dq.data_ptr() | dk.data_ptr() | dv.data_ptr())
     for t in (dlse, alibi, cu_q, cu_k, bias_t, dbias, seeds[2]):
         if t is not None:
             ptr |= t.data_ptr()
-    fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str, seeds[2] is None)
     dq_str = _strides3(dq_target, varlen) if plan.use_atomic else plan.grad_str[0]
+    fast = (ptr & 15 == 0, dout.dtype, out.dtype, dlse is None, do_str, o_str, seeds[2] is None,
+            dq_str if accumulate else None)
     dk_str, dv_str = plan.grad_str[1:]
     dq_args = None if plan.use_atomic else (
         q, k, v, dout, lse, delta, out, dlse, dq, alibi, cu_q, cu_k,
         (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dq_str, plan.head, o_str),
         *plan.tail_dq, *seeds, plan.drop, bias_t, dbias, plan.bias_str, plan.dbias_str)
-    gluon = plan.gluon is not None and gluon_launchable(plan.gluon, q, k, v, dout, lse)
-    if gluon and plan.gluon.dq_template is not None:  # dK, dV and dQ in the Gluon kernel
-        dq_acc = _empty(q.shape, torch.float32, q.device)  # zeroed by the preprocess kernel
-        k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_acc, o_str, do_str, *plan.pre_tail), ctx, fast)
+    if gluon_dq:  # dK, dV and dQ in the Gluon kernel
+        dq_acc = dq_target if accumulate else _empty(q.shape, torch.float32, q.device)  # zeroed by preprocess
+        k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, None if accumulate else dq_acc, o_str, do_str,
+                                     *plan.pre_tail), ctx, fast)
         launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device, dq_acc)
-        torch.mul(dq_acc, params.softmax_scale, out=dq)  # scaled and cast in one op
+        if not accumulate:
+            torch.mul(dq_acc, params.softmax_scale, out=dq)  # scaled and cast in one op
     else:
         if plan.delta_in_dq:  # dQ first: it writes delta for dK/dV
             k_dq.launch(g_dq, device, dq_args, ctx, fast)
         else:
-            k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, dq_target if plan.zero_in_pre else None,
-                                         o_str, do_str, *plan.pre_tail), ctx, fast)
+            zeroed = dq_target if plan.zero_in_pre and not accumulate else None
+            k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, zeroed, o_str, do_str, *plan.pre_tail), ctx,
+                         fast)
         dkdv_args = (q, k, v, dout, lse, delta, dk, dv, dq_target, alibi, cu_q, cu_k,
                      (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                      *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
@@ -428,9 +443,12 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
             for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
                 k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)
         if plan.use_atomic:
-            torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
+            if not accumulate:
+                torch.mul(dq_target, params.softmax_scale, out=dq)  # scaled and cast in one op
         elif not plan.delta_in_dq:
             k_dq.launch(g_dq, device, dq_args[:6] + (None, None) + dq_args[8:], ctx, fast)
+    if accumulate:
+        dq = None
     if not extra:
         return dq, dk, dv
     if dbias is not None and dbias.dtype != bias.dtype:
@@ -447,12 +465,13 @@ def sinks_grad(sinks, lse, delta, varlen: bool):
 
 
 def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: BwdConfig | None = None,
-                       dlse: torch.Tensor | None = None, slot: dict | None = None):
+                       dlse: torch.Tensor | None = None, slot: dict | None = None, dq_accum=None):
     """(dq, dk, dv) of attention(q, k, v) for the upstream gradient dout.
 
     ``config`` overrides the per-arch table (tests, tuning); ``dlse`` (like lse) is the
     gradient reaching the LSE output: it enters as ``delta - dlse`` (in the preprocess kernel).
     ``slot`` (the call plan's dict, see core.py): the backward plan is kept there and reused.
+    ``dq_accum``: see run_backward (dq None when the kernels added into it).
     """
     if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:  # (a generator costs ~3 us per call)
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
@@ -461,7 +480,7 @@ def attention_backward(dout, q, k, v, out, lse, params: AttnParams, *, config: B
         plan = plan_backward(q, k, v, params, config)
         if slot is not None and config is None:
             slot["bwd"] = plan
-    return run_backward(plan, dout, q, k, v, out, lse, params, dlse)
+    return run_backward(plan, dout, q, k, v, out, lse, params, dlse, dq_accum)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -221,9 +221,11 @@ PERSISTENT_OPTIONS_MAX = 4096
 PERSISTENT_FIXED_SOFTCAP = False
 
 
-def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0) -> bool:
-    """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k."""
-    if varlen or flags[0] or flags[3] or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
+def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0, shares_gpu: bool = False) -> bool:
+    """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k;
+    never for a call that shares the GPU (AttnParams.shares_gpu: a persistent grid would hold every SM, so that the
+    ring's transfers, posted beside it, start only once it ends)."""
+    if shares_gpu or varlen or flags[0] or flags[3] or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
         return False
     if flags[2]:
         return PERSISTENT_OPTIONS and seqlen_k <= PERSISTENT_OPTIONS_MAX
@@ -275,7 +277,7 @@ def plan_gluon(q, k, v, params: AttnParams, cfg: Tile, out_stride: tuple, lse_st
                            zip((q, k, v), views, (BLOCK_M // 2, cfg.block_n, cfg.block_n))) if plan.host else ()
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
-    persist = persistent(flags, varlen, seqlen_k)
+    persist = persistent(flags, varlen, seqlen_k, params.shares_gpu)
     tiles = (plan.grid[0] + 1) // 2 * plan.grid[1] if persist and flags[1] else plan.grid[0] * plan.grid[1]
     plan.hd_grid = (min(tiles, sm_count(q.device)), 1, 1) if persist else plan.grid
     plan.hd_tail = ((out_stride, lse_stride, (q.stride(-2), k.stride(-2), v.stride(-2))), sizes, scores, tiles)

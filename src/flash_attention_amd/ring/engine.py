@@ -11,7 +11,9 @@ attention (and the LSE's incoming gradient), so each step's dq, dk, dv are exact
 dq accumulates locally; the dk/dv accumulators of a K/V block travel around the ring behind the
 block, each rank adding its contribution, and arrive back at the block's owner after W hops (the
 last hop, nothing left to add, in k's dtype: the one rounding, done by the sender, half the bytes).
-A first contribution (or partial output) that covers every row becomes its accumulator.
+A first contribution (or partial output) that covers every row becomes its accumulator. On a GPU,
+where the backward kernels add dQ up by atomics, every step adds into one fp32 sum (``dq_accum``),
+scaled and cast once at the end.
 Every sum runs in a fixed order (step order, ring order), so the backward is reproducible;
 ``deterministic`` is passed on to each backward call.
 
@@ -107,7 +109,7 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, call: RingCa
             for p in call.steps[t]:
                 o, lse, _, _ = forward_pass(_rows(q, p.q0, p.q1, vl), _rows(kv[0], p.k0, p.k1, vl),
                                             _rows(kv[1], p.k0, p.k1, vl), return_softmax=False, seed=call.seed,
-                                            **_options(call, p))
+                                            shares_gpu=reqs is not None, **_options(call, p))
                 if out_acc is None and p.q0 == 0 and p.q1 == n:  # a first partial of every row: the accumulator
                     out_acc, lse_acc = merge.start(o, lse, dt)
                     continue
@@ -135,16 +137,19 @@ def ring_backward(dout, q, k, v, out, lse, dlse, call: RingCall):
         dout = dout.contiguous()  # once, not per piece (e.g. the stride-0 gradient of out.sum())
     rng_state = torch.tensor([call.seed, 0], dtype=torch.int64)
 
-    def grads(p: Piece, kv):
+    def grads(p: Piece, kv, dq_accum=None):
         return backward_pass(_rows(dout, p.q0, p.q1, vl), _rows(q, p.q0, p.q1, vl), _rows(kv[0], p.k0, p.k1, vl),
                              _rows(kv[1], p.k0, p.k1, vl), _rows(out, p.q0, p.q1, vl), _lse_rows(lse, p.q0, p.q1),
                              deterministic=call.deterministic, rng_state=rng_state, dlse=_lse_rows(dlse, p.q0, p.q1),
-                             **_options(call, p))
+                             dq_accum=dq_accum, **_options(call, p))
 
     if _single(call, n):
         return grads(call.steps[0][0], (k, v))
     dt = merge.acc_dtype(q.dtype)
-    dq_acc = None
+    dq_acc = None  # dQ that the backward calls returned, scaled
+    # on a GPU, the kernels that add dQ up by atomics add every step's into one fp32 sum, unscaled (launch/bwd.py)
+    dq_sum = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if q.is_cuda and dt == torch.float32 else None
+    summed = False
     kv = (k, v)
     kv_bufs = [(torch.empty_like(k), torch.empty_like(v)) for _ in range(_n_buffers(ring.world))]
     # fp32 receive buffers of the dk/dv accumulators; the last hop (home, complete) travels in k's dtype
@@ -159,8 +164,11 @@ def ring_backward(dout, q, k, v, out, lse, dlse, call: RingCall):
                 kv_reqs = ring.send_recv(list(kv), list(nxt))
             contributions = []
             for p in call.steps[t]:
-                dq, dk, dv = grads(p, kv)
-                dq_acc = _add_rows(dq_acc, p.q0, p.q1, dq, q, dt, vl)
+                dq, dk, dv = grads(p, kv, None if dq_sum is None else _rows(dq_sum, p.q0, p.q1, vl))
+                if dq is None:  # added into dq_sum
+                    summed = True
+                else:
+                    dq_acc = _add_rows(dq_acc, p.q0, p.q1, dq, q, dt, vl)
                 contributions.append((p, dk, dv))
             # the dk/dv accumulator of the visiting block: new at step 0, else from the previous rank
             if t == 0:
@@ -189,6 +197,8 @@ def ring_backward(dout, q, k, v, out, lse, dlse, call: RingCall):
         wait_all(kv_reqs)
         wait_all(acc_reqs)
         raise
+    if summed:
+        dq_acc = dq_sum.mul_(call.softmax_scale) if dq_acc is None else dq_acc.add_(dq_sum, alpha=call.softmax_scale)
     if dq_acc is None:  # every piece hidden
         dq_acc = torch.zeros(q.shape, dtype=dt, device=q.device)
     return dq_acc.to(q.dtype), acc[0].to(k.dtype), acc[1].to(v.dtype)
