@@ -13,6 +13,9 @@ Modes:
    dk, dv (relative Frobenius error; fails above --tol). Prints a table, writes JSON (rank 0).
    ``--summarize`` reads such files and prints the scaling table (efficiency = T(1) / (N T(N))).
    ``--one-gpu`` puts every rank on GPU 0 (2 processes sharing one GPU, where NCCL allows it).
+   The JSON also holds each rank's own medians (``rank_ms``); ``--profile DIR`` then profiles one
+   forward + backward on every rank and writes where its time went (``_trace_summary.py``: each
+   stream's busy time, NCCL beside compute, the compute stream's idle time, the top kernels).
 
 2. CPU (the same code path on gloo, small sizes; what CI-less machines can run)::
 
