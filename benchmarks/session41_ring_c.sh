@@ -3,19 +3,8 @@
 # the session's start ("base": fad3152's src unpacked into benchmarks/_base41/src, not committed), same machine, turns
 # taken; 128k tokens, d=128, 32 heads, bf16, causal zigzag, fwd+bwd. Then NCCL knobs on the new tree (copy-engine P2P,
 # a CTA cap) and one profiled fwd+bwd per rank. Output: $OUT/summary.txt, $OUT/c.tar.gz.
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export TRITON_CACHE_DIR=/tmp/triton_cache
-D=/tmp/c; mkdir -p $D benchmarks/_base41/benchmarks; S=$OUT/summary.txt
-cp benchmarks/bench_ring.py benchmarks/_trace_summary.py benchmarks/_base41/benchmarks/
-R="--warmup 2 --iters 6"
-ring() {  # tree, name, processes, extra arguments
-  local tree=$1 name=$2 n=$3 dir; shift 3
-  dir=$([ "$tree" = new ] && echo benchmarks || echo benchmarks/_base41/benchmarks)
-  timeout 200 torchrun --standalone --nproc_per_node "$n" $dir/bench_ring.py $R --json "$D/$name.json" "$@" \
-    > "$D/$name.txt" 2>&1
-  echo "== $tree $name: rc $?" >> $S; grep -v -E "^W1|UserWarning|return func|Guessing device|_warn_once" "$D/$name.txt" >> $S
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('rank_ms', r.get('rank_ms'))" "$D/$name.json" >> $S
-}
+D=/tmp/c RING_TIMEOUT=200
+. benchmarks/_session41_ring_ab.sh
 python3 benchmarks/bench_ring.py $R --no-check --json $D/solo_gpu0.json > $D/solo.txt 2>&1
 echo "== solo gpu0: rc $?" >> $S; grep -A1 "^world" $D/solo.txt >> $S
 ring new new_w4_checked 4

@@ -3,19 +3,8 @@
 # causal zigzag, fwd+bwd on 1, 2 and 4 GPUs, each checked against one GPU; the session's start (fad3152's src in
 # benchmarks/_base41/src, not committed) at 4 GPUs, turns taken with this tree; the GPU tests of the pieces changed
 # (dq_accum, shares_gpu, the ring); one profiled fwd+bwd per rank at 4 GPUs if time allows.
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export TRITON_CACHE_DIR=/tmp/triton_cache
-D=/tmp/d; mkdir -p $D benchmarks/_base41/benchmarks; S=$OUT/summary.txt
-cp benchmarks/bench_ring.py benchmarks/_trace_summary.py benchmarks/_base41/benchmarks/
-R="--warmup 2 --iters 6"
-ring() {  # tree, name, processes, extra arguments
-  local tree=$1 name=$2 n=$3 dir; shift 3
-  dir=$([ "$tree" = new ] && echo benchmarks || echo benchmarks/_base41/benchmarks)
-  timeout 120 torchrun --standalone --nproc_per_node "$n" $dir/bench_ring.py $R --json "$D/$name.json" "$@" \
-    > "$D/$name.txt" 2>&1
-  echo "== $tree $name: rc $?" >> $S; grep -v -E "^W1|UserWarning|return func|Guessing device|_warn_once" "$D/$name.txt" >> $S
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('rank_ms', r.get('rank_ms'))" "$D/$name.json" >> $S
-}
+D=/tmp/d RING_TIMEOUT=120
+. benchmarks/_session41_ring_ab.sh
 ring new ring_cuda_w1 1
 ring new ring_cuda_w4 4
 ring base base_w4_a 4 --no-check
