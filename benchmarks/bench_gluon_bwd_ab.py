@@ -29,7 +29,6 @@ _ROWS = list(tiles_bwd.BWD_GLUON["sm90"])
 _DQ_ROWS = list(tiles_bwd.BWD_GLUON_DQ["sm90"])
 _REGS = bwd_gluon.CONSUMER_REGS
 _ROWS_TMA = bwd_gluon.ROWS_TMA
-_ROTATE = bwd_gluon.ROTATE
 
 
 def _set(mode) -> None:
@@ -42,7 +41,6 @@ def _set(mode) -> None:
     bwd_gluon.WITH_DQ = mode != "nodq"
     variant = isinstance(mode, str) and mode.startswith("v:")
     bwd_gluon.ROWS_TMA = _ROWS_TMA != (variant and "rows" in mode)
-    bwd_gluon.ROTATE = _ROTATE != (variant and "rotate" in mode)
     regs = isinstance(mode, str) and mode.startswith("r")
     bwd_gluon.CONSUMER_REGS = int(mode[1:]) if regs else _REGS
     rows, dq_rows = list(_ROWS), list(_DQ_ROWS)
@@ -91,7 +89,7 @@ def main() -> None:
                     help="also on with each consumer warp group's register budget at REGS (e.g. 240)")
     ap.add_argument("--variants", nargs="*", default=[], metavar="V",
                     help="also on with the committed rows and these kernel switches flipped (launch/bwd_gluon.py): "
-                         "rows (ROWS_TMA), rotate (ROTATE)")
+                         "rows (ROWS_TMA)")
     ap.add_argument("--windows", type=int, nargs="*", default=[], metavar="W",
                     help="also causal calls with a left window bound of W (window_size (W, 0)) at each head dim and "
                          "length: FLOP of the visible pairs, the plain causal call of the run as the cost's base, no "

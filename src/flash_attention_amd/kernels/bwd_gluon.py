@@ -60,10 +60,10 @@ def _reduce_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group, rows_src, rot,
-              ROWS_TMA: gl.constexpr, ROTATE: gl.constexpr):
+def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, n_iter, group, rows_src,
+              ROWS_TMA: gl.constexpr):
     """The TMA loads: the program's K / V rows (two 64-row halves each), then for t = 0 .. group * n_iter - 1
-    the Q and dO block of query head h0 + t // n_iter, query block ``_qblock(t % n_iter, ..)``, into ring slot
+    the Q and dO block of query head h0 + t // n_iter, query block m_first + t % n_iter, into ring slot
     t % STAGES once both consumers released the block that held it. origin = (q_row, k_row, q_col, k_col,
     v_col, do_col, q_step, do_step): where this sequence's row 0 and head h0 lie in the descriptors, and the
     column step from one query head to the next."""
@@ -79,7 +79,7 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
         tma.async_copy_global_to_shared(v_desc, [row, v_col], kv_bar.index(0), v_smem.index(half))
     for t in range(group * n_iter):
         g = t // n_iter
-        col = _qblock(t - g * n_iter, m_first, n_iter, rot, ROTATE) * BLOCK_M  # the block's first query position
+        col = (m_first + t - g * n_iter) * BLOCK_M  # the block's first query position
         row = q_row + col
         slot = t % STAGES
         use = t // STAGES
@@ -88,16 +88,6 @@ def _producer(q_desc, do_desc, k_desc, v_desc, origin, smem, bars, n0, m_first, 
         mbarrier.wait(do_empty.index(slot), (use - 1) & 1, pred=use > 0)
         _fill(do_ready.index(slot), do_desc, [row, do_col + g * do_step], do_smem, slot, rows_src, g, col, 1,
               ROWS_TMA)
-
-
-@gluon.jit
-def _qblock(u, m_first, n_iter, rot, ROTATE: gl.constexpr):
-    """The query block of a program's u-th step in a head (0 <= u < n_iter): m_first + u, or with ROTATE (every
-    program visits every query block: not causal, no window) m_first + (u + rot) % n_iter, so that the programs of a
-    head, which add their dQ to the same accumulator, start at different blocks (rot: ``bwd_dkdv_gluon_kernel``)."""
-    if ROTATE:
-        u = (u + rot) % n_iter
-    return m_first + u
 
 
 @gluon.jit
@@ -245,10 +235,10 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, rot, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
-              ROWS_TMA: gl.constexpr, ROTATE: gl.constexpr):
+              dq, dq_col, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
+              ROWS_TMA: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
-    u = 0 .. n_iter - 1 (block ``_qblock(u, ..)``) of each query head of the group; the blocks that cut these rows'
+    u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M,
     and (WINDOW) so do the last ones, whose last query leaves this group's first key outside its window; the ones
     between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
@@ -292,16 +282,13 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         col_g = dq_col + g * HEAD_DIM
         t0 = g * n_iter
         for u in range(0, a):
-            start_m = _qblock(u, m_first, n_iter, rot, ROTATE) * BLOCK_M
-            state = _step(t0 + u, start_m, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
                           scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
         for u in range(a, b):
-            start_m = _qblock(u, m_first, n_iter, rot, ROTATE) * BLOCK_M
-            state = _step(t0 + u, start_m, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
                           scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
         for u in range(b, n_iter):
-            start_m = _qblock(u, m_first, n_iter, rot, ROTATE) * BLOCK_M
-            state = _step(t0 + u, start_m, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
+            state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
                           scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
@@ -318,8 +305,7 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr,
-                          ROTATE: gl.constexpr):
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
@@ -347,10 +333,6 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         last = n0 + 2 * ROWS - 1 - limit + window_left
         m_end = gl.minimum(m_end, (gl.maximum(last, 0) // BLOCK_M + 1) * (last >= 0).to(gl.int32))
     n_iter = gl.maximum(m_end - m_first, 0)
-    rot = n_iter * 0
-    if ROTATE:  # (not causal, no window) each program of a head starts at its own query block; not where the last
-        # block is partial (it must come last: the masked loop), nor without blocks
-        rot = (gl.program_id(0) % gl.maximum(n_iter, 1)) * (seqlen_q % BLOCK_M == 0).to(gl.int32)
     smem_layout: gl.constexpr = q_desc.layout
     k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
     v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem_layout)
@@ -400,11 +382,11 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, rot, CAUSAL, WINDOW, DQ, 0,
-                     ROWS_TMA, ROTATE)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 0,
+                     ROWS_TMA)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, rot, CAUSAL, WINDOW, DQ, 1,
-                     ROWS_TMA, ROTATE)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 1,
+                     ROWS_TMA)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
-                     n_iter, group, rows_src, rot, ROWS_TMA, ROTATE)),
+                     n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -64,16 +64,6 @@ ROWS_TMA_ALIGN = 4
 # run34/h200_bwd_window_256_512.md, h200_bwd_d128_rows_window.md): MHA 256 / 512 / 1024 0.86 / 0.98 / 1.09-1.13x,
 # GQA 32/8 256 / 512 / 1024 1.04 / 1.18 / 1.25x.
 WINDOW_MIN = {128: (1024, 512)}
-# The kernel's ROTATE (with dQ, not causal, no window): every program of a head visits every query block, and each adds
-# its dQ share of a block to the same fp32 accumulator rows by TMA reduce-adds; in ascending order they all add to one
-# block at a time. ROTATE starts program n (its key block) at query block n % n_iter and wraps around, so the adds of a
-# head's programs spread over its dQ rows. (Not where the last query block is partial: it must stay last, masked.)
-# A module attribute for the A/B (bench_gluon_bwd_ab.py), not a setting.
-ROTATE = True
-
-
-def _rotates(dq: bool, causal: bool, window: bool) -> bool:
-    return ROTATE and dq and not causal and not window
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Row | None:
@@ -261,9 +251,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     plan.tail = (strides, sizes, float(params.softmax_scale))
-    causal, window = _causal(params), params.window_left >= 0
-    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=bool(dq), CONSUMER_REGS=CONSUMER_REGS,
-                      PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, ROTATE=_rotates(bool(dq), causal, window))
+    constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -319,7 +308,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         for (causal, window), rows_tma in itertools.product(masks, ways):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, ROTATE=_rotates(dq, causal, window))
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' window' if window else ''}"
