@@ -209,14 +209,8 @@ def tanh_approx_f32(x):
     """tanh by NVIDIA's ``tanh.approx.f32`` (sm_75 and later): one special-function instruction, where
     ``tanh_f32`` takes an exponential and a division (two). Largest relative error 2^-10.99 (PTX ISA);
     flash_attn's own softcap uses the same instruction. Not in the interpreter, not on AMD."""
-    return tl.inline_asm_elementwise(TANH_F16X2, "=f,=f,f,f", [x], dtype=tl.float32, is_pure=True, pack=2)
-
-
-# Two tanh per special-function instruction: the pair rounded to fp16 (cvt.rn.f16x2.f32 puts its first source in the
-# high half), tanh.approx.f16x2 (largest relative error 2^-10.99, as the f32 form's), back to fp32.
-TANH_F16X2: tl.constexpr = tl.constexpr(
-    "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.f32 h, $3, $2; tanh.approx.f16x2 h, h; mov.b32 {lo, hi}, h; "
-    "cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }")
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
 
 
 # heavy_first's group of (sequence, head)s: 8 heads' K / V (or Q / dO) at s=4096, d=128 are 16 MB of L2; one

@@ -46,9 +46,8 @@ ROWS: gl.constexpr = gl.constexpr(64)  # query rows of one consumer warp group (
 
 @gluon.jit
 def _tanh(x):
-    return gl.inline_asm_elementwise(
-        "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.f32 h, $3, $2; tanh.approx.f16x2 h, h; mov.b32 {lo, hi}, h; "
-        "cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True, pack=2)
+    return gl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
+                                     pack=1)
 
 
 @gluon.jit
