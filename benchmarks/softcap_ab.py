@@ -36,16 +36,19 @@ def main(argv=None):
     ap.add_argument("--d", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument("--seqlens", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--softcaps", type=float, nargs="+", default=[0.0, 30.0, 50.0])
+    ap.add_argument("--group", type=int, default=1, help="query heads per KV head (GQA), e.g. 4 for 32/8 at d=64")
     args = ap.parse_args(argv)
-    print(f"# {args.label}: {torch.cuda.get_device_name()}, {fa.__file__}; causal, TFLOP/s fwd / bwd")
+    print(f"# {args.label}: {torch.cuda.get_device_name()}, {fa.__file__}; causal, {args.group} query heads a KV "
+          "head; TFLOP/s fwd / bwd")
     print("| d | s | softcap | fwd | bwd | fwd cost | bwd cost |")
     print("|---|---|---|---|---|---|---|")
     for d in args.d:
         for s in args.seqlens:
             b, h = TOKENS // s, HIDDEN // d
             g = torch.Generator(device="cuda").manual_seed(s + d)
-            q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g) * 2
-                       for _ in range(3))
+            q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g) * 2
+            k, v = (torch.randn(b, s, h // args.group, d, device="cuda", dtype=torch.bfloat16, generator=g) * 2
+                    for _ in range(2))
             do = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
             flop = 4 * b * h * d * s * (s + 1) / 2
             plain = None

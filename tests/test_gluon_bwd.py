@@ -101,13 +101,33 @@ def test_dq_plan():
 
 @pytest.mark.parametrize("change,why", [
     (dict(dropout_p=0.1), "dropout"),
-    (dict(softcap=30.0), "softcap"),
+    (dict(softcap=30.0, alibi_slopes=torch.ones(4)), "ALiBi"),
     (dict(alibi_slopes=torch.ones(4)), "ALiBi"),
     (dict(sinks=torch.zeros(4)), "sinks"),
 ])
 def test_declines_options(change, why):
     q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
     assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, **change), grad_str(k))
+
+
+def test_softcap(monkeypatch):
+    """Softcap calls take the kernel (SOFTCAP) on the rows that take them without it, with the window rules as they
+    are; the switch turns it off; the plan passes sm_scale / softcap and softcap * log2(e)."""
+    q, k, v = qkv(2, 4096, 4096, 4, 4, device="cpu")
+    for p in (params(softcap=30.0), params(causal=True, softcap=50.0)):
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
+    assert "a window of 300 keys" in bwd_gluon.dkdv_gluon_reason(
+        "sm90", q, k, v, params(causal=True, softcap=50.0, window_left=300), grad_str(k))
+    monkeypatch.setattr(bwd_gluon, "SOFTCAP", False)
+    assert "softcap" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(softcap=30.0), grad_str(k))
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(), grad_str(k)) is None
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    cfg = bwd_gluon.gluon_dq_row("sm90", q, k, params()).config
+    for cap, on in ((30.0, True), (0.0, False)):
+        plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(softcap=cap), cfg, (4 * 4096, 4096), k.stride()[:3], True)
+        assert plan.slot.constexprs["SOFTCAP"] is on
+        scale = 128 ** -0.5
+        assert plan.tail[-1] == pytest.approx((scale / cap if cap else 0.0, cap * 1.4426950408889634))
 
 
 def test_causal_windows(monkeypatch):
@@ -260,7 +280,8 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "from flash_attention_amd.tools.check_kernels.compile import attrs_for\n"
         "out = []\n"
         "for s in bwd_gluon.compile_specs('sm90'):\n"
-        "    if 'd=128 causal' not in s.label or 'bf16' not in s.label or 'window' in s.label:\n"
+        "    if 'd=128 causal' not in s.label or 'bf16' not in s.label or 'window' in s.label \\\n"
+        "            or 'softcap' in s.label:\n"
         "        continue\n"
         "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
         "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
@@ -361,19 +382,19 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
 
 
-def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1)):
+def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0):
     """grads (dq, dk, dv of the call through the Gluon kernel) finite, and as close to the float64 oracle as the
     same call with the kernel off (the dQ kernel and the other dK/dV kernels), or within 2e-2."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ro, _ = attention_ref(q64, k64, v64, causal=causal, window_size=window)
+    ro, _ = attention_ref(q64, k64, v64, causal=causal, window_size=window, softcap=softcap)
     ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
     monkeypatch.setattr(bwd_gluon, "ENABLED", False)
     core.clear_plans()
     with fa.use_backend("triton"):
-        out_off = fa.flash_attn_func(q, k, v, causal=causal, window_size=window)
+        out_off = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap)
     off = torch.autograd.grad(out_off, (q, k, v), dout)
     for g, o, r, name in zip(grads, off, ref, "qkv"):
         assert torch.isfinite(g).all(), name
@@ -494,6 +515,45 @@ def test_window_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk
     grads = torch.autograd.grad(out, (q, k, v), dout)
     assert seen == [with_dq]
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window)
+
+
+_SOFTCAPS = [
+    (2, 1000, 1000, 4, 4, 128, False, -1, 30.0),
+    (1, 300, 700, 4, 2, 128, True, -1, 50.0),   # GQA, bottom-right causal, partial blocks
+    (2, 777, 513, 6, 2, 64, False, -1, 5.0),    # a small cap: most scores where tanh flattens
+    (1, 513, 513, 2, 1, 64, True, -1, 30.0),    # MQA
+    (1, 777, 777, 4, 2, 128, True, 300, 50.0),  # Gemma 2's layers: softcap with a sliding window
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,causal,left,softcap", _SOFTCAPS)
+@pytest.mark.parametrize("with_dq", [True, False], ids=["dq", "dkdv"])
+def test_softcap_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, causal, left, softcap):
+    """Softcap (SOFTCAP): dq / dk / dv against the float64 oracle, every output allocated NaN, the kernel with and
+    without its dQ serving (a spy proves which); inputs scaled up so that many scores reach tanh's flat part."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+    from flash_attention_amd.launch import tiles_bwd
+    from flash_attention_amd.launch.tiles import Row, Tile
+
+    rows = [Row(128, Tile(64, 128, 4, 2, use_tma=True)), Row(64, Tile(64, 128, 4, 2))]
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [] if with_dq else rows)
+    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", rows if with_dq else [])
+    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: (0, 0), 128: (0, 0)})  # every window (a speed rule)
+    core.clear_plans()
+    _poison(monkeypatch)
+    seen = _dq_spy(monkeypatch)
+    window = (left, 0) if left >= 0 else (-1, -1)
+    q, k, v = (t * 3 for t in qkv(b, sq, sk, h, hk, d=d))
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    dout = torch.randn_like(q)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    assert seen == [with_dq]
+    _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window, softcap)
 
 
 @pytest.mark.gpu

@@ -1,6 +1,6 @@
 """The Hopper backward kernel in Gluon (Triton 3.6's explicit-layout dialect): dK / dV, and with DQ dQ too; a
 narrow fast path of ``bwd.py``'s ``bwd_dkdv`` (and ``bwd_dq``), for dense calls, causal or not, without options
-but a left window bound on causal calls (sliding-window attention).
+but a left window bound on causal calls (sliding-window attention) and softcap.
 
 What Triton's own language cannot say and this kernel does: the exponentials of query block i run while the
 tensor cores compute dP^T(i), and dS^T(i) while they compute dV(i). Per query block each consumer warp group
@@ -21,6 +21,10 @@ memory (dK's product reads it there), meet on an mbarrier, and each adds dS K[:,
 both consumers' 128 keys to the accumulator (a staging tile, then a TMA reduce-add; ``_ds_share``, ``_dq_issue``,
 ``_dq_reduce``): 5 products a block pair instead of the 7 of this kernel and the dQ kernel. Key rows past seqlen_k
 are then masked too (they would reach dQ).
+
+SOFTCAP: the scores are softcap * tanh(qk * sm_scale / softcap) (``tanh.approx.f32``, as every NVIDIA forward takes
+them: launch/fwd.py ``fast_tanh``), and dS^T takes the tanh's derivative, 1 - tanh^2; P^T is made first (it feeds
+dV) and then multiplied by that factor, so the tanh is not kept past the dV product.
 
 Shapes: Q / dO [b, sq, h, d], K / V / dK / dV [b, sk, hk, d]; LSE / Delta [b, h, sq] fp32 (natural-log LSE).
 ROWS_TMA: the producer brings each query block's LSE / delta (1-D descriptors over their flat views) into ring
@@ -45,6 +49,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_init,
     warpgroup_mma_wait,
 )
+
+from .fwd_gluon import _tanh
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 ROWS: gl.constexpr = gl.constexpr(64)  # key rows of one consumer warp group (wgmma's M)
@@ -110,17 +116,18 @@ def _fill(bar, desc, coord, ring, slot, rows_src, g, col, WHICH: gl.constexpr, R
 @gluon.jit
 def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
           st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-          WG: gl.constexpr, ROWS_TMA: gl.constexpr):
+          WG: gl.constexpr, ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
     dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
     memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
     the accumulators [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key
-    positions; scores = (qk_scale (log2 units), limit, limit - window_left, seqlen_q, seqlen_k). MASK: this block
+    positions; scores = (qk_scale (log2 units), limit, limit - window_left, seqlen_q, seqlen_k, sm_scale / softcap,
+    softcap * log2(e)) (the last two: SOFTCAP's). MASK: this block
     needs the mask. dq / dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left
     in flight past the step made ptxas serialise every wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
-    qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
+    qk_scale, limit, limit_left, seqlen_q, seqlen_k, tanh_scale, cap_log2 = scores
     dv, dk = state
     STAGES: gl.constexpr = q_smem.shape[0]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -144,7 +151,11 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
         lse_s = lse_ptr.index(slot).load(col_layout)  # [BLOCK_M]
     else:
         lse_s = gl.convert_layout(lse_c, col_layout)
-    p = gl.exp2(s * qk_scale - (lse_s * LOG2E)[None, :])  # P^T
+    if SOFTCAP:
+        th = _tanh(s * tanh_scale)  # [ROWS, BLOCK_M]
+        p = gl.exp2(th * cap_log2 - (lse_s * LOG2E)[None, :])  # P^T
+    else:
+        p = gl.exp2(s * qk_scale - (lse_s * LOG2E)[None, :])  # P^T
     if MASK:
         cols = start_m + gl.arange(0, BLOCK_M, layout=col_layout)  # [BLOCK_M] query positions
         ok = (cols < seqlen_q)[None, :]
@@ -156,6 +167,8 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
             ok = ok & (rows < seqlen_k)[:, None]
         p = gl.where(ok, p, 0.0)
     dv_tok = warpgroup_mma(gl.convert_layout(p.to(dtype), a_layout), do_smem.index(slot), dv, is_async=True)
+    if SOFTCAP:  # P^T times the tanh's derivative: dS^T's factor (p no longer feeds a product)
+        p = p * (1.0 - th * th)
     dp = warpgroup_mma_wait(num_outstanding=1, deps=[dp_tok])  # [ROWS, BLOCK_M] dP^T; dV in flight
     if ROWS_TMA:
         delta_s = delta_ptr.index(slot).load(col_layout)  # [BLOCK_M]
@@ -236,7 +249,7 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
               dq, dq_col, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
-              ROWS_TMA: gl.constexpr):
+              ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M,
@@ -246,7 +259,7 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
     head's first column in the dQ accumulator."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
-    qk_scale, limit, limit_left, seqlen_q, seqlen_k = scores
+    qk_scale, limit, limit_left, seqlen_q, seqlen_k, tanh_scale, cap_log2 = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -283,13 +296,13 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA)
+                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
@@ -304,15 +317,16 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
-                          STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr):
+                          softcap, STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr,
+                          SOFTCAP: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
     consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
     (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
     (nheads, group, seqlen_q, seqlen_k, diag_offset, window_left) (window_left: WINDOW's, else unused); sm_scale
-    fp32."""
+    fp32; softcap = (sm_scale / softcap, softcap * log2(e)) fp32 (SOFTCAP's; else unused)."""
     l_str, g_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
@@ -361,7 +375,7 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         rows_src = gl.constexpr(0)
     g_off = b64 * g_str[0] + off_hk * g_str[2]
     out = (DK + g_off, DV + g_off, g_str[1], sm_scale)
-    scores = (sm_scale * LOG2E, limit, limit - window_left, seqlen_q, seqlen_k)
+    scores = (sm_scale * LOG2E, limit, limit - window_left, seqlen_q, seqlen_k, softcap[0], softcap[1])
     origin = (off_b * seqlen_q, off_b * seqlen_k, h0 * h_str[0], off_hk * h_str[1], off_hk * h_str[2],
               h0 * h_str[3], h_str[0], h_str[3])
     dq0 = gl.constexpr(0)  # (warp_specialize takes no None)
@@ -383,10 +397,10 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
                      n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 0,
-                     ROWS_TMA)),
+                     ROWS_TMA, SOFTCAP)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
                      n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 1,
-                     ROWS_TMA)),
+                     ROWS_TMA, SOFTCAP)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
                      n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -64,6 +64,15 @@ ROWS_TMA_ALIGN = 4
 # run34/h200_bwd_window_256_512.md, h200_bwd_d128_rows_window.md): MHA 256 / 512 / 1024 0.86 / 0.98 / 1.09-1.13x,
 # GQA 32/8 256 / 512 / 1024 1.04 / 1.18 / 1.25x.
 WINDOW_MIN = {128: (1024, 512)}
+# Softcap calls (Gemma 2, Grok): the kernel's SOFTCAP (the scores through tanh.approx.f32, as every NVIDIA forward
+# takes them; dS^T times 1 - tanh^2), on the same rows as the calls without it, instead of the Triton kernels' softcap
+# tier (BWD_SOFTCAP). H100, causal, softcap 30, the backward against the session's start, trees taking turns, two
+# rounds (benchmarks/softcap_ab.py, benchmarks/results/run39/h100_e_softcap_ab.md, h100_f_softcap_ab.md): d=128
+# 1.18-1.21x at 4k, 1.14-1.36x at 16k; d=64 1.13-1.14x / 1.24-1.30x; GQA 32/8 at d=128 1.22-1.23x / 1.21-1.39x. Its
+# causal builds keep more scalars in local memory than the plain ones (ptxas, docs/HARDWARE.md); measured with them.
+# Not run on an H200. A module attribute for that A/B, not a setting.
+SOFTCAP = True
+_LOG2E = 1.4426950408889634
 
 
 def dkdv_gluon_row(arch: str | None, headdim: int, causal: bool, gqa: bool) -> Row | None:
@@ -158,8 +167,10 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         return f"dtype {q.dtype}"
     if params.alibi_slopes is not None or params.attn_bias is not None or params.sinks is not None \
-            or params.dropout_p > 0 or params.softcap > 0 or params.q_descale is not None:
-        return "ALiBi, bias, sinks, softcap, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+            or params.dropout_p > 0 or params.q_descale is not None:
+        return "ALiBi, bias, sinks, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    if params.softcap > 0 and not SOFTCAP:
+        return "softcap (turned off: launch/bwd_gluon.py SOFTCAP)"
     if params.has_window:
         reason = window_reason(d, q.shape[-2] // k.shape[-2], params.window_left, causal)
         if reason is not None:
@@ -250,9 +261,10 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan.do_key = _view_key(q)
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
-    plan.tail = (strides, sizes, float(params.softmax_scale))
+    scale, cap = float(params.softmax_scale), float(params.softcap)
+    plan.tail = (strides, sizes, scale, (scale / cap if cap > 0 else 0.0, cap * _LOG2E))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=cap > 0)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -300,18 +312,20 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
         sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 6,
-                   sm_scale="fp32")
+                   sm_scale="fp32", softcap=("fp32", "fp32"))
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
         # causal rows with a left window bound too (WINDOW)
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
-        for (causal, window), rows_tma in itertools.product(masks, ways):
+        caps = (False, True) if SOFTCAP else (False,)  # and each with softcap (SOFTCAP)
+        for (causal, window), rows_tma, softcap in itertools.product(masks, ways, caps):
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma)
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap)
             if not dq:
                 consts["dq_desc"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' window' if window else ''}"
+                     f"{' softcap' if softcap else ''}"
                      f"{' gqa' if row.gqa else ''} gluon dK/dV"
                      f"{' + dQ' if dq else ''} {BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
                      f"{' rows-tma' if rows_tma else ''}")
