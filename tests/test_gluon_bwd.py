@@ -495,26 +495,7 @@ _WINDOWS = [
 def test_window_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, left, causal):
     """Sliding windows (a left bound on causal calls, WINDOW): dq / dk / dv against the float64 oracle, every output
     allocated NaN, the kernel with and without its dQ serving (a spy proves which)."""
-    import flash_attention_amd as fa
-    from flash_attention_amd import core
-    from flash_attention_amd.launch import tiles_bwd
-    from flash_attention_amd.launch.tiles import Row, Tile
-
-    rows = [Row(128, Tile(64, 128, 4, 2, use_tma=True)), Row(64, Tile(64, 128, 4, 2))]
-    monkeypatch.setitem(tiles_bwd.BWD_GLUON, "sm90", [] if with_dq else rows)
-    monkeypatch.setitem(tiles_bwd.BWD_GLUON_DQ, "sm90", rows if with_dq else [])
-    monkeypatch.setattr(bwd_gluon, "WINDOW_MIN", {64: (0, 0), 128: (0, 0)})  # every window (a speed rule)
-    core.clear_plans()
-    _poison(monkeypatch)
-    seen = _dq_spy(monkeypatch)
-    window = (left, 0)
-    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
-    dout = torch.randn_like(q)
-    with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window)
-    grads = torch.autograd.grad(out, (q, k, v), dout)
-    assert seen == [with_dq]
-    _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window)
+    _option_gradients(monkeypatch, with_dq, qkv(b, sq, sk, h, hk, d=d), causal, (left, 0))
 
 
 _SOFTCAPS = [
@@ -531,8 +512,15 @@ _SOFTCAPS = [
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,causal,left,softcap", _SOFTCAPS)
 @pytest.mark.parametrize("with_dq", [True, False], ids=["dq", "dkdv"])
 def test_softcap_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, causal, left, softcap):
-    """Softcap (SOFTCAP): dq / dk / dv against the float64 oracle, every output allocated NaN, the kernel with and
-    without its dQ serving (a spy proves which); inputs scaled up so that many scores reach tanh's flat part."""
+    """Softcap (SOFTCAP): as the windows' test, inputs scaled up so that many scores reach tanh's flat part."""
+    inputs = tuple(t * 3 for t in qkv(b, sq, sk, h, hk, d=d))
+    _option_gradients(monkeypatch, with_dq, inputs, causal, (left, 0) if left >= 0 else (-1, -1), softcap)
+
+
+def _option_gradients(monkeypatch, with_dq, inputs, causal, window, softcap=0.0):
+    """The public call with a window and / or softcap through the kernel (rows for d=64 and d=128 at any length, with
+    or without its dQ, every window served), every output allocated NaN, a spy proving which kernel served; its
+    gradients against the float64 oracle's and the other kernels'."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
     from flash_attention_amd.launch import tiles_bwd
@@ -545,9 +533,7 @@ def test_softcap_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, h
     core.clear_plans()
     _poison(monkeypatch)
     seen = _dq_spy(monkeypatch)
-    window = (left, 0) if left >= 0 else (-1, -1)
-    q, k, v = (t * 3 for t in qkv(b, sq, sk, h, hk, d=d))
-    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    q, k, v = (t.requires_grad_() for t in inputs)
     dout = torch.randn_like(q)
     with fa.use_backend("triton"):
         out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap)
