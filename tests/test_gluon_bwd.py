@@ -192,6 +192,22 @@ def test_explain_names_the_window_rule():
     assert not any("WINDOW" in x for x in backward_lines(32, -1))  # a causal call without a window
 
 
+def test_explain_names_softcap(monkeypatch):
+    """explain() says that a softcap call's backward takes the Gluon kernel (SOFTCAP), and not when it is off."""
+    from flash_attention_amd.backends import registry
+    from flash_attention_amd.params import Problem
+
+    problem = Problem(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=4, seqlen_q=4096, seqlen_k=4096,
+                      nheads=32, nheads_k=32, headdim=128, headdim_v=128, needs_grad=True, arch="sm90", softcap=30.0)
+
+    def gluon_lines():
+        return [x for x in registry()["triton"].describe_plan(problem) if "Gluon backward kernel" in x]
+
+    assert any("instead" in x and "softcap (SOFTCAP)" in x for x in gluon_lines())
+    monkeypatch.setattr(bwd_gluon, "SOFTCAP", False)
+    assert gluon_lines() == []
+
+
 def test_explain_names_the_d64_tile():
     """explain() names the tile the kernel with dQ takes at d=64 causal: 128 query rows a step, or where seqlen_q is
     not a multiple of 4, the 64-row row after it (pick_dq_row, as the launcher); below 4096 keys none."""
