@@ -534,12 +534,16 @@ _BWD_GLUON_128 = ("H100 (run26/h100_gluon_bwd_ab.md, _tiles.md): d=128 causal 1.
 # (run32/h100_rows_tma_2_*.md, _3_*.md: 1.02-1.13x); the dK/dV-only row at 2k causal 1.01x in call A's first A/B (with
 # a second switch since removed, run32/h100_rows_tma_1_d128_gpu0.md), 120 -> 32 B of local memory
 _ROWS_TMA_128 = "; LSE / delta through TMA: run32 (d=128 with dQ 1.02-1.13x, this row at 2k 1.01x)"
+# Softcap calls take these rows and BWD_GLUON_DQ's too (launch/bwd_gluon.py SOFTCAP, session 42): H100, the whole
+# backward 1.13-1.39x the softcap tier (run39/h100_e_softcap_ab.md, h100_f_softcap_ab.md). Their builds keep more in
+# local memory (run39/check_sm90_bwd_gluon_softcap.txt), measured with it.
+_SOFTCAP_SPILLS = "; softcap builds (SOFTCAP) {}, measured 1.13-1.39x the softcap tier (run39)"
 BWD_GLUON: dict[str, list[Row]] = {
     "sm90": [
         Row(128, Tile(64, 128, 4, 2, use_tma=True, reason=_BWD_GLUON_128 + _ROWS_TMA_128,
                       spills_ok=_BWD_GLUON_128 + "; ptxas spills 120 B of scalars (3-11 local accesses a step in "
                                                  "the second consumer's loops), 32 B with the LSE / delta through "
-                                                 "TMA (run32)"),
+                                                 "TMA (run32)" + _SOFTCAP_SPILLS.format("120-336 B")),
             causal=True, min_seqlen_k=2048),
     ],
 }
@@ -578,11 +582,11 @@ BWD_GLUON_DQ: dict[str, list[Row]] = {
                       reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too" + _ROWS_TMA_128,
                       spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; 216-272 B of local memory, scalars (a few "
                                            "local accesses a step), 72-120 B with the LSE / delta through TMA "
-                                           "(run32)"),
+                                           "(run32)" + _SOFTCAP_SPILLS.format("80-424 B")),
             min_seqlen_k=4096),
         Row(64, Tile(128, 128, 4, 2, use_tma=True, reason=_D64_M128, spills_ok=_D64_M128 + "; ptxas keeps 304 B of "
                      "scalars in local memory (144 B at 240 registers: no faster), the causal build 328 B (run34), "
-                     "measured with it"),
+                     "measured with it" + _SOFTCAP_SPILLS.format("176-552 B")),
             min_seqlen_k=4096),
         Row(64, Tile(64, 128, 4, 2, reason=_DQ_H100 + "d=64 causal 1.02x at 4k, 1.06-1.13x at 16k; since session 37 "
                      "the causal calls whose seqlen_q the 128-row tile above cannot take"),
