@@ -49,7 +49,7 @@ def _applies(mode: str, opt) -> bool:
     def part(p: str) -> bool:
         if p[:1] == "a" and p[1:].isdigit():
             return "alibi" in (opt or "")
-        if p in ("s1", "pf", "ns"):
+        if p in ("s1", "pf"):
             return "softcap" in (opt or "")
         return True
     return any(part(p) for p in mode.split("+"))
@@ -59,8 +59,7 @@ def _set(mode) -> None:
     """mode: True / False (Gluon on / off), a MODES key, or on with changes joined by "+": "asc" (query blocks in
     ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
     calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed), "s1"
-    (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too), "ns"
-    (fixed-max softcap calls take every exponential on the special-function unit: no SPLIT) or
+    (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too) or
     "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     parts = mode.split("+") if isinstance(mode, str) else []
@@ -71,7 +70,6 @@ def _set(mode) -> None:
     fwd_gluon.ALIBI_ONE_SIDED = "a1" not in parts
     fwd_gluon.SOFTCAP_FIXED_MAX = "s1" not in parts
     fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
-    fwd_gluon.EXP_SPLIT = "ns" not in parts
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
     core.clear_plans()  # the choice is made when a call signature is planned
 

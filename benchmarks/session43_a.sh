@@ -1,4 +1,5 @@
 #!/bin/bash
+# Ran at f791c2d ("ns" is that tree's bench_gluon_ab.py mode; the split was reverted after this call).
 # Session 43, call A (one H100): the Gluon forward's fixed-max softcap with half of P's exponentials on the FMA units
 # (kernels/fwd_gluon.py SPLIT). The Gluon forward's GPU tests (with the split's own probe), then the options grid
 # with the rows' limits lifted: Gluon on (split), off (the Triton kernels) and "ns" (Gluon without the split), same

@@ -69,8 +69,8 @@ def test_serves_windows_softcap_alibi():
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False) is None
     q, k, v = qkv(2, 2040, 2040, 4, 2, torch.bfloat16, device="cpu")
     assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
-    assert fwd_gluon.flags_of(params(window_left=8, causal=True))[:4] == (True, True, False, False)
-    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes))[:4] == (False, False, True, 1)
+    assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
+    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1)
 
 
 @pytest.mark.parametrize("change,why", [
@@ -214,11 +214,11 @@ def test_alibi_flag(monkeypatch):
     diagonal (causal, or a right window bound of 0), without a left bound, up to d=128 (the other builds spill); else
     1 (|i + limit - j| per score)."""
     slopes = torch.rand(4)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True))[:4] == (False, True, False, 2)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0))[:4] == (False, True, False, 2)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0))[:4] == (True, True, False, 1)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1))[:4] == (True, True, False, 1)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes))[:4] == (False, False, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 2)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 2)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes)) == (False, False, False, 1)
     assert fwd_gluon.flags_of(params(causal=True))[3] == 0
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 128)[3] == 2
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 1  # its one-sided builds spill
@@ -228,15 +228,11 @@ def test_alibi_flag(monkeypatch):
 
 def test_softcap_flag(monkeypatch):
     """SOFTCAP 2 (the fixed max) for bf16 softcap calls within SOFTCAP_MAX_LOG2 and without ALiBi; else 1."""
-    assert fwd_gluon.flags_of(params(softcap=30.0, causal=True)) == (False, True, 2, 0, True)
+    assert fwd_gluon.flags_of(params(softcap=30.0, causal=True)) == (False, True, 2, 0)
     assert fwd_gluon.flags_of(params(softcap=53.0))[2] == 2 and fwd_gluon.flags_of(params(softcap=54.0))[2] == 1
     assert fwd_gluon.flags_of(params(softcap=30.0), 128, torch.float16)[2] == 1  # P's range: bf16 / fp32 only
     assert fwd_gluon.flags_of(params(softcap=30.0, alibi_slopes=torch.rand(4)))[2] == 1  # ALiBi moves the bound
     assert fwd_gluon.flags_of(params())[2] == 0
-    assert fwd_gluon.flags_of(params(causal=True))[4] is False  # SPLIT: SOFTCAP 2 only
-    assert fwd_gluon.flags_of(params(softcap=54.0))[4] is False
-    monkeypatch.setattr(fwd_gluon, "EXP_SPLIT", False)
-    assert fwd_gluon.flags_of(params(softcap=30.0))[4] is False
     monkeypatch.setattr(fwd_gluon, "SOFTCAP_FIXED_MAX", False)
     assert fwd_gluon.flags_of(params(softcap=30.0))[2] == 1
 
@@ -461,35 +457,6 @@ def test_packed_strides_scale_and_large_scores(any_length):
     ro, rl = attention_ref(q.double(), k.double(), v.double(), softmax_scale=0.3, causal=True)
     assert_matches(out, ro, attention_ref(q, k, v, softmax_scale=0.3, causal=True)[0])
     assert rel_err(lse, rl) < 1e-3
-
-
-@pytest.mark.gpu
-@GPU
-def test_exp2_split_matches_float64():
-    """``_exp2_split`` (half of the fixed-max softcap's exponentials on the FMA units) over the range it is used on
-    and past it: both halves of each pair within 4e-6 of float64's 2^x (the polynomial's bound is 2.7e-6), and a NaN
-    stays NaN in either half."""
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-
-    from flash_attention_amd.kernels.fwd_gluon import _exp2_split
-
-    @gluon.jit
-    def probe(X, Y, N: gl.constexpr):
-        layout: gl.constexpr = gl.BlockedLayout([2], [32], [4], [0])
-        offs = gl.arange(0, N, layout=layout)
-        gl.store(Y + offs, _exp2_split(gl.load(X + offs)))  # [N]
-
-    n = 1 << 16
-    x = torch.linspace(-126.0, 127.0, n, dtype=torch.float64, device=DEVICE).float()
-    x = x[torch.randperm(n, device=DEVICE)]  # every value lands in either half of some pair
-    x[7], x[8] = math.nan, math.nan
-    y = torch.full_like(x, -1.0)
-    probe[(1,)](x, y, n, num_warps=4)
-    ref = torch.exp2(x.double())
-    finite = ~x.isnan()
-    assert ((y.double()[finite] / ref[finite] - 1).abs().max() < 4e-6)
-    assert y[7].isnan() and y[8].isnan()
 
 
 @pytest.mark.gpu

@@ -50,35 +50,6 @@ def _tanh(x):
                                      pack=1)
 
 
-# 2^x of a pair of scores: the first by ex2.approx (the special-function unit), the second on the FMA units: x = j + f
-# with j = round(x) (r = x + 1.5 * 2^23 + 127 holds j + 127 in its low bits, so r << 23 is 2^j's bits), 2^f on
-# [-1/2, 1/2] by a degree-4 polynomial (2.7e-6 relative at most, fp32 Horner), times 2^j (a NaN stays NaN). Softcap's
-# tanh takes a second special-function instruction a score, which makes that unit the softmax's bottleneck; this
-# moves a quarter of its work to the FMA units (FA4 splits its exponentials the same way). Needs -126 <= x <= 127:
-# the fixed max's scores lie in [-90, 64].
-_EXP2_SPLIT: gl.constexpr = gl.constexpr("""{
-.reg .f32 r, j, f, p;
-.reg .b32 e;
-ex2.approx.ftz.f32 $0, $2;
-add.rn.f32 r, $3, 0f4B40007F;
-sub.rn.f32 j, r, 0f4B40007F;
-sub.rn.f32 f, $3, j;
-fma.rn.f32 p, f, 0f3C1CCBE9, 0f3D650A20;
-fma.rn.f32 p, p, f, 0f3E76036D;
-fma.rn.f32 p, p, f, 0f3F31706E;
-fma.rn.f32 p, p, f, 0f3F7FFFF4;
-shl.b32 e, r, 23;
-mul.rn.f32 $1, p, e;
-}""")
-
-
-@gluon.jit
-def _exp2_split(x):
-    """2^x of x [ROWS, BLOCK_N] fp32 (-126 <= x <= 127): one of each pair of elements a thread holds on the FMA units
-    (``_EXP2_SPLIT``)."""
-    return gl.inline_asm_elementwise(_EXP2_SPLIT, "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True, pack=2)
-
-
 @gluon.jit
 def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
     """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
@@ -98,22 +69,16 @@ def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
 def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
-    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI, SPLIT); MASK: this block needs the visibility mask;
-    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``); SPLIT (SOFTCAP 2):
-    half of P's exponentials of the whole blocks on the FMA units (``_exp2_split``)."""
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
+    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
-    SPLIT: gl.constexpr = FLAGS[4]
     if SOFTCAP == 2:  # |s| <= c = softcap * log2(e): against the fixed max state_m (no max, nothing to rescale)
         s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
         if MASK:
             s = _masked(s, rows, cols, scores, FLAGS)
-        x = s - gl.maximum(softcap * LOG2E - 64.0, 0.0)  # the fixed max (a scalar: ``_consumer_tile``)
-        if SPLIT and not MASK:  # x in [-90, 64] in whole blocks (masked ones hold -inf)
-            p = _exp2_split(x)
-        else:
-            p = gl.exp2(x)
+        p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
         return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
         if SOFTCAP:
@@ -439,7 +404,7 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
     (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left,
     window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT,
-    SOFTCAP, ALIBI, SPLIT); ORDER: the tiles' order, 0 or 1 (``_work``)."""
+    SOFTCAP, ALIBI); ORDER: the tiles' order, 0 or 1 (``_work``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     off_bh = gl.program_id(1)
