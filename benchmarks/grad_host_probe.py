@@ -1,0 +1,81 @@
+"""Host µs of one forward with and without grads, and of forward + backward, ours (triton forced) against raw SDPA,
+MHA and GQA (issue 10: training issues forwards with grads; host_overhead.py times forwards without grads and the
+pair). The GPU is held busy by a ``torch.cuda._sleep`` queued first, so each loop of --calls calls measures the host
+alone; paths take turns loop by loop; median (min) µs a call over --loops loops.
+
+    PYTHONPATH=src python benchmarks/grad_host_probe.py [--calls 40] [--loops 9]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import flash_attention_amd as fa
+
+SHAPES = ((4, 4096, 32, 32, 128, True), (4, 4096, 32, 8, 128, True), (32, 128, 12, 12, 64, False))
+
+
+def _paths(b, s, h, hk, d, causal) -> dict:
+    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    do = torch.randn_like(q)
+    qt, kt, vt = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
+    dot = do.transpose(1, 2).contiguous()
+    gqa = h != hk
+
+    def ours():
+        with fa.use_backend("triton"):
+            return fa.flash_attn_func(q, k, v, causal=causal)
+
+    def raw():
+        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+
+    def nograd(fn):
+        def call():
+            with torch.no_grad():
+                fn()
+        return call
+
+    return {"ours fwd no grad": nograd(ours), "ours fwd grad": ours,
+            "ours fwd+bwd": lambda: torch.autograd.grad(ours(), (q, k, v), do),
+            "sdpa fwd no grad": nograd(raw), "sdpa fwd grad": raw,
+            "sdpa fwd+bwd": lambda: torch.autograd.grad(raw(), (qt, kt, vt), dot)}
+
+
+def _loop(fn, calls: int) -> float:
+    torch.cuda._sleep(int(1e8))  # the GPU busy while the host issues the loop (about 50 ms)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return t
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--loops", type=int, default=9)
+    a = ap.parse_args(argv)
+    print(f"# {torch.cuda.get_device_name()}: host µs a call, median (min) of {a.loops} loops of {a.calls}")
+    for b, s, h, hk, d, causal in SHAPES:
+        paths = _paths(b, s, h, hk, d, causal)
+        for fn in paths.values():
+            fn()
+        torch.cuda.synchronize()
+        res = {name: [] for name in paths}
+        for i in range(a.loops):
+            names = list(paths)
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                res[name].append(_loop(paths[name], a.calls))
+        print(f"\n## b={b} s={s} h={h}/{hk} d={d} causal={causal}\n\n| path | µs |\n|---|---|")
+        for name, ts in res.items():
+            print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
