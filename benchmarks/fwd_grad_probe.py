@@ -6,10 +6,10 @@ that a no-grad one does not (issue 13: benchmarks/gqa_split_probe.py timed MHA's
 """
 from __future__ import annotations
 
-import argparse
 import collections
 
 import torch
+from gqa_split_probe import shape_parser  # run from benchmarks/ or as benchmarks/fwd_grad_probe.py
 from torch.profiler import ProfilerActivity, profile
 
 import flash_attention_amd as fa
@@ -34,13 +34,7 @@ def _kernels(fn) -> list[tuple[str, int, float]]:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--b", type=int, default=4)
-    ap.add_argument("--s", type=int, default=4096)
-    ap.add_argument("--h", type=int, default=32)
-    ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--no-causal", dest="causal", action="store_false")
-    a = ap.parse_args(argv)
+    a = shape_parser(__doc__.splitlines()[0]).parse_args(argv)
     print(f"# {torch.cuda.get_device_name()}: bf16 b={a.b} s={a.s} h={a.h} d={a.d} causal={a.causal}, triton forced")
     for g in (1, 4):
         q = torch.randn(a.b, a.s, a.h, a.d, device="cuda", dtype=torch.bfloat16, requires_grad=True)

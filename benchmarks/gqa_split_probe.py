@@ -30,14 +30,20 @@ def _times(fn, ins, dout) -> tuple[float, float, float, float]:
             _ms(lambda: torch.autograd.grad(fn(*ins), ins, dout)))
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def shape_parser(description: str) -> argparse.ArgumentParser:
+    """The call shape's arguments (also fwd_grad_probe.py's): --b --s --h --d, --no-causal."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--b", type=int, default=4)
     ap.add_argument("--s", type=int, default=4096)
     ap.add_argument("--h", type=int, default=32)
     ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--groups", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--no-causal", dest="causal", action="store_false")
+    return ap
+
+
+def main(argv=None) -> None:
+    ap = shape_parser(__doc__.splitlines()[0])
+    ap.add_argument("--groups", type=int, nargs="+", default=[1, 4])
     a = ap.parse_args(argv)
     flop = 4 * a.b * a.h * a.d * a.s * a.s * (0.5 if a.causal else 1.0)
     print(f"# {torch.cuda.get_device_name()}: bf16 b={a.b} s={a.s} h={a.h} d={a.d} causal={a.causal}; ms (TFLOP/s: "
