@@ -1,0 +1,126 @@
+"""Where the host time of a training call goes (issue 10): ours (triton forced) against raw SDPA, split into the
+pieces a forward + backward is made of, GPU held busy. Median (min) µs a call over --loops loops of --calls calls,
+paths taking turns; then a cProfile of ours' forward + backward (top functions by own time).
+
+Pieces: ``autograd identity`` is a Python ``autograd.Function`` that returns its input (the floor of any Python
+node, forward + backward); ``bwd launcher alone`` calls the backend's backward on saved tensors under no_grad (no
+autograd); ``empty x5`` is five ``torch.empty`` of the backward's sizes.
+
+    PYTHONPATH=src python benchmarks/bwd_host_profile.py [--calls 40] [--loops 9] [--profile 200]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import flash_attention_amd as fa
+from flash_attention_amd import core
+
+SHAPES = ((32, 128, 12, 12, 64, False), (4, 4096, 32, 32, 128, True))
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _paths(b, s, h, hk, d, causal) -> dict:
+    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    do = torch.randn_like(q)
+    qt, kt, vt = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
+    dot = do.transpose(1, 2).contiguous()
+    gqa = h != hk
+
+    def ours():
+        with fa.use_backend("triton"):
+            return fa.flash_attn_func(q, k, v, causal=causal)
+
+    ours()
+    plan = next(p for p in core._PLANS.values() if p.kernel and p.problem.needs_grad
+                and p.problem.seqlen_q == s and p.problem.headdim == d)
+    with torch.no_grad():
+        out_nog, lse = plan.backend.forward(q.detach(), k.detach(), v.detach(), plan.params, plan.slot)
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+
+    def bwd_alone():
+        with torch.no_grad():
+            plan.backend.backward(do, qd, kd, vd, out_nog, lse, plan.params, None, plan.slot)
+
+    def empties():
+        for t in (q, k, v, lse, q):
+            torch.empty(t.shape, dtype=t.dtype, device=t.device)
+
+    x = torch.randn(8, device="cuda", requires_grad=True)
+    gx = torch.ones(8, device="cuda")
+
+    def raw():
+        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+
+    return {"ours fwd+bwd": lambda: torch.autograd.grad(ours(), (q, k, v), do),
+            "ours fwd (grad)": ours,
+            "bwd launcher alone": bwd_alone,
+            "empty x5": empties,
+            "autograd identity": lambda: torch.autograd.grad(_Identity.apply(x), (x,), gx),
+            "sdpa fwd+bwd": lambda: torch.autograd.grad(raw(), (qt, kt, vt), dot),
+            "sdpa fwd (grad)": raw}
+
+
+def _loop(fn, calls: int) -> float:
+    torch.cuda._sleep(int(2e8))  # the GPU busy while the host issues the loop
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return t
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--loops", type=int, default=9)
+    ap.add_argument("--profile", type=int, default=100, help="fwd+bwd calls under cProfile (0: none)")
+    a = ap.parse_args(argv)
+    print(f"# {torch.cuda.get_device_name()}: host µs a call, median (min) of {a.loops} loops of {a.calls}")
+    for b, s, h, hk, d, causal in SHAPES:
+        paths = _paths(b, s, h, hk, d, causal)
+        for fn in paths.values():
+            fn()
+        torch.cuda.synchronize()
+        res = {name: [] for name in paths}
+        for i in range(a.loops):
+            names = list(paths)
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                res[name].append(_loop(paths[name], a.calls))
+        print(f"\n## b={b} s={s} h={h}/{hk} d={d} causal={causal}\n\n| path | µs |\n|---|---|")
+        for name, ts in res.items():
+            print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |", flush=True)
+        if a.profile:
+            fn = paths["ours fwd+bwd"]
+            prof = cProfile.Profile()
+            torch.cuda._sleep(int(2e9))
+            prof.enable()
+            for _ in range(a.profile):
+                fn()
+            prof.disable()
+            torch.cuda.synchronize()
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(40)
+            print(f"\n```\ncProfile of {a.profile} ours fwd+bwd calls, by own time\n" + buf.getvalue() + "```")
+
+
+if __name__ == "__main__":
+    main()
