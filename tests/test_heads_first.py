@@ -140,3 +140,109 @@ def test_bad_input_is_named(bad):
     args[bad] = [1.0, 2.0]
     with pytest.raises((TypeError, ValueError), match=bad):
         core.attention_heads_first(args["q"], k, v, sinks=args["sinks"])
+
+
+@pytest.mark.parametrize("causal,scale", [(True, None), (False, 0.3)])
+def test_sdpa_takes_heads_first_tensors_as_they_are(causal, scale):
+    """From a plan's second call on, an SDPA-served call (the CPU flash op here) passes q, k, v to the op as they are:
+    no transposes in (the op's node leads to the inputs' accumulators), one out; each call's values and gradients
+    against the float64 oracle, on fresh inputs every call."""
+    core.clear_plans()
+    with fa.use_backend("sdpa"):
+        for i in range(3):
+            q, k, v = _heads_first(2, 21, 21, 4, 2, 16)
+            q, k, v = (t.detach().add(i).requires_grad_() for t in (q, k, v))  # fresh values, the same signature
+            dout = torch.randn(2, 21, 4, 16)
+            out = core.attention_heads_first(q, k, v, 0.0, scale, causal)
+            grads = torch.autograd.grad(out, (q, k, v), dout)
+            ref, ref_grads = _reference(q, k, v, dout, causal=causal, softmax_scale=scale)
+            torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
+            for g, r in zip(grads, ref_grads):
+                torch.testing.assert_close(g.double(), r.transpose(1, 2), atol=2e-5, rtol=2e-5)
+            plans = [p for p in core._PLANS.values() if p.problem.seqlen_q == 21]
+            assert len(plans) == 1
+            if i == 0:
+                assert plans[0].heads is not None  # asked after the first call
+            op = out.grad_fn.next_functions[0][0]  # out = op(...)[0].transpose(1, 2)
+            names = [type(f).__name__ for f, _ in op.next_functions[:3]]
+            assert names == (["AccumulateGrad"] * 3 if i else ["TransposeBackward0"] * 3), names
+        assert callable(plans[0].heads)
+
+
+def test_sdpa_heads_first_keeps_nan_in_nan_out():
+    """The heads-first runner keeps the CPU op's NaN screen (CONTRACT.md): a NaN in one query row gives NaN in that
+    output row alone; the others match the oracle."""
+    core.clear_plans()
+    with fa.use_backend("sdpa"), torch.no_grad():
+        for _ in range(2):
+            q, k, v = (t.detach() for t in _heads_first(1, 9, 9, 2, 2, 8))
+            q[0, 1, 4, 3] = float("nan")
+            out = core.attention_heads_first(q, k, v)
+            assert torch.isnan(out[0, 4, 1]).all()
+            rest = torch.ones(9, 2, dtype=torch.bool)
+            rest[4, 1] = False
+            ref, _ = attention_ref(*(t.double().transpose(1, 2) for t in (q, k, v)))
+            assert not torch.isnan(out[0][rest]).any()
+            torch.testing.assert_close(out[0][rest].double(), ref[0][rest], atol=2e-5, rtol=2e-5)
+        assert callable(next(iter(core._PLANS.values())).heads)
+
+
+def test_kernel_backend_without_grad_takes_the_views():
+    """A kernel-style backend (torch) without gradients: the forward on the views, the values of attention()."""
+    q, k, v = _heads_first(2, 13, 17, 4, 2, 8)
+    with fa.use_backend("torch"), torch.no_grad():
+        out = core.attention_heads_first(q, k, v, 0.0, None, True)
+        ref = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
+    assert out.grad_fn is None
+    torch.testing.assert_close(out, ref, atol=0, rtol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_heads_first_on_a_gpu(grad, causal):
+    """SDPA's fused GPU op (cuDNN or flash) on heads-first tensors from a plan's second call: the output and gradients
+    of attention() on the transposed views, bitwise (the op reads the same memory), on fresh inputs every call."""
+    core.clear_plans()
+    with fa.use_backend("sdpa"):
+        for i in range(3):
+            torch.manual_seed(i)
+            q, k, v = (torch.randn(2, 8, 200, 64, device="cuda", dtype=torch.bfloat16).requires_grad_(grad)
+                       for _ in range(3))
+            out = core.attention_heads_first(q, k, v, 0.0, None, causal)
+            ref = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal)
+            assert torch.equal(out, ref)
+            if grad:
+                dout = torch.randn_like(out)
+                for g, r in zip(torch.autograd.grad(out, (q, k, v), dout), torch.autograd.grad(ref, (q, k, v), dout)):
+                    assert torch.equal(g, r)
+        plan = next(p for p in core._PLANS.values() if p.heads is not None)
+        assert callable(plan.heads), "an SDPA-served GPU plan takes heads-first tensors after its first call"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_gpu_direct_path_equals_the_first_call(grad, causal):
+    """flash_attn_func served by SDPA's fused GPU op: from a plan's second call on, its direct function (the op with
+    the options bound) gives the first call's output and gradients bitwise, and is within bf16 rounding of the float64
+    oracle."""
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.bfloat16).requires_grad_(grad)
+               for _ in range(3))
+    dout = torch.randn_like(q)
+    core.clear_plans()
+    results = []
+    with fa.use_backend("sdpa"):
+        for _ in range(3):
+            out = fa.flash_attn_func(q, k, v, causal=causal)
+            results.append((out, torch.autograd.grad(out, (q, k, v), dout) if grad else ()))
+    plans = [p for p in core._PLANS.values() if p.problem.headdim == 128]
+    assert len(plans) == 1 and callable(plans[0].direct)
+    for out, grads in results[1:]:
+        assert torch.equal(out, results[0][0])
+        assert all(torch.equal(a, b) for a, b in zip(grads, results[0][1]))
+    ref, _ = attention_ref(q.double(), k.double(), v.double(), causal=causal)
+    assert ((results[0][0].double() - ref).norm() / ref.norm()).item() < 1e-2

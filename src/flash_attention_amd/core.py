@@ -62,7 +62,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim", "fixed", "direct")
+                 "copy_last_dim", "fixed", "direct", "heads")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -84,6 +84,9 @@ class Plan:
         # a fixed plan of a run-style backend (sdpa, flash_attn, fa4) that returns out alone: after its first call,
         # the backend's direct(problem, params, slot), a function (q, k, v) -> out, or False where it has none
         self.direct = None if self.fixed and not self.kernel and not params.return_lse else False
+        # the same for q, k, v given heads first (attention_heads_first): the backend's heads_first(...), asked after
+        # the plan's first call through attention_heads_first
+        self.heads = self.direct
 
 
 class _AttentionFn(torch.autograd.Function):
@@ -412,30 +415,44 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                           softcap=0.0, attn_bias=None, sinks=None):
     """``attention`` of q [b, h, sq, d] over k, v [b, hk, sk, d] (heads first, as Hugging Face's attention modules
     hold them) -> out [b, sq, h, dv] (flash_attn's layout): the call, its plan and its result are those of
-    ``attention`` on the [b, s, h, d] views. An eager call that needs gradients for q, k, v only and that a
-    kernel-style backend serves takes the change of layout inside its autograd node (``_HeadsFirstFn``); any
-    other call goes through ``attention`` with the views."""
+    ``attention`` on the [b, s, h, d] views. The views are made without autograd and only for the plan's key and the
+    kernels, so the layout change costs no autograd node:
+
+    - a kernel-style backend takes the views; a call that needs gradients for q, k, v only records one node
+      (``_HeadsFirstFn``) whose backward returns the gradients heads first;
+    - a run-style backend that has served the plan once and can take heads-first tensors as they are (SDPA's fused
+      ops: ``Backend.heads_first``) gets q, k, v themselves (``Plan.heads``);
+    - any other call goes through ``attention`` with transposed q, k, v."""
     try:
-        needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-        lean = not needs_grad or not ((attn_bias is not None and attn_bias.requires_grad)
-                                      or (sinks is not None and sinks.requires_grad))
+        extra = (attn_bias is not None and attn_bias.requires_grad) or (sinks is not None and sinks.requires_grad)
+        needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad or extra)
+        views = None
+        if not ((needs_grad and extra) or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()):
+            with torch.no_grad():  # views the autograd graph does not record
+                views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     except AttributeError:  # not tensors: attention()'s validation names the argument
         return attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None,
                          None, None, None, False, attn_bias, sinks)
-    if not needs_grad or not lean or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+    if views is None:
         return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
                          window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
-    with torch.no_grad():  # views the autograd graph does not record (the node below takes q, k, v themselves)
-        views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None, None, False,
             attn_bias, sinks, None)
-    plan = _plan(*views, args, True)
-    if not (plan.kernel and plan.lean) or plan.copy_last_dim:
-        return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
-                         window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
-    params = plan.params if plan.fixed else _call_params(plan, views[0], views[1], None, None, None, None, attn_bias,
-                                                         sinks)
-    return _APPLY_HEADS(q, k, v, (plan, params, views))
+    plan = _plan(*views, args, needs_grad)
+    heads = plan.heads
+    if heads:
+        return heads(q, k, v)
+    if plan.kernel and not plan.copy_last_dim and (plan.lean or not needs_grad):
+        params = plan.params if plan.fixed else _call_params(plan, views[0], views[1], None, None, None, None,
+                                                             attn_bias, sinks)
+        if needs_grad:  # for q, k, v only: one node
+            return _APPLY_HEADS(q, k, v, (plan, params, views))
+        return plan.backend.forward(*views, params, plan.slot)[0]
+    out = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
+                    window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
+    if heads is None:  # the plan's first call here: attention() has prepared the backend (its slot)
+        plan.heads = plan.backend.heads_first(plan.problem, plan.params, plan.slot) or False
+    return out
 
 
 def attn_probs(q, k, params: AttnParams):

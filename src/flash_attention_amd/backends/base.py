@@ -22,7 +22,7 @@ class Backend:
     - ``supports(problem)``: None if it computes this call exactly, else the reason it declines.
     - ``run(q, k, v, params, slot)``: the whole autograd-capable call -> (out, lse or None).
     - ``direct(problem, params, slot)``: optionally, the same call as one function of (q, k, v) once ``run`` has
-      prepared it (host time of small calls).
+      prepared it (host time of small calls); ``heads_first(...)`` the same for q, k, v given heads first.
 
     ``slot`` is a dict owned by the call's plan (one per distinct call signature, see
     ``core.py``): a backend may keep there whatever it prepared from the call's metadata
@@ -47,6 +47,11 @@ class Backend:
         """A function ``(q, k, v) -> out`` serving the later calls of a plan that ``run`` has served once
         (its params fixed by the plan, no LSE returned), or None to keep ``run``: asked once per plan, after
         its first call, for the backend to hand over what it prepared in ``slot`` (``core.py``)."""
+        return None
+
+    def heads_first(self, problem: Problem, params: AttnParams, slot: dict):
+        """``direct`` for q [b, h, sq, d], k / v [b, hk, sk, d] (``core.attention_heads_first``'s layout) -> out
+        [b, sq, h, dv], or None: asked once per plan that ``direct`` is asked for, after its first call."""
         return None
 
     def supports_decode(self, problem: Problem) -> str | None:

@@ -106,9 +106,26 @@ class SdpaBackend(Backend):
         return out, None
 
     def direct(self, problem: Problem, params: AttnParams, slot: dict):
-        """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on."""
-        if slot.get("sdpa") is _cpu_flash and params.attn_bias is None and params.dropout_p == 0:
-            return _cpu_runner(params, problem.headdim)
+        """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on, one
+        a fused GPU op took ``_gpu_runner``'s: the op with the plan's options bound (no ``run`` / ``_out`` frames)."""
+        return self._runner(problem, params, slot, False)
+
+    def heads_first(self, problem: Problem, params: AttnParams, slot: dict):
+        """``direct`` for q [b, h, sq, d], k / v [b, hk, sk, d] (heads first, as Hugging Face holds them) -> out
+        [b, sq, h, d]: the op takes them as they are, so the call (``core.attention_heads_first``) makes no
+        transposes in and one out, where through ``run`` it made three, the op three more and one out, each recorded
+        by autograd (host time: issue 10)."""
+        return self._runner(problem, params, slot, True)
+
+    @staticmethod
+    def _runner(problem: Problem, params: AttnParams, slot: dict, heads_first: bool):
+        op = slot.get("sdpa")
+        if params.attn_bias is not None or params.dropout_p != 0:
+            return None
+        if op is _cpu_flash:
+            return _cpu_runner(params, problem.headdim, heads_first)
+        if op is _cuda_cudnn or op is _cuda_flash:
+            return _gpu_runner(op is _cuda_cudnn, params, problem.needs_grad, heads_first)
         return None
 
     def _out(self, q, k, v, params: AttnParams, slot: dict | None):
@@ -264,27 +281,66 @@ def _cpu_flash(q, k, v, p: AttnParams):
     return out.transpose(1, 2), lse
 
 
-def _cpu_runner(p: AttnParams, headdim: int):
+def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False):
     """``_cpu_flash`` and ``_nan_rows_cpu`` as one function of (q, k, v) with p's options bound, for the plans whose
     signature the CPU flash op took (``direct``; dropout 0): the same result with less host time a call (the CPU's
     sdpa-served calls, issue 10). The lse screen is inlined where it holds (asked on every call: ``_LSE_SCREEN``).
     Arguments the op would take as its defaults are left out (each one costs the op's argument parsing): the scale
-    where it is exactly the op's own default, ``1 / sqrt(headdim)`` in double precision (the same value then)."""
+    where it is exactly the op's own default, ``1 / sqrt(headdim)`` in double precision (the same value then).
+    heads_first: q, k, v come [b, h, s, d] (``heads_first``) and go to the op as they are; out is [b, sq, h, d]
+    either way."""
     op = _op("_scaled_dot_product_flash_attention_for_cpu")
     causal, scale = p.causal, p.softmax_scale
     default_scale = scale == 1.0 / math.sqrt(headdim)
     tail = (0.0, True) if causal else ()  # dropout_p, is_causal
 
-    def run(q, k, v):
-        if default_scale:
-            out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), *tail)
-        else:
-            out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, causal, scale=scale)
-        out = out.transpose(1, 2)
-        if _LSE_SCREEN and _LSE_SCREEN[0] and lse.count_nonzero().item() == lse.numel():
-            return out
-        return _nan_rows_cpu(q, k, out, causal, lse)
+    if heads_first:
+        def run(q, k, v):
+            if default_scale:
+                out, lse = op(q, k, v, *tail)
+            else:
+                out, lse = op(q, k, v, 0.0, causal, scale=scale)
+            out = out.transpose(1, 2)
+            if _LSE_SCREEN and _LSE_SCREEN[0] and lse.count_nonzero().item() == lse.numel():
+                return out
+            return _nan_rows_cpu(q.transpose(1, 2), k.transpose(1, 2), out, causal, lse)
+    else:
+        def run(q, k, v):
+            if default_scale:
+                out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), *tail)
+            else:
+                out, lse = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, causal, scale=scale)
+            out = out.transpose(1, 2)
+            if _LSE_SCREEN and _LSE_SCREEN[0] and lse.count_nonzero().item() == lse.numel():
+                return out
+            return _nan_rows_cpu(q, k, out, causal, lse)
 
+    return run
+
+
+def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool):
+    """``_cuda_cudnn`` (cudnn) or ``_cuda_flash`` as one function of (q, k, v) with p's options bound (dropout 0) ->
+    out [b, sq, h, d]; heads_first: q, k, v come [b, h, s, d] and go to the op as they are. needs_grad: the plan's
+    (part of its key), which decides whether cuDNN computes the LSE its backward reads."""
+    causal, scale = p.causal, p.softmax_scale
+    if cudnn:
+        op = _op("_scaled_dot_product_cudnn_attention")
+        if heads_first:
+            def run(q, k, v):
+                return op(q, k, v, None, needs_grad, 0.0, causal, False, scale=scale)[0].transpose(1, 2)
+        else:
+            def run(q, k, v):
+                return op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, needs_grad, 0.0, causal,
+                          False, scale=scale)[0].transpose(1, 2)
+        return run
+    op = _op("_scaled_dot_product_flash_attention")
+    if heads_first:
+        def run(q, k, v):
+            return op(q, k, v, 0.0, causal, False, scale=scale)[0].transpose(1, 2)
+    else:
+        def run(q, k, v):
+            return op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, causal, False,
+                      scale=scale)[0].transpose(1, 2)
     return run
 
 
