@@ -8,13 +8,16 @@ to cuDNN through the sdpa backend), against the raw calls a user could write ins
 - ``ours heads-first``: ``core.attention_heads_first`` on heads-first leaves (the Hugging Face integration's call).
 
 Then the GPU kernels one fwd+bwd of each path launches (torch.profiler), so that a copy a path adds shows.
-Median (min) µs a call over --loops loops of --calls calls, paths taking turns.
+Median (min) µs a call over --loops loops of --calls calls, paths taking turns. ``--compare MODULE``: also our two
+SDPA-served paths through another copy of the library importable as MODULE (an older tree's package renamed,
+benchmarks/base_pkg.sh), in the same loops.
 
-    PYTHONPATH=src python benchmarks/sdpa_route_probe.py [--calls 40] [--loops 9]
+    PYTHONPATH=src python benchmarks/sdpa_route_probe.py [--calls 40] [--loops 9] [--compare flash_attention_amd_base]
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import time
 from collections import Counter
@@ -28,7 +31,7 @@ from flash_attention_amd import core
 SHAPES = ((16, 1024, 16, 128, True), (32, 128, 12, 64, False))
 
 
-def _paths(b, s, h, d, causal) -> dict:
+def _paths(b, s, h, d, causal, base=None) -> dict:
     def leaf(shape):
         return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
@@ -57,6 +60,10 @@ def _paths(b, s, h, d, causal) -> dict:
     fwd = {"raw [b,h,s,d]": (raw_hf, (qh, kh, vh), doh), "raw from [b,s,h,d]": (raw_bshd, (q, k, v), do),
            "ours sdpa": (ours, (q, k, v), do), "ours triton": (ours_triton, (q, k, v), do),
            "ours heads-first": (ours_hf, (qh, kh, vh), do)}
+    if base is not None:
+        base_core = importlib.import_module(base.__name__ + ".core")
+        fwd["base sdpa"] = (lambda: base.flash_attn_func(q, k, v, causal=causal), (q, k, v), do)
+        fwd["base heads-first"] = (lambda: base_core.attention_heads_first(qh, kh, vh, causal=causal), (qh, kh, vh), do)
     paths = {}
     for name, (fn, leaves, grad) in fwd.items():
         paths[name + " fwd"] = fn
@@ -86,12 +93,15 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=40)
     ap.add_argument("--loops", type=int, default=9)
+    ap.add_argument("--compare", default="", help="also time this importable copy of the library")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the profiler's list of kernels")
     a = ap.parse_args(argv)
+    base = importlib.import_module(a.compare) if a.compare else None
     print(f"# {torch.cuda.get_device_name()}: host µs a call, median (min) of {a.loops} loops of {a.calls}")
     for b, s, h, d, causal in SHAPES:
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         served = core.serving_backend(q, q, q, causal=causal)
-        paths = _paths(b, s, h, d, causal)
+        paths = _paths(b, s, h, d, causal, base)
         for fn in paths.values():
             fn()
         torch.cuda.synchronize()
@@ -103,6 +113,8 @@ def main(argv=None) -> None:
         print(f"\n## b={b} s={s} h={h} d={d} causal={causal} (automatic choice: {served})\n\n| path | µs |\n|---|---|")
         for name, ts in res.items():
             print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |", flush=True)
+        if a.no_kernels:
+            continue
         print("\nGPU kernels of one call:\n")
         for name, fn in paths.items():
             if name.endswith("fwd+bwd"):

@@ -202,8 +202,9 @@ def test_kernel_backend_without_grad_takes_the_views():
 @pytest.mark.parametrize("grad", [True, False])
 @pytest.mark.parametrize("causal", [True, False])
 def test_sdpa_heads_first_on_a_gpu(grad, causal):
-    """SDPA's fused GPU op (cuDNN or flash) on heads-first tensors from a plan's second call: the output and gradients
-    of attention() on the transposed views, bitwise (the op reads the same memory), on fresh inputs every call."""
+    """SDPA's fused GPU op (cuDNN or flash) on heads-first tensors from a plan's second call: the output of attention()
+    on the transposed views, bitwise (the op reads the same memory), and its gradients within bf16 rounding (SDPA's
+    backward is not bitwise deterministic), on fresh inputs every call."""
     core.clear_plans()
     with fa.use_backend("sdpa"):
         for i in range(3):
@@ -213,10 +214,10 @@ def test_sdpa_heads_first_on_a_gpu(grad, causal):
             out = core.attention_heads_first(q, k, v, 0.0, None, causal)
             ref = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal)
             assert torch.equal(out, ref)
-            if grad:
+            if grad:  # SDPA's GPU backward is not bitwise deterministic (dQ by atomics): within bf16 rounding
                 dout = torch.randn_like(out)
                 for g, r in zip(torch.autograd.grad(out, (q, k, v), dout), torch.autograd.grad(ref, (q, k, v), dout)):
-                    assert torch.equal(g, r)
+                    assert ((g.float() - r.float()).norm() / r.float().norm()).item() < 1e-2
         plan = next(p for p in core._PLANS.values() if p.heads is not None)
         assert callable(plan.heads), "an SDPA-served GPU plan takes heads-first tensors after its first call"
 
@@ -227,8 +228,8 @@ def test_sdpa_heads_first_on_a_gpu(grad, causal):
 @pytest.mark.parametrize("causal", [True, False])
 def test_sdpa_gpu_direct_path_equals_the_first_call(grad, causal):
     """flash_attn_func served by SDPA's fused GPU op: from a plan's second call on, its direct function (the op with
-    the options bound) gives the first call's output and gradients bitwise, and is within bf16 rounding of the float64
-    oracle."""
+    the options bound) gives the first call's output bitwise and its gradients within bf16 rounding (SDPA's backward is
+    not bitwise deterministic), and the output is within bf16 rounding of the float64 oracle."""
     torch.manual_seed(3)
     q, k, v = (torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.bfloat16).requires_grad_(grad)
                for _ in range(3))
@@ -243,6 +244,7 @@ def test_sdpa_gpu_direct_path_equals_the_first_call(grad, causal):
     assert len(plans) == 1 and callable(plans[0].direct)
     for out, grads in results[1:]:
         assert torch.equal(out, results[0][0])
-        assert all(torch.equal(a, b) for a, b in zip(grads, results[0][1]))
+        for a, b in zip(grads, results[0][1]):  # SDPA's GPU backward is not bitwise deterministic (dQ by atomics)
+            assert ((a.float() - b.float()).norm() / b.float().norm()).item() < 1e-2
     ref, _ = attention_ref(q.double(), k.double(), v.double(), causal=causal)
     assert ((results[0][0].double() - ref).norm() / ref.norm()).item() < 1e-2
