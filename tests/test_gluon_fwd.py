@@ -70,15 +70,6 @@ def test_serves_windows_softcap_alibi():
     q, k, v = qkv(2, 2040, 2040, 4, 2, torch.bfloat16, device="cpu")
     assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
     assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
-    # MASK_LEFT 2 (one-sided masks): a left bound WIDE_WINDOW keys or more from the diagonal, no chunk offset, and
-    # a head dim whose builds do not spill with it
-    wide = fwd_gluon.WIDE_WINDOW
-    assert wide >= 2 * max(r.config.block_n for r in tiles.FWD_GLUON_OPTIONS["sm90"]) + 64
-    assert fwd_gluon.flags_of(params(window_left=wide, causal=True), 256)[0] == 2
-    assert fwd_gluon.flags_of(params(window_left=wide, window_right=7), 256)[0] == 2
-    assert fwd_gluon.flags_of(params(window_left=wide - 1, causal=True), 256)[0] == 1
-    assert fwd_gluon.flags_of(params(window_left=wide, causal=True), 128)[0] == 1
-    assert fwd_gluon.flags_of(params(window_left=wide, causal=True, diag_offset=64), 256)[0] == 1
     assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1)
 
 
@@ -301,18 +292,15 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
     # the options rows: every option at once with |distance| ALiBi, one-sided ALiBi (d=128), causal softcap with the
-    # fixed max and with the running max (the second persistent), a window alone and with softcap (wide above
-    # WIDE_WINDOW_MAX_SPILLING_D: MASK_LEFT 2)
-    variants += sum(5 + (r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D) for r in tiles.FWD_GLUON_OPTIONS["sm90"])
+    # fixed max and with the running max (the second persistent)
+    variants += sum(3 + (r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D) for r in tiles.FWD_GLUON_OPTIONS["sm90"])
     assert rc == 0 and len(rows) == variants * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
     assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
                      ("device-desc", "host-desc persistent", "host-desc varlen")} | \
-        {(what, desc) for what in ("opts", "window", "wide")
-         for desc in ("device-desc", "host-desc", "host-desc varlen")} | {("causal", "host-desc")}
+        {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen"), ("causal", "host-desc")}
     whats = {r["label"].split(" gluon")[0].split(" ", 2)[2] for r in rows}
-    assert whats >= {"opts", "opts one-sided", "causal softcap", "causal softcap running", "window", "window softcap",
-                     "wide window", "wide window softcap"}
+    assert whats >= {"opts", "opts one-sided", "causal softcap", "causal softcap running"}
     for r in rows:
         accepted = r["label"].startswith(("bf16 d=128 causal", "fp16 d=128 causal")) and "persistent" in r["label"]
         if accepted and r["status"] != "ok":  # the row's spills_ok: measured with its 24 B (tiles.py; none since
@@ -509,9 +497,6 @@ def check_options(q, k, v, p) -> None:
     (128, 200, 450, dict(alibi="1d")),                                 # ALiBi, not causal
     (256, 320, 320, dict(softcap=50.0, window_left=150, causal=True)),  # Gemma 2's local layers
     (256, 190, 420, dict(alibi="2d", causal=True, softcap=20.0)),
-    (256, 700, 700, dict(window_left=400, causal=True)),              # a wide window (MASK_LEFT 2): one-sided masks
-    (256, 650, 900, dict(window_left=350, window_right=30)),           # wide, both bounds, bottom-right
-    (256, 777, 777, dict(softcap=50.0, window_left=330, causal=True)),  # wide, with softcap's fixed max
 ])
 def test_options_match_reference(any_length, d, sq, sk, change):
     q, k, v = qkv(2, sq, sk, 4, 2, torch.bfloat16, d=d)
@@ -559,7 +544,6 @@ def test_options_take_every_tile(any_length, d, b, sq, sk, h, hk, change):
     (128, (300, 1, 128, 517), dict(causal=True)),
     (128, (640, 77), dict()),
     (256, (200, 333, 64), dict(causal=True, softcap=30.0, window_left=100)),
-    (256, (700, 333, 901), dict(causal=True, window_left=400)),  # a wide window (MASK_LEFT 2)
     (128, (129, 400), dict(causal=True, alibi="1d")),
 ])
 def test_varlen_matches_reference(any_length, d, lens, change):

@@ -51,21 +51,17 @@ def _tanh(x):
 
 
 @gluon.jit
-def _masked(s, rows, cols, scores, FLAGS: gl.constexpr, MASK: gl.constexpr):
+def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
     """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
-    scores and FLAGS). MASK: 1 every bound; 2 all but the left one (a block right of every row's left bound); 3 the
-    left one alone (a block that cuts some row's left bound, left of every row's right bound and of seqlen_k)."""
+    scores and FLAGS)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
-    if MASK == 3:
-        ok = cols[None, :] >= rows[:, None] + (limit - window_left)
-    else:
-        ok = cols[None, :] < seqlen_k
-        if MASK_RIGHT:
-            ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
-        if MASK_LEFT and MASK == 1:
-            ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
+    ok = cols[None, :] < seqlen_k
+    if MASK_RIGHT:
+        ok = ok & (cols[None, :] <= rows[:, None] + (limit + window_right))
+    if MASK_LEFT:
+        ok = ok & (cols[None, :] >= rows[:, None] + (limit - window_left))
     return gl.where(ok, s, float("-inf"))
 
 
@@ -73,8 +69,7 @@ def _masked(s, rows, cols, scores, FLAGS: gl.constexpr, MASK: gl.constexpr):
 def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
-    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: 0 this block needs no visibility mask, else
-    which bounds it checks (``_masked``);
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
     col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     SOFTCAP: gl.constexpr = FLAGS[2]
@@ -82,7 +77,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     if SOFTCAP == 2:  # |s| <= c = softcap * log2(e): against the fixed max state_m (no max, nothing to rescale)
         s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
         if MASK:
-            s = _masked(s, rows, cols, scores, FLAGS, MASK)
+            s = _masked(s, rows, cols, scores, FLAGS)
         p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
         return p, state_m, state_m, state_l + gl.sum(p, 1)
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
@@ -99,7 +94,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     else:  # sm_scale > 0: the max before the scale, one FMA per score
         scale = sm_scale * LOG2E
     if MASK:
-        s = _masked(s, rows, cols, scores, FLAGS, MASK)
+        s = _masked(s, rows, cols, scores, FLAGS)
     m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
     p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
@@ -196,7 +191,6 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
     MASK_RIGHT: gl.constexpr = FLAGS[1]
-    MASK_START: gl.constexpr = 3 if MASK_LEFT == 2 else 1  # the start's blocks: ``_masked``'s MASK
     HEAD_DIM: gl.constexpr = q.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     STAGES: gl.constexpr = k_smem.shape[0]
@@ -237,23 +231,20 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     keys = (offs_n, offs_n.to(gl.float32) * a_l2, a_l2, first + limit)  # _keys: c = the first row's diagonal key
     cols, col_bias = _keys(j_lo * BLOCK_N, keys, FLAGS)
     if (j_lo < full_lo) | (j_lo >= full_hi):
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, 1, FLAGS)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS)
     else:
-        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, 0, FLAGS)
+        p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, False, FLAGS)
     # three loops, each without a branch: the masked blocks at the start, the whole ones, the masked ones
     state = (acc, m_i, l_i, gl.convert_layout(p.to(dtype), p_layout))
-    # the start's blocks cut some row's left bound; with MASK_LEFT 2 (a left bound at least 2 * BLOCK_N + ROWS keys
-    # from the diagonal, no chunk offset: launch/fwd_gluon.py flags_of) none of them reaches a right bound or seqlen_k,
-    # so they check the left bound alone; the end's blocks lie right of every row's left bound
     for t in range(1, a):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      MASK_START, FLAGS)
+                      True, FLAGS)
     for t in range(a, b):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      0, FLAGS)
+                      False, FLAGS)
     for t in range(b, n_blocks):
         state = _step(base + t, state, q, k_smem, v_smem, bars, scores, rows, (j_lo + t) * BLOCK_N, keys, s_zero,
-                      2, FLAGS)
+                      True, FLAGS)
     acc, m_i, l_i, p_prev = state
     mbarrier.arrive(q_empty.index(0), count=1)  # the tile's QK^T products have retired: Q's slot is free
     last = (base + n_blocks - 1) % STAGES

@@ -65,29 +65,16 @@ ALIBI_ONE_SIDED = True
 ALIBI_ONE_SIDED_MAX_D = 128
 
 
-# Windows whose left bound lies at least WIDE_WINDOW keys left of the diagonal (2 * BLOCK_N + the 64 rows of a consumer
-# warp group, BLOCK_N <= 128 in every row) in calls without a chunk offset (the kernel's MASK_LEFT 2): the key blocks
-# that cut some row's left bound then lie left of every row's right bound and of seqlen_k, so they check the left
-# bound alone, and the blocks at the end never check it (kernels/fwd_gluon.py ``_masked``): one compare a score
-# instead of three in those blocks. At d=128 those builds keep 16-88 B in local memory (ptxas, session 44; the
-# blocks at the end without the left bound alone do not), so head dims up to WIDE_WINDOW_MAX_SPILLING_D keep
-# MASK_LEFT 1. Not measured yet (session 44). WIDE_WINDOW_MASKS: a module attribute for the benchmark, not a user
-# setting.
-WIDE_WINDOW_MASKS = True
-WIDE_WINDOW = 2 * 128 + 64
-WIDE_WINDOW_MAX_SPILLING_D = 128
-
 # Softcap against a fixed max (the kernel's SOFTCAP 2; launch/fwd.py ``softcap_max`` says when it holds: bf16, no
 # ALiBi, softcap * log2(e) <= 77). A module attribute for benchmarks/bench_gluon_ab.py, not a user setting.
 SOFTCAP_FIXED_MAX = True
 
 
-def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[int, bool, int, int]:
-    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. MASK_LEFT: 0 no
-    left window bound, 1 one, 2 one at least ``WIDE_WINDOW`` keys left of the diagonal in a call without a chunk
-    offset (``WIDE_WINDOW_MASKS``). SOFTCAP: 0 none, 1 with a running max, 2 against a fixed max
-    (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none, 1 |i + limit - j| per score, 2 one-sided (no visible key right of the
-    diagonal, no left window bound, a head dim up to ``ALIBI_ONE_SIDED_MAX_D``)."""
+def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int]:
+    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. SOFTCAP: 0 none,
+    1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
+    1 |i + limit - j| per score, 2 one-sided (no visible key right of the diagonal, no left window bound, a head
+    dim up to ``ALIBI_ONE_SIDED_MAX_D``)."""
     alibi = 0
     if params.alibi_slopes is not None:
         one_sided = (bool(params.causal) or params.window_right == 0) and params.window_left < 0 \
@@ -98,11 +85,7 @@ def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tupl
         fixed = SOFTCAP_FIXED_MAX and dtype == torch.bfloat16 and params.alibi_slopes is None \
             and params.softcap * _LOG2E <= SOFTCAP_MAX_LOG2
         softcap = 2 if fixed else 1
-    left = int(params.window_left >= 0)
-    if left and WIDE_WINDOW_MASKS and params.window_left >= WIDE_WINDOW and not params.diag_offset \
-            and headdim > WIDE_WINDOW_MAX_SPILLING_D:
-        left = 2
-    return (left, bool(params.causal) or params.window_right >= 0, softcap, alibi)
+    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, softcap, alibi)
 
 
 def gluon_triton_reason() -> str | None:
@@ -356,11 +339,6 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
                 variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0)))
         for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
             variants.append((row, "opts", (True, True, 1, 1)))
-            # a window alone and with softcap (Gemma 2's local layers), wide (MASK_LEFT 2) above
-            # WIDE_WINDOW_MAX_SPILLING_D
-            left = 2 if row.max_d > WIDE_WINDOW_MAX_SPILLING_D else 1
-            variants.append((row, "wide window" if left == 2 else "window", (left, True, 0, 0)))
-            variants.append((row, "wide window softcap" if left == 2 else "window softcap", (left, True, 2, 0)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
                 variants.append((row, "opts one-sided", (False, True, 1, 2)))
             # softcap alone: the fixed max (bf16), the running max (persistent)
