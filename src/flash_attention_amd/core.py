@@ -210,8 +210,12 @@ def _values_readable(device: torch.device) -> bool:
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
               return_lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks,
-              descales, needs_grad, offsets=(0, 0, 0)):
-    """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k))."""
+              descales, needs_grad, offsets=(0, 0, 0), whole_window=True):
+    """Every metadata check (the first problem raises) -> (params template, problem, (max_q, max_k)).
+
+    whole_window: a window side that hides no key of any row is dropped (``_unbounded``); False for the kernel-only
+    calls (``validated_params``, ``forward_pass``): ring attention validates a rank's shard, over which a window of
+    the whole sequence can be longer than the shard yet bind."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     rank = 3 if varlen else 4
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -262,6 +266,11 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     fp8 = check_descales(q, named, batch, nheads_k, needs_grad, dropout_p)
     if fp8 and _values_readable(q.device):  # also before each call (_call_params)
         check_descale_values(named)
+    dropped = ()
+    if whole_window:
+        asked = (left, right)
+        left, right = _unbounded(left, right, causal, seqlen_q, seqlen_k, offsets[0])
+        dropped = asked if (left, right) != asked else ()
     causal = causal or (left < 0 and right == 0)
     if causal:
         right = 0
@@ -283,8 +292,26 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
         bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
         has_sinks=sinks is not None, zero_tensors=bool(zero_tensors) and varlen, fp8=fp8,
+        window_dropped=dropped,
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
+
+
+def _unbounded(left: int, right: int, causal: bool, seqlen_q, seqlen_k, diag_offset: int) -> tuple[int, int]:
+    """(left, right) with -1 for a side that hides no key of any row (flash_attn drops a side >= seqlen_k too; this is
+    the exact bound): query i sees key j from i + d - left to i + d + right, d = seqlen_k - seqlen_q + diag_offset, so
+    the left side binds no row when left >= seqlen_k - 1 + diag_offset and the right side none when right >=
+    seqlen_q - 1 - diag_offset (varlen: the longest sequences'). A window as long as the sequence (Mistral's 4096 at
+    4k tokens) is then the plain causal call, which every backend serves as such (SDPA takes no window; the Gluon
+    forward runs it as a causal call's persistent programs). A causal call keeps its right side (the causal flag
+    says it); sizes that torch.compile traces as symbols are left alone (no guard on them)."""
+    if type(seqlen_q) is not int or type(seqlen_k) is not int:
+        return left, right
+    if left >= 0 and left >= seqlen_k - 1 + diag_offset:
+        left = -1
+    if right >= 0 and not causal and right >= seqlen_q - 1 - diag_offset:
+        right = -1
+    return left, right
 
 
 def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -300,7 +327,7 @@ def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False
 
 
 def _build(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)) -> Plan:
-    params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad, offsets)
+    params, problem, max_seqlen = _validate(q, k, v, *args, needs_grad, offsets, not kernel_only)
     backend = dispatch.select(problem, kernel_only)
     check_values = problem.is_varlen and (q.device.type == "cpu" or config.debug())
     return Plan(backend, params, problem, check_values, max_seqlen,
@@ -474,7 +501,7 @@ def _decision(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
         q_descale, k_descale, v_descale)
     _, problem, _ = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                               deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                              max_seqlen_k, False, attn_bias, sinks, descales, needs_grad)
+                              max_seqlen_k, False, attn_bias, sinks, descales, needs_grad, whole_window=not kernel_only)
     return dispatch.decide(problem, kernel_only)
 
 

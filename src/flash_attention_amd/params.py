@@ -126,6 +126,7 @@ class Problem:
     fp8: bool = False  # q, k, v in FP8 (e4m3) with descale factors; output bf16, forward only
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
+    window_dropped: tuple = ()  # the window_size asked for, where a side of it hid no key (core._unbounded)
 
     @property
     def has_window(self) -> bool:
@@ -172,6 +173,9 @@ class Problem:
             if on:
                 opts.append(flag)
         opts.extend(f"{k}={v}" for k, v in self.extra)
+        if self.window_dropped:
+            left, right = self.window_dropped
+            opts.append(f"(window_size=({left},{right}): a side that hides no key at these lengths is dropped)")
         return " ".join(opts)
 
 
