@@ -79,3 +79,25 @@ def test_kernel_only_calls_keep_the_window():
                                        window_size=(100, 0), softcap=0.0, alibi_slopes=None, return_softmax=False)
     plans = [p for p in core._PLANS.values() if p.problem.seqlen_q == 16 and p.params.window_left == 100]
     assert plans and not plans[0].problem.window_dropped
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+@pytest.mark.parametrize("sq,sk,window", [(1, 1, (-1, -1)), (1, 37, (-1, -1)), (1, 37, (5, -1)), (2, 37, (-1, -1))])
+def test_a_diagonal_that_hides_no_key_is_dropped(backend, sq, sk, window):
+    """causal with one query row (a decoding step through flash_attn_func): the bottom-right diagonal hides no key,
+    so the call is the plain one; two rows keep it. Against the float64 oracle of the call as asked."""
+    q, k, v = _qkv(3, sq, sk, seed=sq * 100 + sk)
+    kw = dict(causal=True, window_size=window)
+    with fa.use_backend(None if backend == "auto" else backend):
+        text = fa.explain(q, k, v, **kw)
+        out, lse, _ = fa.flash_attn_func(q, k, v, return_attn_probs=True, **kw)
+        grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+    assert ("hides no key" in text) == (sq == 1), text
+    assert (" causal " in text.split("(")[0] + " ") == (sq > 1), text
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = attention_ref(q64, k64, v64, **kw)
+    ref_grads = torch.autograd.grad(ref, (q64, k64, v64), torch.ones_like(ref))
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
+    torch.testing.assert_close(lse.double(), ref_lse, atol=2e-5, rtol=2e-5)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g.double(), r, atol=2e-5, rtol=2e-5)

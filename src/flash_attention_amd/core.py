@@ -268,9 +268,9 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         check_descale_values(named)
     dropped = ()
     if whole_window:
-        asked = (left, right)
-        left, right = _unbounded(left, right, causal, seqlen_q, seqlen_k, offsets[0])
-        dropped = asked if (left, right) != asked else ()
+        asked = (left, right, causal)
+        left, right, causal = _unbounded(left, right, causal, seqlen_q, seqlen_k, offsets[0])
+        dropped = asked if (left, right, causal) != asked else ()
     causal = causal or (left < 0 and right == 0)
     if causal:
         right = 0
@@ -297,21 +297,24 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     return params, problem, (max_seqlen_q, max_seqlen_k)
 
 
-def _unbounded(left: int, right: int, causal: bool, seqlen_q, seqlen_k, diag_offset: int) -> tuple[int, int]:
-    """(left, right) with -1 for a side that hides no key of any row (flash_attn drops a side >= seqlen_k too; this is
-    the exact bound): query i sees key j from i + d - left to i + d + right, d = seqlen_k - seqlen_q + diag_offset, so
-    the left side binds no row when left >= seqlen_k - 1 + diag_offset and the right side none when right >=
-    seqlen_q - 1 - diag_offset (varlen: the longest sequences'). A window as long as the sequence (Mistral's 4096 at
-    4k tokens) is then the plain causal call, which every backend serves as such (SDPA takes no window; the Gluon
-    forward runs it as a causal call's persistent programs). A causal call keeps its right side (the causal flag
-    says it); sizes that torch.compile traces as symbols are left alone (no guard on them)."""
+def _unbounded(left: int, right: int, causal: bool, seqlen_q, seqlen_k, diag_offset: int) -> tuple[int, int, bool]:
+    """(left, right, causal) with -1 for a window side that hides no key of any row, and causal False where the
+    diagonal hides none (flash_attn drops window sides >= seqlen_k too; this is the exact bound): query i sees key j
+    from i + d - left to i + d + right (causal: right = 0), d = seqlen_k - seqlen_q + diag_offset, so the left side
+    binds no row when left >= seqlen_k - 1 + diag_offset and the right side none when right >= seqlen_q - 1 -
+    diag_offset (varlen: the longest sequences'). A window as long as the sequence (Mistral's 4096 at 4k tokens) is
+    then the plain causal call, and a causal call of one query row (a decoding step through flash_attn_func) the plain
+    one, which every backend serves as such (SDPA takes no window, nor a bottom-right diagonal in its fused ops).
+    Sizes that torch.compile traces as symbols are left alone (no guard on them)."""
     if type(seqlen_q) is not int or type(seqlen_k) is not int:
-        return left, right
+        return left, right, causal
     if left >= 0 and left >= seqlen_k - 1 + diag_offset:
         left = -1
-    if right >= 0 and not causal and right >= seqlen_q - 1 - diag_offset:
+    if causal and seqlen_q - 1 - diag_offset <= 0:
+        causal, right = False, -1
+    elif right >= 0 and not causal and right >= seqlen_q - 1 - diag_offset:
         right = -1
-    return left, right
+    return left, right, causal
 
 
 def validated_params(q, k, v, *, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),

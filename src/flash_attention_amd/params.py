@@ -126,7 +126,7 @@ class Problem:
     fp8: bool = False  # q, k, v in FP8 (e4m3) with descale factors; output bf16, forward only
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
-    window_dropped: tuple = ()  # the window_size asked for, where a side of it hid no key (core._unbounded)
+    window_dropped: tuple = ()  # (left, right, causal) as asked, where a bound of them hid no key (core._unbounded)
 
     @property
     def has_window(self) -> bool:
@@ -174,8 +174,9 @@ class Problem:
                 opts.append(flag)
         opts.extend(f"{k}={v}" for k, v in self.extra)
         if self.window_dropped:
-            left, right = self.window_dropped
-            opts.append(f"(window_size=({left},{right}): a side that hides no key at these lengths is dropped)")
+            left, right, causal = self.window_dropped
+            opts.append(f"(window_size=({left},{right}){' causal' if causal else ''}: a bound that hides no key at "
+                        "these lengths is dropped)")
         return " ".join(opts)
 
 
