@@ -14,11 +14,10 @@ import argparse
 import cProfile
 import io
 import pstats
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from _host_turns import print_table, take_turns
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
@@ -78,16 +77,6 @@ def _paths(b, s, h, hk, d, causal) -> dict:
             "sdpa fwd (grad)": raw}
 
 
-def _loop(fn, calls: int) -> float:
-    torch.cuda._sleep(int(2e8))  # the GPU busy while the host issues the loop
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t = (time.perf_counter() - t0) / calls * 1e6
-    torch.cuda.synchronize()
-    return t
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=40)
@@ -97,17 +86,7 @@ def main(argv=None) -> None:
     print(f"# {torch.cuda.get_device_name()}: host µs a call, median (min) of {a.loops} loops of {a.calls}")
     for b, s, h, hk, d, causal in SHAPES:
         paths = _paths(b, s, h, hk, d, causal)
-        for fn in paths.values():
-            fn()
-        torch.cuda.synchronize()
-        res = {name: [] for name in paths}
-        for i in range(a.loops):
-            names = list(paths)
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                res[name].append(_loop(paths[name], a.calls))
-        print(f"\n## b={b} s={s} h={h}/{hk} d={d} causal={causal}\n\n| path | µs |\n|---|---|")
-        for name, ts in res.items():
-            print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |", flush=True)
+        print_table(f"b={b} s={s} h={h}/{hk} d={d} causal={causal}", take_turns(paths, a.loops, a.calls))
         if a.profile:
             fn = paths["ours fwd+bwd"]
             prof = cProfile.Profile()

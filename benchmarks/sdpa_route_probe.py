@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import statistics
-import time
 from collections import Counter
 
 import torch
 import torch.nn.functional as F
+from _host_turns import print_table, take_turns
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
@@ -71,16 +70,6 @@ def _paths(b, s, h, d, causal, base=None) -> dict:
     return paths
 
 
-def _loop(fn, calls: int) -> float:
-    torch.cuda._sleep(int(2e8))
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t = (time.perf_counter() - t0) / calls * 1e6
-    torch.cuda.synchronize()
-    return t
-
-
 def _kernels(fn) -> str:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
@@ -102,17 +91,8 @@ def main(argv=None) -> None:
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         served = core.serving_backend(q, q, q, causal=causal)
         paths = _paths(b, s, h, d, causal, base)
-        for fn in paths.values():
-            fn()
-        torch.cuda.synchronize()
-        res = {name: [] for name in paths}
-        for i in range(a.loops):
-            names = list(paths)
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                res[name].append(_loop(paths[name], a.calls))
-        print(f"\n## b={b} s={s} h={h} d={d} causal={causal} (automatic choice: {served})\n\n| path | µs |\n|---|---|")
-        for name, ts in res.items():
-            print(f"| {name} | {statistics.median(ts):.1f} ({min(ts):.1f}) |", flush=True)
+        print_table(f"b={b} s={s} h={h} d={d} causal={causal} (automatic choice: {served})",
+                    take_turns(paths, a.loops, a.calls))
         if a.no_kernels:
             continue
         print("\nGPU kernels of one call:\n")

@@ -18,6 +18,17 @@ def _qkv(b, sq, sk, seed, total=False):
             torch.randn(shape_k, generator=g, requires_grad=True))
 
 
+def _matches_the_oracle(q, k, v, out, lse, grads, kw):
+    """out, lse and the gradients of out.sum() against the float64 oracle of the call as asked (kw)."""
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = attention_ref(q64, k64, v64, **kw)
+    ref_grads = torch.autograd.grad(ref, (q64, k64, v64), torch.ones_like(ref))
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
+    torch.testing.assert_close(lse.double(), ref_lse, atol=2e-5, rtol=2e-5)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g.double(), r, atol=2e-5, rtol=2e-5)
+
+
 def _windows(sq, sk):
     """(window_size, causal, whether a side is dropped): each side at its exact bound and one key inside it."""
     left, right = sk - 1, sq - 1  # the bounds: left >= sk - 1 binds no row, right >= sq - 1 neither
@@ -39,13 +50,7 @@ def test_dropped_sides_give_the_asked_window(backend, sq, sk):
             out, lse, _ = fa.flash_attn_func(q, k, v, return_attn_probs=True, **kw)
             grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
         assert ("hides no key" in text) == dropped, (window, causal, text)
-        q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-        ref, ref_lse = attention_ref(q64, k64, v64, **kw)
-        ref_grads = torch.autograd.grad(ref, (q64, k64, v64), torch.ones_like(ref))
-        torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
-        torch.testing.assert_close(lse.double(), ref_lse, atol=2e-5, rtol=2e-5)
-        for g, r in zip(grads, ref_grads):
-            torch.testing.assert_close(g.double(), r, atol=2e-5, rtol=2e-5)
+        _matches_the_oracle(q, k, v, out, lse, grads, kw)
 
 
 def test_a_whole_window_takes_the_plain_calls_backend():
@@ -94,10 +99,4 @@ def test_a_diagonal_that_hides_no_key_is_dropped(backend, sq, sk, window):
         grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
     assert ("hides no key" in text) == (sq == 1), text
     assert (" causal " in text.split("(")[0] + " ") == (sq > 1), text
-    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, ref_lse = attention_ref(q64, k64, v64, **kw)
-    ref_grads = torch.autograd.grad(ref, (q64, k64, v64), torch.ones_like(ref))
-    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=2e-5)
-    torch.testing.assert_close(lse.double(), ref_lse, atol=2e-5, rtol=2e-5)
-    for g, r in zip(grads, ref_grads):
-        torch.testing.assert_close(g.double(), r, atol=2e-5, rtol=2e-5)
+    _matches_the_oracle(q, k, v, out, lse, grads, kw)
