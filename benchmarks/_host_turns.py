@@ -9,6 +9,16 @@ import time
 import torch
 
 
+def training_tensors(b: int, s: int, h: int, hk: int, d: int):
+    """((q, k, v, dout) in flash_attn's [b, s, h, d] layout, (the same as contiguous [b, h, s, d] leaves and dout)):
+    bf16 on the GPU, q, k, v requiring grads."""
+    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    do = torch.randn_like(q)
+    qt, kt, vt = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
+    return (q, k, v, do), (qt, kt, vt, do.transpose(1, 2).contiguous())
+
+
 def busy_loop(fn, calls: int, sleep_cycles: int = int(2e8)) -> float:
     """µs a call of ``calls`` calls of fn issued behind a GPU sleep of sleep_cycles (about 100 ms at 2e8)."""
     torch.cuda._sleep(sleep_cycles)

@@ -11,13 +11,11 @@ autograd); ``empty x5`` is five ``torch.empty`` of the backward's sizes.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import pstats
 
 import torch
 import torch.nn.functional as F
-from _host_turns import print_table, take_turns
+from _host_turns import print_table, take_turns, training_tensors
+from profile_host import _Ident, cprofile_text
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
@@ -25,22 +23,8 @@ from flash_attention_amd import core
 SHAPES = ((32, 128, 12, 12, 64, False), (4, 4096, 32, 32, 128, True))
 
 
-class _Identity(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
-
-
 def _paths(b, s, h, hk, d, causal) -> dict:
-    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
-    do = torch.randn_like(q)
-    qt, kt, vt = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
-    dot = do.transpose(1, 2).contiguous()
+    (q, k, v, do), (qt, kt, vt, dot) = training_tensors(b, s, h, hk, d)
     gqa = h != hk
 
     def ours():
@@ -72,7 +56,7 @@ def _paths(b, s, h, hk, d, causal) -> dict:
             "ours fwd (grad)": ours,
             "bwd launcher alone": bwd_alone,
             "empty x5": empties,
-            "autograd identity": lambda: torch.autograd.grad(_Identity.apply(x), (x,), gx),
+            "autograd identity": lambda: torch.autograd.grad(_Ident.apply(x), (x,), gx),
             "sdpa fwd+bwd": lambda: torch.autograd.grad(raw(), (qt, kt, vt), dot),
             "sdpa fwd (grad)": raw}
 
@@ -88,18 +72,8 @@ def main(argv=None) -> None:
         paths = _paths(b, s, h, hk, d, causal)
         print_table(f"b={b} s={s} h={h}/{hk} d={d} causal={causal}", take_turns(paths, a.loops, a.calls))
         if a.profile:
-            fn = paths["ours fwd+bwd"]
-            prof = cProfile.Profile()
-            torch.cuda._sleep(int(2e9))
-            prof.enable()
-            for _ in range(a.profile):
-                fn()
-            prof.disable()
-            torch.cuda.synchronize()
-            buf = io.StringIO()
-            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(40)
-            print(f"\n```\ncProfile of {a.profile} ours fwd+bwd calls, by own time\n" + buf.getvalue() + "```")
-
+            text = cprofile_text(paths["ours fwd+bwd"], a.profile, busy_ms=1000.0, rows=40)
+            print(f"\n```\ncProfile of {a.profile} ours fwd+bwd calls, by own time\n{text}```")
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from _host_turns import print_table, take_turns
+from _host_turns import print_table, take_turns, training_tensors
 
 import flash_attention_amd as fa
 
@@ -19,11 +19,7 @@ SHAPES = ((4, 4096, 32, 32, 128, True), (4, 4096, 32, 8, 128, True), (32, 128, 1
 
 
 def _paths(b, s, h, hk, d, causal) -> dict:
-    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
-    do = torch.randn_like(q)
-    qt, kt, vt = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
-    dot = do.transpose(1, 2).contiguous()
+    (q, k, v, do), (qt, kt, vt, dot) = training_tensors(b, s, h, hk, d)
     gqa = h != hk
 
     def ours():
