@@ -99,6 +99,21 @@ def test_figure_median_spread_and_flag():
     assert "- c: declined: cannot" in md
 
 
+def test_ratio_of_figures_taken_in_turns_pairs_their_rounds():
+    """Samples taken in the same rounds (one tag): the ratio is the median of the rounds' ratios, so that stalls
+    that hit both paths in the same rounds (b's rounds 2-4, a's rounds 3-4 here) cancel; untagged, or tags or lengths
+    that differ: the median over the median."""
+    tag = object()
+    a = core.Figure([10.0, 10.0, 10.0, 30.0, 30.0], rounds=tag)
+    b = core.Figure([20.0, 20.0, 40.0, 40.0, 40.0], rounds=tag).map(lambda ms: ms)  # map keeps the tag
+    r = core.ratio(a, b)
+    assert r.samples == [0.5, 0.5, 0.25, 0.75, 0.75] and r.value == pytest.approx(0.5) and (r.lo, r.hi) == (0.25, 0.75)
+    for other in (core.Figure(a.samples), core.Figure(a.samples, rounds=object())):
+        unpaired = core.ratio(other, b)
+        assert unpaired.value == pytest.approx(10.0 / 40.0) and (unpaired.lo, unpaired.hi) == (0.25, 1.5)
+    assert core.ratio(core.Figure([10.0, 30.0], rounds=tag), b).value == pytest.approx(20.0 / 40.0)
+
+
 def test_flag_agrees_with_the_written_spread_at_the_boundary():
     """A spread of 10.004 % is written as 10.0 and not flagged (flag and record agree); 10.02 % is."""
     for hi, flagged in ((1.10004, False), (1.1002, True)):

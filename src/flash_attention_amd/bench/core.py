@@ -34,10 +34,12 @@ class Figure:
     """A measured quantity: the median of its samples (or an explicit centre, e.g. the median of
     all timed calls when the samples are group medians), with the samples' min and max."""
 
-    def __init__(self, samples, center: float | None = None, n: int | None = None):
+    def __init__(self, samples, center: float | None = None, n: int | None = None, rounds: object = None):
         self.samples = [float(s) for s in samples]
         self.center = center
         self.n = len(self.samples) if n is None else n  # repetitions behind it
+        # a tag shared by figures whose i-th samples were taken in the same round of paths taking turns (``ratio``)
+        self.rounds = rounds
 
     @property
     def value(self) -> float:
@@ -64,14 +66,19 @@ class Figure:
 
     def map(self, fn) -> Figure:
         """fn applied to every sample (e.g. ms -> TFLOP/s; order may flip, min/max follow)."""
-        return Figure([fn(s) for s in self.samples], None if self.center is None else fn(self.center), self.n)
+        return Figure([fn(s) for s in self.samples], None if self.center is None else fn(self.center), self.n,
+                      self.rounds)
 
     def __repr__(self):
         return f"Figure({self.value:.4g} [{self.lo:.4g}, {self.hi:.4g}] n={len(self.samples)})"
 
 
 def ratio(a: Figure, b: Figure) -> Figure:
-    """a / b, median over median, with the spread of the extremes (a.lo / b.hi .. a.hi / b.lo)."""
+    """a / b. Figures taken in turns (one ``rounds`` tag, a sample each a round): the median of the rounds' ratios,
+    with their min and max, so that a host's stall or drift moves one round's ratio and not a whole column's median.
+    Else the median over the median, with the spread of the extremes (a.lo / b.hi .. a.hi / b.lo)."""
+    if a.rounds is not None and a.rounds is b.rounds and len(a.samples) == len(b.samples):
+        return Figure([x / y for x, y in zip(a.samples, b.samples)], None, min(a.n, b.n))
     return Figure([a.lo / b.hi, a.hi / b.lo], a.value / b.value, min(a.n, b.n))
 
 

@@ -72,7 +72,8 @@ def describe(ctx):
            f"end (a training loop that reads no value every step); median (min-max) of {s['steps']} samples.")
     yield ("- fa_amd = attn_implementation='fa_amd' with automatic backend choice"
            + (f"; fa_amd:NAME = with NAME forced ({', '.join(ctx.backends)})" if ctx.asked_backends else "") + ".")
-    yield "- Ratios: fa_amd over the faster of eager and sdpa in the same row (> 1: ours is faster)."
+    yield ("- Ratios: fa_amd over the faster of eager and sdpa in the same row (> 1: ours is faster): the median of "
+           "the rounds' ratios (the implementations take turns, one sample each a round), with their min-max.")
 
 
 def _impls(ctx, base=("eager", "sdpa")) -> list[str]:
@@ -179,6 +180,7 @@ def _train_cells(ctx, model, batch, impls, s, per) -> dict:
             except Exception as exc:
                 cells[impl] = failed(exc)
         samples = {impl: [] for impl in steps}
+        rounds = object()  # the cells' ratios pair their samples round by round (core.ratio)
         order = list(steps)
         for r in range(s["steps"]):
             for impl in order[r % len(order):] + order[:r % len(order)]:
@@ -192,7 +194,7 @@ def _train_cells(ctx, model, batch, impls, s, per) -> dict:
                     cells[impl] = failed(exc)
         for impl, vals in samples.items():
             if impl not in cells:
-                fig = Figure(vals)
+                fig = Figure(vals, rounds=rounds)
                 cells[impl] = Cell(fig.map(per) if per else fig)
     finally:
         for _, _, _, opt in steps.values():
@@ -367,6 +369,7 @@ def _generate(ctx, s) -> Table:
                 cells[impl] = failed(exc)
             ctx.cleanup()
         order = list(samples)
+        rounds = object()  # paired ratios, as in _train_cells
         for r in range(s["gen_reps"]):
             for impl in order[r % len(order):] + order[:r % len(order)]:
                 if impl in cells:
@@ -378,7 +381,7 @@ def _generate(ctx, s) -> Table:
                 except Exception as exc:
                     cells[impl] = failed(exc)
         for impl in impls:
-            cell = cells.get(impl) or Cell(Figure(samples[impl]).map(lambda ms: b * new * 1e3 / ms))
+            cell = cells.get(impl) or Cell(Figure(samples[impl], rounds=rounds).map(lambda ms: b * new * 1e3 / ms))
             t.put(p, impl, cell)
             bar.advance()
     return t
