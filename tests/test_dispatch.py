@@ -68,7 +68,15 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     long_causal = dict(base, seqlen_q=16384, seqlen_k=16384, batch=1, causal=True)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **long_causal))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **long_causal))[0] == "sdpa"
-    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **long_causal))[0] == "sdpa"  # GQA not measured
+    # GQA: causal d=128 from 16k keys without grads (session 45, run42/h100_d_gqa_no_grad_*.md); not causal, shorter
+    # or with grads: sdpa
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **long_causal))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, needs_grad=True, **long_causal))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(long_causal, causal=False)))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(long_causal, seqlen_q=8192, seqlen_k=8192,
+                                                                       batch=2)))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(long_causal, headdim=64,
+                                                                       headdim_v=64)))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(long_causal, causal=False)))[0] == "sdpa"
     # d=64 not causal from 16k keys (session 38's audit, run35/h100_route_mha_*.md), not at 4k nor with grads
     d64_long = dict(long_causal, causal=False, nheads=32, headdim=64, headdim_v=64)

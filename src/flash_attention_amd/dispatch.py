@@ -228,13 +228,22 @@ def forward_flop(problem: Problem) -> float:
 # backend's time on 81 of 84 rows (1.06-1.09x on three, each 0.99-1.03x in the other pass). The one steady gain left:
 # d=64 not causal at 16k, triton 0.95 / 0.96x SDPA's time per forward (1.02-1.05x at 4k), hence its row below.
 _TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384, (64, False): 16384}  # (d, causal): keys
+# GQA: causal d=128 from 16k keys. Session 45 (H100, benchmarks/results/run42/): the audit's forward with grads at 16k,
+# GQA 32/8, triton 0.96-0.97x SDPA's time causal (h100_c_route_gqa*.md, two passes); without grads
+# (h100_d_gqa_no_grad_*.md, two passes) causal 0.91 / 0.95x at 16k and 0.96 / 0.94x at 32k, but 0.99 / 1.07x at 8k;
+# not causal 0.97-0.98x at 16k and 0.97 / 1.03x at 32k: no row. That table times triton before SDPA, and the H100's
+# clocks drift down under a long load (auto_vs_forced_probe.py: one kernel took 6.4 ms, then 7.1-7.4 a few seconds
+# later, h100_e_auto_vs_forced_rounds.txt); with the paths interleaved (h100_e_auto_vs_forced.txt) causal 16k still
+# read 0.93-0.95x.
+_TRITON_FIRST_FWD_GQA = {(128, True): 16384}
 
 
 def _triton_first_forward(problem: Problem) -> bool:
     p = problem
-    least = _TRITON_FIRST_FWD.get((p.headdim, bool(p.causal)))
+    table = _TRITON_FIRST_FWD if p.nheads == p.nheads_k else _TRITON_FIRST_FWD_GQA
+    least = table.get((p.headdim, bool(p.causal)))
     return (least is not None and not p.needs_grad and p.arch in _SDPA_FIRST_NVIDIA["arch"] and p.headdim == p.headdim_v
-            and p.nheads == p.nheads_k and p.seqlen_q == p.seqlen_k and p.seqlen_k >= least and not p.bias
+            and p.seqlen_q == p.seqlen_k and p.seqlen_k >= least and not p.bias
             and p.dropout_p == 0 and not p.fp8 and not p.offsets and not p.is_varlen)
 
 
