@@ -10,7 +10,9 @@ without a mask (``both``: either), and ``--heads 16:16`` MHA: the same question 
 faster forced backend's: the audit of the rule table (above 1: the rule sends the call to the slower one).
 ``--backends triton sdpa fa4``: the backends forced (fa4: FA4, when installed); ``--tokens N``: query tokens
 per batch (default 16k; fewer: the host-bound end); ``--fwd-no-grad``: the forward rows without autograd
-(inference calls; by default the forward is timed with grads enabled, as in training).
+(inference calls; by default the forward is timed with grads enabled, as in training). The paths' order rotates row
+by row: under a long load an H100's clocks fall within seconds (one kernel 6.4 ms, then 7.1-7.4:
+benchmarks/results/run42/h100_e_auto_vs_forced_rounds.txt), which a fixed order charges to the later columns.
 
     PYTHONPATH=src python benchmarks/bench_gqa_route.py [--dims 64 128] [--heads 32:8 ...]
         [--seqlens 1024 4096 8192] [--causal yes|no|both] [--dropout 0.0] [--sk-extra 0] [--auto] [--json PATH]
@@ -62,7 +64,8 @@ def main() -> None:
         dout = torch.randn_like(q)
         for pass_ in ("fwd", "fwd+bwd"):
             ms = {}
-            for backend in backends:
+            turn = len(rows) % len(backends)  # each row starts with the next path (clocks drift: docstring)
+            for backend in backends[turn:] + backends[:turn]:
                 def call(backend=backend, pass_=pass_, t=(q, k, v, dout), causal=causal):
                     with torch.set_grad_enabled(not (args.fwd_no_grad and pass_ == "fwd")):
                         with fa.use_backend(None if backend == "auto" else backend):
