@@ -200,7 +200,7 @@ def run(ctx):
             t.ratio("fp8/bf16", "ratio_fp8_vs_bf16", "ours:fp8", first)
         rows = [(d, causal, n) for d in s["headdims"] for causal in (False, True) for n in s["seqlens"]]
         with ctx.bar(f"kernels {name}", len(rows) * (len(calls) + len(ours))) as bar:
-            paths = [(key, call) for key, call in calls.items()] + [(f"ours:{be}", be) for be in ours]
+            paths = list(calls.items()) + [(f"ours:{be}", be) for be in ours]
             for i, (d, causal, n) in enumerate(rows):
                 b, h = max(1, s["tokens"] // n), max(1, s["hidden"] // d)
                 p = dict(headdim=d, causal=causal, seqlen=n, batch=b, nheads=h)
