@@ -49,6 +49,8 @@ def _applies(mode: str, opt) -> bool:
     def part(p: str) -> bool:
         if p[:1] == "a" and p[1:].isdigit():
             return "alibi" in (opt or "")
+        if p == "pa":
+            return "alibi" in (opt or "")
         if p in ("s1", "pf"):
             return "softcap" in (opt or "")
         return True
@@ -58,7 +60,8 @@ def _applies(mode: str, opt) -> bool:
 def _set(mode) -> None:
     """mode: True / False (Gluon on / off), a MODES key, or on with changes joined by "+": "asc" (query blocks in
     ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
-    calls take the |distance| form, the kernel's ALIBI 1; session 32 also measured "a3", a form since removed), "s1"
+    calls take the |distance| form, the kernel's ALIBI 1; "a2": ALiBi calls keep the ramp in registers, ALIBI 2, not
+    the tensor cores' ALIBI 3; "pa": ALIBI 3 calls in persistent programs), "s1"
     (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too) or
     "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
@@ -68,6 +71,8 @@ def _set(mode) -> None:
     fwd_gluon.DESCENDING_CAUSAL = "asc" not in parts
     fwd_gluon.PERSISTENT_PLAIN = fwd_gluon.PERSISTENT_CAUSAL = fwd_gluon.PERSISTENT_OPTIONS = "np" not in parts
     fwd_gluon.ALIBI_ONE_SIDED = "a1" not in parts
+    fwd_gluon.ALIBI_RAMP_MMA = "a2" not in parts
+    fwd_gluon.PERSISTENT_ALIBI_RAMP = "pa" in parts
     fwd_gluon.SOFTCAP_FIXED_MAX = "s1" not in parts
     fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
@@ -208,6 +213,8 @@ def main() -> None:
     ap.add_argument("--options", action="store_true",
                     help="causal calls with a window, softcap, ALiBi (and Gemma 2's softcap + window at d=256) in "
                          "place of the plain grid; FLOP of the visible pairs; the plain causal call as the cost's base")
+    ap.add_argument("--opts", nargs="*", default=None, metavar="OPTION",
+                    help="with --options: only these option rows (plain, alibi, softcap, window: a label's first word)")
     ap.add_argument("--varlen", action="store_true",
                     help="packed varlen calls instead (one cu_seqlens, lengths s/2 to s, 16k tokens), causal or not")
     ap.add_argument("--any-length", action="store_true")
@@ -253,6 +260,8 @@ def main() -> None:
                 opts = [None, "window 1024", "window 128", "softcap 30", "alibi"]
                 if d == 256:
                     opts.append("softcap 50 + window 1024")
+                if args.opts is not None:
+                    opts = [o for o in opts if (o or "plain").split(" ")[0] in args.opts]
                 cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, o) for o in opts]
     if args.varlen:
         cases = []

@@ -210,18 +210,23 @@ def test_persistent_rule(monkeypatch):
 
 
 def test_alibi_flag(monkeypatch):
-    """ALIBI 2 (one-sided: a per-key term, the per-row one in the LSE) wherever no visible key lies right of the
-    diagonal (causal, or a right window bound of 0), without a left bound, up to d=128 (the other builds spill); else
-    1 (|i + limit - j| per score)."""
+    """One-sided ALiBi wherever no visible key lies right of the diagonal (causal, or a right window bound of 0) and
+    no left bound cuts: ALIBI 3 (the ramp in the tensor cores) without softcap, up to ALIBI_RAMP_MAX_D; with softcap,
+    ALIBI 2 (a per-key term in registers) up to d=128 (the other builds spill); else 1 (|i + limit - j| per score)."""
     slopes = torch.rand(4)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 2)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 2)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 3)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 3)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0)) == (True, True, False, 1)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1)) == (True, True, False, 1)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes)) == (False, False, False, 1)
     assert fwd_gluon.flags_of(params(causal=True))[3] == 0
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 3
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True, softcap=30.0), 128)[3] == 2
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True, softcap=30.0), 256)[3] == 1  # 2 spills there
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True, softmax_scale=-0.1), 128)[3] == 2
+    monkeypatch.setattr(fwd_gluon, "ALIBI_RAMP_MMA", False)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 128)[3] == 2
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 1  # its one-sided builds spill
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 1
     monkeypatch.setattr(fwd_gluon, "ALIBI_ONE_SIDED", False)
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True))[3] == 1
 
@@ -291,16 +296,17 @@ def test_sm90_builds_overlap_and_do_not_spill(tmp_path):
     # descriptors made on the device / on the host (the host-made ones dense and varlen; dense plain calls run
     # persistent programs)
     variants = sum(1 if r.causal is not None else 2 for r in tiles.FWD_GLUON["sm90"])
-    # the options rows: every option at once with |distance| ALiBi, one-sided ALiBi (d=128), causal softcap with the
-    # fixed max and with the running max (the second persistent)
-    variants += sum(3 + (r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D) for r in tiles.FWD_GLUON_OPTIONS["sm90"])
+    # the options rows: every option at once with |distance| ALiBi, one-sided ALiBi (d=128), causal ALiBi alone with
+    # the ramp in the tensor cores, causal softcap with the fixed max and with the running max (the second persistent)
+    variants += sum(3 + (r.max_d <= fwd_gluon.ALIBI_ONE_SIDED_MAX_D) + (r.max_d <= fwd_gluon.ALIBI_RAMP_MAX_D)
+                    for r in tiles.FWD_GLUON_OPTIONS["sm90"])
     assert rc == 0 and len(rows) == variants * 2 * 3
     kinds = {(r["label"].split(" ")[2], r["label"].split(" s2 ", 1)[1]) for r in rows}
     assert kinds == {(what, desc) for what in ("plain", "causal") for desc in
                      ("device-desc", "host-desc persistent", "host-desc varlen")} | \
         {("opts", "device-desc"), ("opts", "host-desc"), ("opts", "host-desc varlen"), ("causal", "host-desc")}
     whats = {r["label"].split(" gluon")[0].split(" ", 2)[2] for r in rows}
-    assert whats >= {"opts", "opts one-sided", "causal softcap", "causal softcap running"}
+    assert whats >= {"opts", "opts one-sided", "causal alibi mma-ramp", "causal softcap", "causal softcap running"}
     for r in rows:
         accepted = r["label"].startswith(("bf16 d=128 causal", "fp16 d=128 causal")) and "persistent" in r["label"]
         if accepted and r["status"] != "ok":  # the row's spills_ok: measured with its 24 B (tiles.py; none since
@@ -512,6 +518,9 @@ def test_options_match_reference(any_length, d, sq, sk, change):
 @pytest.mark.parametrize("d,b,sq,sk,h,hk,change", [
     (128, 2, 1500, 1500, 20, 10, dict(causal=True, alibi="1d")),          # one-sided ALiBi
     (128, 2, 1300, 1700, 12, 12, dict(window_right=0, alibi="2d")),       # one-sided: a right bound of 0
+    (128, 2, 1500, 1500, 20, 10, dict(causal=True, alibi="1d", dtype=torch.float16)),  # the ramp's fp16 parts
+    (256, 2, 1100, 1100, 16, 16, dict(causal=True, alibi="2d")),          # one-sided at d=256 (64-key blocks)
+    (128, 2, 1300, 1300, 12, 12, dict(causal=True, alibi="1d", softmax_scale=0.3)),  # the ramp is slope / scale
     (128, 2, 1300, 1700, 12, 12, dict(window_left=300, window_right=0, alibi="2d")),  # windowed: |distance|
     (128, 3, 1000, 1000, 16, 8, dict(window_left=500, window_right=200, alibi="1d")),  # |distance| ALiBi, both bounds
     (256, 2, 1100, 1100, 16, 16, dict(causal=True, softcap=30.0)),         # softcap: the fixed max

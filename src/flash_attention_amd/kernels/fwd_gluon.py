@@ -37,7 +37,13 @@ row see a key.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
@@ -70,7 +76,8 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
     seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
-    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j (``_keys``)."""
+    col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j; (ALIBI 3) a scalar, the block's
+    slope * log2(e) * (j0 - c), the ramp from j0 being in s already (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     SOFTCAP: gl.constexpr = FLAGS[2]
     ALIBI: gl.constexpr = FLAGS[3]
@@ -80,6 +87,15 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
             s = _masked(s, rows, cols, scores, FLAGS)
         p = gl.exp2(s - gl.maximum(softcap * LOG2E - 64.0, 0.0))  # the fixed max (a scalar: ``_consumer_tile``)
         return p, state_m, state_m, state_l + gl.sum(p, 1)
+    if ALIBI == 3:  # s holds qk + (slope / sm_scale) * (j - j0); col_bias: the block's scalar rest (``_keys``)
+        scale = sm_scale * LOG2E
+        if MASK:
+            s = _masked(s, rows, cols, scores, FLAGS)
+        m_new = gl.maximum(state_m, gl.max(s, 1) * scale + col_bias)
+        p = gl.exp2(s * scale - (m_new - col_bias)[:, None])
+        alpha = gl.exp2(state_m - m_new)
+        state_l = state_l * alpha + gl.sum(p, 1)
+        return p, m_new, alpha, state_l
     if SOFTCAP or ALIBI:  # the scores in log2 units, then the max
         if SOFTCAP:
             s = _tanh(s * (sm_scale / softcap)) * (softcap * LOG2E)
@@ -141,14 +157,45 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes
 
 
 @gluon.jit
+def _fill_ramp(ramp_smem):
+    """ALIBI 3: the B operand of the ramp's product, [BLOCK_N, 16] in dtype: columns 0-2 hold the key's place t in
+    its block (0 .. BLOCK_N - 1, exact in bf16 / fp16), the others 0. Once per program and consumer."""
+    BLOCK_N: gl.constexpr = ramp_smem.shape[0]
+    blocked: gl.constexpr = gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0])
+    t = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, blocked))
+    cols = gl.arange(0, 16, layout=gl.SliceLayout(0, blocked))
+    ramp = gl.where(cols[None, :] < 3, t[:, None].to(gl.float32), 0.0)  # [BLOCK_N, 16]
+    ramp_smem.store(ramp.to(ramp_smem.dtype))
+    fence_async_shared()
+
+
+@gluon.jit
+def _ramp_operands(a, s_layout: gl.constexpr, dtype: gl.constexpr):
+    """ALIBI 3: the A operand [ROWS, 16] (registers) of the ramp's product, whose columns 0-2 hold a = slope /
+    sm_scale in three parts in dtype (their sum is a to fp32 precision; each part times t is exact in fp32), the
+    others 0: with ``_fill_ramp``'s B it adds a * (j - j0) to every raw score of a block, in the tensor cores."""
+    blocked: gl.constexpr = gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0])
+    cols = gl.arange(0, 16, layout=gl.SliceLayout(0, blocked))
+    hi = a.to(dtype).to(gl.float32)
+    mid = (a - hi).to(dtype).to(gl.float32)
+    lo = (a - hi - mid).to(dtype).to(gl.float32)
+    part = gl.where(cols == 0, hi, gl.where(cols == 1, mid, gl.where(cols == 2, lo, 0.0)))  # [16]
+    x = gl.zeros([ROWS, 16], gl.float32, layout=blocked) + part[None, :]
+    return gl.convert_layout(x.to(dtype), gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
+
+
+@gluon.jit
 def _keys(j0, keys, FLAGS: gl.constexpr):
     """The positions of the key block that starts at key j0, and (ALIBI 2) slope * log2(e) * (j - c) of each
-    (one add a key; else 0.0, unused). keys = (offs_n [BLOCK_N], ramp = slope * log2(e) * offs_n, slope * log2(e),
-    c)."""
-    offs_n, ramp, a, c = keys
+    (one add a key), (ALIBI 3) the block's part of it, slope * log2(e) * (j0 - c), a scalar (else 0.0, unused).
+    keys = (offs_n [BLOCK_N], ramp = slope * log2(e) * offs_n (ALIBI 2), slope * log2(e), c, mma_ramp (ALIBI 3:
+    ``_ramp_operands``))."""
+    offs_n, ramp, a, c, mma_ramp = keys
     bias = a
     if FLAGS[3] == 2:
         bias = ramp + a * (j0 - c).to(gl.float32)
+    elif FLAGS[3] == 3:  # the ramp slope * log2(e) * (j - j0) is in the raw scores (``_ramp_operands``)
+        bias = a * (j0 - c).to(gl.float32)
     return j0 + offs_n, bias
 
 
@@ -166,6 +213,8 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MAS
     prev = (t - 1) % STAGES
     mbarrier.wait(k_ready.index(slot), (t // STAGES) & 1)
     s_tok = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    if FLAGS[3] == 3:  # + (slope / sm_scale) * (j - j0): one k=16 product more
+        s_tok = warpgroup_mma(keys[4][0], keys[4][1], s_tok, is_async=True)
     mbarrier.wait(v_ready.index(prev), ((t - 1) // STAGES) & 1)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(prev), acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # QK^T(t) retired, PV(t - 1) in flight
@@ -180,13 +229,13 @@ def _step(t, state, q, k_smem, v_smem, bars, scores, rows, j0, keys, s_zero, MAS
 
 
 @gluon.jit
-def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo, n_blocks,
-                   base, done, FLAGS: gl.constexpr):
+def _consumer_tile(q, k_smem, v_smem, ramp_smem, bars, out_ptr, lse_ptr, stride_om, first, seqlen_q, scores, j_lo,
+                   n_blocks, base, done, FLAGS: gl.constexpr):
     """One warp group, one tile: query rows first .. first + 63 (q: their tile in shared memory); out_ptr /
     lse_ptr point at this (sequence, head)'s row 0; base: the key blocks the program consumed before this tile,
     done: its tiles before this one. Of the tile's key blocks j_lo .. j_lo + n_blocks - 1, those that cut one of
     these rows' windows or pass seqlen_k take the mask: a range at the start (MASK_LEFT) and one at the end; the
-    blocks between run unmasked."""
+    blocks between run unmasked. ramp_smem (ALIBI 3): ``_fill_ramp``'s [BLOCK_N, 16] tile."""
     q_bar, q_empty, k_ready, v_ready, k_empty, v_empty = bars
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
     MASK_LEFT: gl.constexpr = FLAGS[0]
@@ -225,10 +274,18 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     mbarrier.wait(q_bar.index(0), done & 1)
     slot0 = base % STAGES
     mbarrier.wait(k_ready.index(slot0), (base // STAGES) & 1)
-    s = warpgroup_mma(q, k_smem.index(slot0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
-    mbarrier.arrive(k_empty.index(slot0), count=1)
     a_l2 = slope * LOG2E
-    keys = (offs_n, offs_n.to(gl.float32) * a_l2, a_l2, first + limit)  # _keys: c = the first row's diagonal key
+    mma_ramp = 0
+    if FLAGS[3] == 3:
+        mma_ramp = (_ramp_operands(slope / sm_scale, s_layout, dtype), ramp_smem.permute((1, 0)))
+    s = warpgroup_mma(q, k_smem.index(slot0).permute((1, 0)), s_zero, use_acc=False)  # [ROWS, BLOCK_N]
+    if FLAGS[3] == 3:
+        s = warpgroup_mma(mma_ramp[0], mma_ramp[1], s)
+    mbarrier.arrive(k_empty.index(slot0), count=1)
+    ramp = a_l2
+    if FLAGS[3] == 2:
+        ramp = offs_n.to(gl.float32) * a_l2
+    keys = (offs_n, ramp, a_l2, first + limit, mma_ramp)  # _keys: c = the first row's diagonal key
     cols, col_bias = _keys(j_lo * BLOCK_N, keys, FLAGS)
     if (j_lo < full_lo) | (j_lo >= full_hi):
         p, m_i, alpha, l_i = _softmax(s, m_i, l_i, scores, rows, cols, col_bias, True, FLAGS)
@@ -257,19 +314,22 @@ def _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, stride_om, first, 
     cols_o = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     gl.store(out_ptr + rows_o.to(gl.int64)[:, None] * stride_om + cols_o[None, :], out.to(dtype),
              mask=(rows_o < seqlen_q)[:, None])  # [ROWS, HEAD_DIM]
-    if FLAGS[3] == 2:  # the per-row ALiBi term the softmax left out: slope * (c - i - limit) = slope * (first - i)
+    if FLAGS[3] >= 2:  # the per-row ALiBi term the softmax left out: slope * (c - i - limit) = slope * (first - i)
         m_i = m_i + a_l2 * (first - rows).to(gl.float32)
     gl.store(lse_ptr + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < seqlen_q)  # [ROWS]
 
 
 @gluon.jit
-def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores, CuSeqlens, h_str,
-              FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
-    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles."""
+def _consumer(half, q, k_smem, v_smem, ramp_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
+              CuSeqlens, h_str, FLAGS: gl.constexpr, ORDER: gl.constexpr, HOST: gl.constexpr):
+    """Consumer warp group ``half`` (0 / 1: the tile's first / last 64 query rows) over the program's tiles;
+    ramp_smem: its own [BLOCK_N, 16] tile (ALIBI 3, ``_fill_ramp``)."""
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     sm_scale, softcap, window_left, window_right = scores
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     n_tiles = sched[1]
+    if FLAGS[3] == 3:
+        _fill_ramp(ramp_smem)
     base = 0
     done = 0
     for i in range(n_tiles):
@@ -283,8 +343,8 @@ def _consumer(half, q, k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sche
             out_ptr = Out + b64 * o_str[0] + out_row0 * o_str[1] + off_h * o_str[2]  # out_row0: int64
             lse_ptr = Lse + b64 * l_str[0] + off_h * l_str[1] + out_row0
             sc = (sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k_t)
-            _consumer_tile(q, k_smem, v_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + half * ROWS, seqlen_q_t, sc,
-                           j_lo, n_blocks, base, done, FLAGS)
+            _consumer_tile(q, k_smem, v_smem, ramp_smem, bars, out_ptr, lse_ptr, o_str[1], start_m + half * ROWS,
+                           seqlen_q_t, sc, j_lo, n_blocks, base, done, FLAGS)
             base += n_blocks
             done += 1
 
@@ -371,6 +431,11 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], smem)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], smem)
+    if FLAGS[3] == 3:  # each consumer's ramp tile (_fill_ramp)
+        ramp_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+        ramp_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, 16], ramp_layout)
+    else:  # unused
+        ramp_smem = k_smem
     q_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -386,10 +451,10 @@ def _forward(q_desc, k_desc, v_desc, Out, Lse, Alibi, CuSeqlens, o_str, l_str, h
         mbarrier.init(v_empty.index(i), count=2)
     bars = (q_bar, q_empty, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize([
-        (_consumer, (0, q_smem.index(0), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
-        (_consumer, (1, q_smem.index(1), k_smem, v_smem, bars, Out, Lse, Alibi, o_str, l_str, sched, sizes, scores,
-                     CuSeqlens, h_str, FLAGS, ORDER, HOST)),
+        (_consumer, (0, q_smem.index(0), k_smem, v_smem, ramp_smem.index(0), bars, Out, Lse, Alibi, o_str, l_str,
+                     sched, sizes, scores, CuSeqlens, h_str, FLAGS, ORDER, HOST)),
+        (_consumer, (1, q_smem.index(1), k_smem, v_smem, ramp_smem.index(1), bars, Out, Lse, Alibi, o_str, l_str,
+                     sched, sizes, scores, CuSeqlens, h_str, FLAGS, ORDER, HOST)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, sizes, scores, CuSeqlens, h_str,
                      FLAGS, ORDER, HOST)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -63,6 +63,15 @@ def options_of(params: AttnParams) -> bool:
 # ALIBI_ONE_SIDED False: every ALiBi call takes ALIBI 1 (a module attribute for the benchmark, not a user setting).
 ALIBI_ONE_SIDED = True
 ALIBI_ONE_SIDED_MAX_D = 128
+# One-sided ALiBi with the ramp in the tensor cores (the kernel's ALIBI 3): of a block's per-key term slope * (j - c),
+# the part slope * (j - j0) (j0: the block's first key) is added to the raw scores by one more k=16 product per block,
+# [64, 16] x [16, BLOCK_N], whose A holds slope / sm_scale in three bf16 / fp16 parts and whose B the key's place in
+# its block (exact; fp32 sums); the rest, slope * (j0 - c), is one scalar a block, taken with the row max. The softmax
+# then costs what the plain call's does (no add a score, no ramp in registers). Calls without softcap and with
+# sm_scale > 0, head dims up to ALIBI_RAMP_MAX_D; a module attribute for benchmarks/bench_gluon_ab.py ("a2": the
+# ramp in registers, ALIBI 2), not a user setting.
+ALIBI_RAMP_MMA = True
+ALIBI_RAMP_MAX_D = 256
 
 
 # Softcap against a fixed max (the kernel's SOFTCAP 2; launch/fwd.py ``softcap_max`` says when it holds: bf16, no
@@ -74,12 +83,15 @@ def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tupl
     """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. SOFTCAP: 0 none,
     1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
     1 |i + limit - j| per score, 2 one-sided (no visible key right of the diagonal, no left window bound, a head
-    dim up to ``ALIBI_ONE_SIDED_MAX_D``)."""
+    dim up to ``ALIBI_ONE_SIDED_MAX_D``), 3 one-sided with the ramp in the tensor cores (``ALIBI_RAMP_MMA``)."""
     alibi = 0
     if params.alibi_slopes is not None:
-        one_sided = (bool(params.causal) or params.window_right == 0) and params.window_left < 0 \
-            and headdim <= ALIBI_ONE_SIDED_MAX_D
-        alibi = 2 if one_sided and ALIBI_ONE_SIDED else 1
+        one_sided = ALIBI_ONE_SIDED and (bool(params.causal) or params.window_right == 0) and params.window_left < 0
+        if one_sided and ALIBI_RAMP_MMA and params.softcap == 0 and params.softmax_scale > 0 \
+                and headdim <= ALIBI_RAMP_MAX_D:
+            alibi = 3
+        else:
+            alibi = 2 if one_sided and headdim <= ALIBI_ONE_SIDED_MAX_D else 1
     softcap = 0
     if params.softcap > 0:
         fixed = SOFTCAP_FIXED_MAX and dtype == torch.bfloat16 and params.alibi_slopes is None \
@@ -216,6 +228,9 @@ PERSISTENT_PLAIN = True
 PERSISTENT_CAUSAL = True
 PERSISTENT_OPTIONS = True
 PERSISTENT_OPTIONS_MAX = 4096
+# ALiBi with the ramp in the tensor cores (ALIBI 3) in persistent programs too (pairs of query blocks, as plain causal
+# calls): for benchmarks/bench_gluon_ab.py's "pa" mode, not a user setting.
+PERSISTENT_ALIBI_RAMP = False
 # The fixed-max softcap build (SOFTCAP 2) at d=256 spills 7 registers when persistent (ptxas), none with a program
 # a tile: those calls keep a program a tile (PERSISTENT_FIXED_SOFTCAP True for the benchmark's "pf" mode).
 PERSISTENT_FIXED_SOFTCAP = False
@@ -225,7 +240,8 @@ def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0, shares_gpu: bool =
     """The host-descriptor kernel's PERSISTENT for a dense call (varlen tiles vary) with these FLAGS and seqlen_k;
     never for a call that shares the GPU (AttnParams.shares_gpu: a persistent grid would hold every SM, so that the
     ring's transfers, posted beside it, start only once it ends)."""
-    if shares_gpu or varlen or flags[0] or flags[3] or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
+    alibi = flags[3] and not (flags[3] == 3 and PERSISTENT_ALIBI_RAMP)
+    if shares_gpu or varlen or flags[0] or alibi or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
         return False
     if flags[2]:
         return PERSISTENT_OPTIONS and seqlen_k <= PERSISTENT_OPTIONS_MAX
@@ -341,6 +357,8 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
             variants.append((row, "opts", (True, True, 1, 1)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
                 variants.append((row, "opts one-sided", (False, True, 1, 2)))
+            if row.max_d <= ALIBI_RAMP_MAX_D:  # ALiBi alone, its ramp in the tensor cores
+                variants.append((row, "causal alibi mma-ramp", (False, True, 0, 3)))
             # softcap alone: the fixed max (bf16), the running max (persistent)
             variants.append((row, "causal softcap", (False, True, 2, 0)))
             variants.append((row, "causal softcap running", (False, True, 1, 0)))
