@@ -69,7 +69,11 @@ ALIBI_ONE_SIDED_MAX_D = 128
 # its block (exact; fp32 sums); the rest, slope * (j0 - c), is one scalar a block, taken with the row max. The softmax
 # then costs what the plain call's does (no add a score, no ramp in registers). Calls without softcap and with
 # sm_scale > 0, head dims up to ALIBI_RAMP_MAX_D; a module attribute for benchmarks/bench_gluon_ab.py ("a2": the
-# ramp in registers, ALIBI 2), not a user setting.
+# ramp in registers, ALIBI 2), not a user setting. Against "a2", causal, same process, three alternating rounds
+# (benchmarks/results/run43/h100_c_alibi_ab.md, h200_a_alibi_ab.md): d=128 1.08 / 1.09x at 4k / 16k on the H100,
+# 1.10-1.11x at 2k-16k on the H200; d=256 (where "a2" is ALIBI 1) 1.07 / 1.09x and 1.05-1.09x. Spill-free, 10 KB
+# more shared memory (check-kernels). Persistent ALIBI 3 builds spill 7-8 registers and measured 0.95-1.06x (H200):
+# one program a tile (PERSISTENT_ALIBI_RAMP).
 ALIBI_RAMP_MMA = True
 ALIBI_RAMP_MAX_D = 256
 
