@@ -102,12 +102,38 @@ def test_dq_plan():
 @pytest.mark.parametrize("change,why", [
     (dict(dropout_p=0.1), "dropout"),
     (dict(softcap=30.0, alibi_slopes=torch.ones(4)), "ALiBi"),
-    (dict(alibi_slopes=torch.ones(4)), "ALiBi"),
+    (dict(alibi_slopes=torch.ones(4), causal=False), "ALiBi"),
+    (dict(alibi_slopes=torch.ones(4), softmax_scale=-0.1), "ALiBi"),
     (dict(sinks=torch.zeros(4)), "sinks"),
 ])
 def test_declines_options(change, why):
-    q, k, v = qkv(1, 2048, 2048, 4, 4, device="cpu")
-    assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, **change), grad_str(k))
+    q, k, v = qkv(1, 4096, 4096, 4, 4, device="cpu")
+    assert why in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(**{"causal": True, **change}), grad_str(k))
+
+
+def test_causal_alibi(monkeypatch):
+    """Causal ALiBi alone (ALIBI: the bias from the tensor cores) takes the kernel where the call without it does,
+    with the window rules as they are; the switch turns it off; the plan passes the slopes' batch stride (0 for
+    slopes [h]) and gives the launch the slopes."""
+    q, k, v = qkv(2, 4096, 4096, 4, 4, device="cpu")
+    for slopes in (torch.rand(4), torch.rand(2, 4)):
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, alibi_slopes=slopes), grad_str(k)) \
+            is None
+        assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(window_left=4095, window_right=0,
+                                                                   alibi_slopes=slopes), grad_str(k)) is None
+    assert "a window of 300 keys" in bwd_gluon.dkdv_gluon_reason(
+        "sm90", q, k, v, params(causal=True, alibi_slopes=torch.rand(4), window_left=300), grad_str(k))
+    monkeypatch.setattr(bwd_gluon, "ALIBI", False)
+    assert "ALiBi" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, alibi_slopes=torch.rand(4)),
+                                                  grad_str(k))
+    monkeypatch.setattr(bwd_gluon, "ALIBI", True)
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    cfg = bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True)).config
+    for slopes, stride in ((torch.rand(4), 0), (torch.rand(2, 4), 4)):
+        plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True, alibi_slopes=slopes), cfg, (4 * 4096, 4096),
+                                         k.stride()[:3], True)
+        assert plan.tail[1][-1] == stride
+    assert "Alibi" not in plan.slot.constexprs  # a tensor argument (None for calls without ALiBi)
 
 
 def test_softcap(monkeypatch):
@@ -142,7 +168,7 @@ def test_causal_windows(monkeypatch):
         assert with_dq and row is bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True))
         plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, row.config, (4 * 4096, 4096), k.stride()[:3], True)
         assert plan.slot.constexprs["CAUSAL"] is True and plan.slot.constexprs["WINDOW"] is True
-        assert plan.tail[1][-1] == 1024
+        assert plan.tail[1][-2] == 1024  # window_left (then the slopes' batch stride)
     causal = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), row.config, (4 * 4096, 4096), k.stride()[:3])
     assert causal.slot.constexprs["WINDOW"] is False
     assert "right bound" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(window_left=64, window_right=64),
@@ -260,7 +286,7 @@ def test_plan_keeps_no_tensor():
     assert plan.grid == (3, 2 * 2, 1)
     assert all(t.base is None for t in plan.templates)
     assert [t.block_shape for t in plan.templates] == [[cfg.block_m, 128], [64, 128], [64, 128], [cfg.block_m, 128]]
-    assert plan.tail[1] == (4, 2, 256, 384, 0, -1)
+    assert plan.tail[1] == (4, 2, 256, 384, 0, -1, 0)
     # the LSE / delta through TMA: a flat [b * h * sq] template, block block_m (its base set per call)
     assert plan.slot.constexprs["ROWS_TMA"] is True and plan.rows_template.base is None
     assert plan.rows_template.shape == [2 * 4 * 256] and plan.rows_template.block_shape == [cfg.block_m]
@@ -297,7 +323,7 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "out = []\n"
         "for s in bwd_gluon.compile_specs('sm90'):\n"
         "    if 'd=128 causal' not in s.label or 'bf16' not in s.label or 'window' in s.label \\\n"
-        "            or 'softcap' in s.label:\n"
+        "            or 'softcap' in s.label or 'alibi' in s.label:\n"
         "        continue\n"
         "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
         "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
@@ -398,19 +424,19 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
 
 
-def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0):
+def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):
     """grads (dq, dk, dv of the call through the Gluon kernel) finite, and as close to the float64 oracle as the
     same call with the kernel off (the dQ kernel and the other dK/dV kernels), or within 2e-2."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ro, _ = attention_ref(q64, k64, v64, causal=causal, window_size=window, softcap=softcap)
+    ro, _ = attention_ref(q64, k64, v64, causal=causal, window_size=window, softcap=softcap, alibi_slopes=alibi)
     ref = torch.autograd.grad(ro, (q64, k64, v64), dout.double())
     monkeypatch.setattr(bwd_gluon, "ENABLED", False)
     core.clear_plans()
     with fa.use_backend("triton"):
-        out_off = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap)
+        out_off = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap, alibi_slopes=alibi)
     off = torch.autograd.grad(out_off, (q, k, v), dout)
     for g, o, r, name in zip(grads, off, ref, "qkv"):
         assert torch.isfinite(g).all(), name
@@ -533,7 +559,24 @@ def test_softcap_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, h
     _option_gradients(monkeypatch, with_dq, inputs, causal, (left, 0) if left >= 0 else (-1, -1), softcap)
 
 
-def _option_gradients(monkeypatch, with_dq, inputs, causal, window, softcap=0.0):
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,left,slopes,dtype", [
+    (2, 1000, 1000, 4, 4, 128, -1, "1d", torch.bfloat16),
+    (1, 300, 700, 4, 2, 128, -1, "2d", torch.bfloat16),   # GQA (a slope per query head), bottom-right, partial blocks
+    (2, 777, 777, 6, 2, 64, -1, "1d", torch.float16),     # d=64, fp16 parts, seqlen_q not a multiple of 4
+    (1, 777, 777, 4, 2, 128, 300, "1d", torch.bfloat16),  # with a sliding window
+])
+@pytest.mark.parametrize("with_dq", [True, False], ids=["dq", "dkdv"])
+def test_alibi_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, left, slopes, dtype):
+    """Causal ALiBi (ALIBI): as the windows' test, with steep slopes (up to 2 a key: the bias spans hundreds within a
+    block pair, so a wrong ramp or scalar shows)."""
+    inputs = qkv(b, sq, sk, h, hk, dtype, d=d)
+    alibi = 2 * (torch.rand(h, device=DEVICE) if slopes == "1d" else torch.rand(b, h, device=DEVICE))
+    _option_gradients(monkeypatch, with_dq, inputs, True, (left, 0) if left >= 0 else (-1, -1), alibi=alibi)
+
+
+def _option_gradients(monkeypatch, with_dq, inputs, causal, window, softcap=0.0, alibi=None):
     """The public call with a window and / or softcap through the kernel (rows for d=64 and d=128 at any length, with
     or without its dQ, every window served), every output allocated NaN, a spy proving which kernel served; its
     gradients against the float64 oracle's and the other kernels'."""
@@ -552,10 +595,10 @@ def _option_gradients(monkeypatch, with_dq, inputs, causal, window, softcap=0.0)
     q, k, v = (t.requires_grad_() for t in inputs)
     dout = torch.randn_like(q)
     with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap)
+        out = fa.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap, alibi_slopes=alibi)
     grads = torch.autograd.grad(out, (q, k, v), dout)
     assert seen == [with_dq]
-    _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window, softcap)
+    _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window, softcap, alibi)
 
 
 @pytest.mark.gpu

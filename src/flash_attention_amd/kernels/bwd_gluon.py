@@ -26,6 +26,14 @@ SOFTCAP: the scores are softcap * tanh(qk * sm_scale / softcap) (``tanh.approx.f
 them: launch/fwd.py ``fast_tanh``), and dS^T takes the tanh's derivative, 1 - tanh^2; P^T is made first (it feeds
 dV) and then multiplied by that factor, so the tanh is not kept past the dV product.
 
+ALIBI (``Alibi`` given; causal calls, no softcap): the score of key j and query i takes slope * (j - i - limit),
+all of it from the tensor cores but one scalar a step (as the forward's ALIBI 3, kernels/fwd_gluon.py): one k=16
+product more after S^T, [64, 16] x [16, BLOCK_M], whose A (registers, per query head) holds a = slope / sm_scale in
+three parts and a * t (t: the key's place in the consumer's 64 rows) in three parts, and whose B (shared memory,
+once per program) holds -u (u: the query's place in its block) against the first three and 1 against the others:
+a * (t - u); the rest, slope * (first - start_m - limit) in log2 units, is one scalar a step, taken with the LSE.
+dS^T needs nothing more (the bias is constant in q, k, v).
+
 Shapes: Q / dO [b, sq, h, d], K / V / dK / dV [b, sk, hk, d]; LSE / Delta [b, h, sq] fp32 (natural-log LSE).
 ROWS_TMA: the producer brings each query block's LSE / delta (1-D descriptors over their flat views) into ring
 slots with its Q / dO, and the consumers read their columns from there; else each consumer loads them and converts
@@ -63,6 +71,41 @@ def _reduce_add(desc, coord, src, _semantic=None):
     (``create_async_tma_reduce``) but its Hopper module exports no wrapper."""
     coord = _semantic._convert_to_ir_values(coord, require_i64=False)
     _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, desc.handle, coord, src.handle)
+
+
+@gluon.jit
+def _fill_ramp(ramp_smem):
+    """ALIBI: the B operand of the ramp's product, [BLOCK_M, 16] (its transpose is read): columns 0-2 hold -u (the
+    query's place in its block, exact in bf16 / fp16), 3-5 hold 1, the others 0. Once per program, before the
+    partitions start (both consumers read it)."""
+    BLOCK_M: gl.constexpr = ramp_smem.shape[0]
+    blocked: gl.constexpr = gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0])
+    u = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, blocked))
+    cols = gl.arange(0, 16, layout=gl.SliceLayout(0, blocked))[None, :]
+    ramp = gl.where(cols < 3, -u[:, None].to(gl.float32), gl.where(cols < 6, 1.0, 0.0))  # [BLOCK_M, 16]
+    ramp_smem.store(ramp.to(ramp_smem.dtype))
+    fence_async_shared()
+
+
+@gluon.jit
+def _ramp_operands(a, st_layout: gl.constexpr, dtype: gl.constexpr):
+    """ALIBI: the A operand [ROWS, 16] (registers) of the ramp's product for a = slope / sm_scale: columns 0-2 a in
+    three parts (hi, mid, lo in dtype: their sum is a to fp32 precision, each part times an integer below 256 exact
+    in fp32), 3-5 a * t in three parts (t: the row's place, 0 .. 63), the others 0. Made in a wgmma accumulator
+    layout, whose registers are the A operand's (the conversion moves nothing through shared memory)."""
+    made: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 16])
+    t = gl.arange(0, ROWS, layout=gl.SliceLayout(1, made))[:, None].to(gl.float32)
+    cols = gl.arange(0, 16, layout=gl.SliceLayout(0, made))[None, :]
+    at = a * t  # [ROWS, 1]
+    hi = a.to(dtype).to(gl.float32)
+    mid = (a - hi).to(dtype).to(gl.float32)
+    lo = (a - hi - mid).to(dtype).to(gl.float32)
+    t_hi = at.to(dtype).to(gl.float32)
+    t_mid = (at - t_hi).to(dtype).to(gl.float32)
+    t_lo = (at - t_hi - t_mid).to(dtype).to(gl.float32)
+    x = gl.where(cols == 0, hi, gl.where(cols == 1, mid, gl.where(cols == 2, lo, 0.0)))  # [1, 16]
+    x = x + gl.where(cols == 3, t_hi, gl.where(cols == 4, t_mid, gl.where(cols == 5, t_lo, 0.0)))  # [ROWS, 16]
+    return gl.convert_layout(x.to(dtype), gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2))
 
 
 @gluon.jit
@@ -114,17 +157,18 @@ def _fill(bar, desc, coord, ring, slot, rows_src, g, col, WHICH: gl.constexpr, R
 
 
 @gluon.jit
-def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col,
+def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr, scores, dq, dq_col, ramp,
           st_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-          WG: gl.constexpr, ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr):
+          WG: gl.constexpr, ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr, ALIBI: gl.constexpr):
     """Query block t of the program (its rows start_m ..; lse_ptr / delta_ptr at its head's row 0): issue S^T and
     dP^T, P^T while dP^T runs, issue dV += P^T dO, dS^T while dV runs, issue dK += dS^T Q (with DQ: from shared
     memory, then this consumer's dQ share of the block), wait for all and release the ring slot. state = (dv, dk),
     the accumulators [ROWS, HEAD_DIM] fp32; kv = (K, V) of this warp group in shared memory; rows [ROWS] its key
     positions; scores = (qk_scale (log2 units), limit, limit - window_left, seqlen_q, seqlen_k, sm_scale / softcap,
     softcap * log2(e)) (the last two: SOFTCAP's). MASK: this block
-    needs the mask. dq / dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1). (Products left
-    in flight past the step made ptxas serialise every wgmma of the loop.)"""
+    needs the mask. dq / dq_col (DQ): see ``_ds_share``, ``_dq_reduce``; WG: this consumer (0 / 1); ramp (ALIBI):
+    (``_ramp_operands``'s A, ``_fill_ramp``'s B transposed, slope * log2(e), the consumer's first key). (Products
+    left in flight past the step made ptxas serialise every wgmma of the loop.)"""
     q_ready, do_ready, q_empty, do_empty = bars
     k_half, v_half = kv
     qk_scale, limit, limit_left, seqlen_q, seqlen_k, tanh_scale, cap_log2 = scores
@@ -144,6 +188,8 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
     zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
     mbarrier.wait(q_ready.index(slot), phase)
     s_tok = warpgroup_mma(k_half, q_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    if ALIBI:  # + (slope / sm_scale) * (t - u): one k=16 product more
+        s_tok = warpgroup_mma(ramp[0], ramp[1], s_tok, is_async=True)
     mbarrier.wait(do_ready.index(slot), phase)
     dp_tok = warpgroup_mma(v_half, do_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s_tok])  # [ROWS, BLOCK_M] S^T; dP^T in flight
@@ -154,6 +200,9 @@ def _step(t, start_m, state, kv, q_smem, do_smem, bars, rows, lse_ptr, delta_ptr
     if SOFTCAP:
         th = _tanh(s * tanh_scale)  # [ROWS, BLOCK_M]
         p = gl.exp2(th * cap_log2 - (lse_s * LOG2E)[None, :])  # P^T
+    elif ALIBI:  # the step's scalar rest of the bias, slope * log2(e) * (first - start_m - limit), with the LSE
+        kappa = ramp[2] * (ramp[3] - start_m - limit).to(gl.float32)
+        p = gl.exp2(s * qk_scale - (lse_s * LOG2E - kappa)[None, :])  # P^T
     else:
         p = gl.exp2(s * qk_scale - (lse_s * LOG2E)[None, :])  # P^T
     if MASK:
@@ -248,8 +297,8 @@ def _dq_reduce(t, dq_acc, dq, start_m, dq_col, WG: gl.constexpr):
 
 @gluon.jit
 def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first, scores, m_first, n_iter, group,
-              dq, dq_col, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
-              ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr):
+              dq, dq_col, alibi, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr, WG: gl.constexpr,
+              ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr, ALIBI: gl.constexpr):
     """One warp group: key rows first .. first + 63 of the program (kv: their K / V in shared memory). Query block
     u = 0 .. n_iter - 1 (block m_first + u) of each query head of the group; the blocks that cut these rows'
     diagonal (CAUSAL) come first and take the mask, the last takes it when seqlen_q is not a multiple of BLOCK_M,
@@ -257,7 +306,8 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     between run unmasked (with DQ, every block of a consumer whose rows pass seqlen_k takes it). l_head:
     the LSE / delta stride from one query head to the next; out = (dk_ptr, dv_ptr, stride_row, sm_scale), the
     pointers at this (sequence, KV head)'s row 0; dq / dq_col (DQ): ``_ds_share``'s, and the group's first query
-    head's first column in the dQ accumulator."""
+    head's first column in the dQ accumulator; alibi (ALIBI): (the slope of the group's first query head in this
+    sequence (a pointer), the program's ``_fill_ramp`` tile)."""
     kv_bar, q_ready, do_ready, q_empty, do_empty = bars
     qk_scale, limit, limit_left, seqlen_q, seqlen_k, tanh_scale, cap_log2 = scores
     dk_ptr, dv_ptr, stride_row, sm_scale = out
@@ -286,6 +336,11 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
     state = (dv, dk)
     ring = (q_ready, do_ready, q_empty, do_empty)
     for g in range(group):
+        ramp = gl.constexpr(0)
+        if ALIBI:
+            slope = gl.load(alibi[0] + g)
+            ramp = (_ramp_operands(slope / sm_scale, st_layout, q_smem.dtype), alibi[1].permute((1, 0)),
+                    slope * LOG2E, first)
         if ROWS_TMA:  # the ring's slots
             lse_g = lse_ptr
             delta_g = delta_ptr
@@ -296,13 +351,13 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
         t0 = g * n_iter
         for u in range(0, a):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
+                          scores, dq, col_g, ramp, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP, ALIBI)
         for u in range(a, b):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
+                          scores, dq, col_g, ramp, st_layout, False, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP, ALIBI)
         for u in range(b, n_iter):
             state = _step(t0 + u, (m_first + u) * BLOCK_M, state, kv, q_smem, do_smem, ring, rows, lse_g, delta_g,
-                          scores, dq, col_g, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP)
+                          scores, dq, col_g, ramp, st_layout, True, CAUSAL, WINDOW, DQ, WG, ROWS_TMA, SOFTCAP, ALIBI)
     dv, dk = state
     dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=[dv, dk])
     rows_o = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
@@ -316,19 +371,21 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 
 @gluon.jit
-def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, strides, sizes, sm_scale,
-                          softcap, STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr, DQ: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ROWS_TMA: gl.constexpr,
-                          SOFTCAP: gl.constexpr):
+def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, Alibi, strides, sizes,
+                          sm_scale, softcap, STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr,
+                          DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                          ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. Descriptors over the
     2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each
     consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv
     (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
-    (nheads, group, seqlen_q, seqlen_k, diag_offset, window_left) (window_left: WINDOW's, else unused); sm_scale
-    fp32; softcap = (sm_scale / softcap, softcap * log2(e)) fp32 (SOFTCAP's; else unused)."""
+    (nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi) (window_left: WINDOW's, else unused;
+    stride_alibi: Alibi's batch stride, 0 for slopes [h]); sm_scale fp32; softcap = (sm_scale / softcap, softcap *
+    log2(e)) fp32 (SOFTCAP's; else unused); Alibi: fp32 slopes [h] or [b, h] (causal calls without softcap), or None."""
     l_str, g_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left = sizes
+    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi = sizes
+    ALIBI: gl.constexpr = Alibi is not None
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     dtype: gl.constexpr = q_desc.dtype
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
@@ -385,7 +442,8 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
         NB: gl.constexpr = 2  # dS^T buffers: a consumer writes block t + 1's while the other may still read t's
         # two staging tiles per consumer where shared memory allows (a reduce then has a step to read its tile)
         BUFS: gl.constexpr = 2 if (2 * STAGES * BLOCK_M + 4 * ROWS) * HEAD_DIM * 2 + 4 * BLOCK_M * DQ_COLS * 4 \
-            + NB * 2 * ROWS * BLOCK_M * 2 + ROWS_TMA * 2 * STAGES * BLOCK_M * 4 <= 226 * 1024 else 1
+            + NB * 2 * ROWS * BLOCK_M * 2 + ROWS_TMA * 2 * STAGES * BLOCK_M * 4 + ALIBI * BLOCK_M * 16 * 2 \
+            <= 226 * 1024 else 1
         stage0 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         stage1 = gl.allocate_shared_memory(gl.float32, [BUFS, BLOCK_M, DQ_COLS], dq_desc.layout)
         ds_smem = gl.allocate_shared_memory(dtype, [NB, 2 * ROWS, BLOCK_M], smem_layout)
@@ -394,13 +452,19 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
             mbarrier.init(ds_bar.index(i), count=2)  # one arrive from each consumer
         dq0 = (ds_smem, ds_bar, k_smem, stage0, dq_desc, off_b * seqlen_q)
         dq1 = (ds_smem, ds_bar, k_smem, stage1, dq_desc, off_b * seqlen_q)
+    alibi = gl.constexpr(0)
+    if ALIBI:  # the ramp tile both consumers read (_fill_ramp), filled before they start
+        ramp_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+        ramp_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, 16], ramp_layout)
+        _fill_ramp(ramp_smem)
+        alibi = (Alibi + b64 * stride_alibi + h0, ramp_smem)
     gl.warp_specialize([
         (_consumer, ((k_smem.index(0), v_smem.index(0)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 0,
-                     ROWS_TMA, SOFTCAP)),
+                     n0, scores, m_first, n_iter, group, dq0, h0 * HEAD_DIM, alibi, CAUSAL, WINDOW, DQ, 0,
+                     ROWS_TMA, SOFTCAP, ALIBI)),
         (_consumer, ((k_smem.index(1), v_smem.index(1)), q_smem, do_smem, bars, lse_ptr, delta_ptr, l_str[1], out,
-                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, CAUSAL, WINDOW, DQ, 1,
-                     ROWS_TMA, SOFTCAP)),
+                     n0 + ROWS, scores, m_first, n_iter, group, dq1, h0 * HEAD_DIM, alibi, CAUSAL, WINDOW, DQ, 1,
+                     ROWS_TMA, SOFTCAP, ALIBI)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, origin, (k_smem, v_smem, q_smem, do_smem), bars, n0, m_first,
                      n_iter, group, rows_src, ROWS_TMA)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

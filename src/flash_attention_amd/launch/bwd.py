@@ -424,7 +424,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
         dq_acc = dq_target if accumulate else _empty(q.shape, torch.float32, q.device)  # zeroed by preprocess
         k_pre.launch(g_pre, device, (out, dout, delta, dlse, cu_q, None if accumulate else dq_acc, o_str, do_str,
                                      *plan.pre_tail), ctx, fast)
-        launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device, dq_acc)
+        launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device, dq_acc, alibi)
         if not accumulate:
             torch.mul(dq_acc, params.softmax_scale, out=dq)  # scaled and cast in one op
     else:
@@ -438,7 +438,7 @@ def run_backward(plan: BwdPlan, dout, q, k, v, out, lse, params: AttnParams, dls
                      (plan.q_str, plan.k_str, plan.v_str, do_str, plan.lse_str, dk_str, dv_str, dq_str, plan.head),
                      *plan.tail_dkdv, *seeds, plan.drop, bias_t, plan.bias_str)
         if gluon and plan.gluon.dq_template is None:
-            launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device)
+            launch_dkdv_gluon(plan.gluon, q, k, v, dout, lse, delta, dk, dv, device, alibi=alibi)
         elif plan.ws is None or not launch_dkdv_ws(plan.ws, q, k, v, dout, lse, delta, dk, dv, device):
             for k_dkdv in plan.dkdv_kernels:  # one launch, or dV then dK (BwdConfig.kv_passes)
                 k_dkdv.launch(g_dkdv, device, dkdv_args, ctx, fast)

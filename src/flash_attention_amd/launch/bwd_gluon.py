@@ -72,6 +72,10 @@ WINDOW_MIN = {128: (1024, 512)}
 # causal builds keep more scalars in local memory than the plain ones (ptxas, docs/HARDWARE.md); measured with them.
 # Not run on an H200. A module attribute for that A/B, not a setting.
 SOFTCAP = True
+# Causal ALiBi calls without softcap (the kernel's ALIBI: the bias from the tensor cores, one k=16 product more a step,
+# as the forward's ALIBI 3) instead of the Triton kernels. A module attribute for benchmarks/bench_gluon_bwd_ab.py
+# (on / off), not a setting.
+ALIBI = True
 _LOG2E = 1.4426950408889634
 
 
@@ -166,9 +170,13 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
         return "varlen calls (the Gluon dK/dV kernel takes dense ones)"
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         return f"dtype {q.dtype}"
-    if params.alibi_slopes is not None or params.attn_bias is not None or params.sinks is not None \
-            or params.dropout_p > 0 or params.q_descale is not None:
-        return "ALiBi, bias, sinks, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    if params.attn_bias is not None or params.sinks is not None or params.dropout_p > 0 \
+            or params.q_descale is not None:
+        return "bias, sinks, dropout or FP8 (the Gluon dK/dV kernel takes none)"
+    if params.alibi_slopes is not None:
+        reason = alibi_reason(params, causal)
+        if reason is not None:
+            return reason
     if params.softcap > 0 and not SOFTCAP:
         return "softcap (turned off: launch/bwd_gluon.py SOFTCAP)"
     if params.has_window:
@@ -190,6 +198,16 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     for t in (q, k, v):
         if rows_view(t) is None or t.stride(-1) != 1 or any(st % 8 for st in t.stride()[:-1]):
             return "q / k / v without a TMA rows view (last dim contiguous, sequences one after another)"
+    return None
+
+
+def alibi_reason(params: AttnParams, causal: bool) -> str | None:
+    """None when the kernel takes this ALiBi call (ALIBI: causal, no softcap, sm_scale > 0), else why not."""
+    if not ALIBI:
+        return "ALiBi (turned off: launch/bwd_gluon.py ALIBI)"
+    if not causal or params.softcap > 0 or not params.softmax_scale > 0:
+        return "ALiBi without the causal mask, with softcap or with sm_scale <= 0 (the Gluon dK/dV kernel takes " \
+               "causal ALiBi alone)"
     return None
 
 
@@ -259,14 +277,17 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     for desc in plan.templates:
         desc.base = None  # the plan (cached) holds no tensor of the call that made it
     plan.do_key = _view_key(q)
-    sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left))
+    alibi = params.alibi_slopes
+    stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
+    sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left),
+             stride_alibi)
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     scale, cap = float(params.softmax_scale), float(params.softcap)
     plan.tail = (strides, sizes, scale, (scale / cap if cap > 0 else 0.0, cap * _LOG2E))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
                       CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=cap > 0)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
-                                                    "Delta", "DK", "DV"))
+                                                    "Delta", "DK", "DV", "Alibi"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
     return plan
 
@@ -279,16 +300,16 @@ def gluon_launchable(plan: DkdvGluonPlan, q, k, v, dout, lse) -> bool:
 
 
 def launch_dkdv_gluon(plan: DkdvGluonPlan, q, k, v, dout, lse, delta, dk, dv, device: torch.device,
-                      dq_acc=None) -> bool:
+                      dq_acc=None, alibi=None) -> bool:
     """Launch on tensors that ``gluon_launchable`` accepted -> True (launched); dq_acc: the zeroed fp32 dQ
-    accumulator (a plan with dQ), contiguous like q."""
+    accumulator (a plan with dQ), contiguous like q; alibi: the call's slopes, fp32 contiguous, or None."""
     tq, tk, tv, tdo = plan.templates
     descs = (_rebase(tq, q), _rebase(tk, k), _rebase(tv, v), _rebase(tdo, dout),
              None if plan.dq_template is None else _rebase(plan.dq_template, dq_acc))
     # fast=True: the descriptors' dtype, block and layout are the plan's, the alignment checked by the caller
     if plan.rows_template is not None:
         lse, delta = _rebase(plan.rows_template, lse), _rebase(plan.rows_template, delta)
-    plan.slot.launch(plan.grid, device, (*descs, lse, delta, dk, dv, *plan.tail), fast=True)
+    plan.slot.launch(plan.grid, device, (*descs, lse, delta, dk, dv, alibi, *plan.tail), fast=True)
     return True
 
 
@@ -311,25 +332,31 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         acc = torch.empty(8, 8 * d, dtype=torch.float32)
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
-        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 6,
+        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 7,
                    sm_scale="fp32", softcap=("fp32", "fp32"))
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
         ways = ((True,) if cfg.block_m > 64 else (True, False)) if ROWS_TMA and cfg.use_tma else (False,)
         # causal rows with a left window bound too (WINDOW)
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
-        caps = (False, True) if SOFTCAP else (False,)  # and each with softcap (SOFTCAP)
-        for (causal, window), rows_tma, softcap in itertools.product(masks, ways, caps):
+        # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
+        opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
+        for (causal, window), rows_tma, (softcap, alibi) in itertools.product(masks, ways, opts + ((False, True),)):
+            if alibi and not (causal and ALIBI):
+                continue
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap)
             if not dq:
                 consts["dq_desc"] = None
+            if not alibi:
+                consts["Alibi"] = None
             label = (f"{dtype} d={d} {'causal' if causal else 'plain'}{' window' if window else ''}"
-                     f"{' softcap' if softcap else ''}"
+                     f"{' softcap' if softcap else ''}{' alibi' if alibi else ''}"
                      f"{' gqa' if row.gqa else ''} gluon dK/dV"
                      f"{' + dQ' if dq else ''} {BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
                      f"{' rows-tma' if rows_tma else ''}")
             rows_ty = rows_desc if rows_tma else "*fp32"
-            specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, dict(sig, LSE=rows_ty, Delta=rows_ty), consts,
+            sig_a = dict(sig, LSE=rows_ty, Delta=rows_ty, Alibi="*fp32" if alibi else "constexpr")
+            specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig_a, consts,
                                      {"num_warps": cfg.num_warps}, label=label, accepted_spills=cfg.spills_ok))
     return specs
