@@ -123,6 +123,10 @@ def test_causal_alibi(monkeypatch):
                                                                    alibi_slopes=slopes), grad_str(k)) is None
     assert "a window of 300 keys" in bwd_gluon.dkdv_gluon_reason(
         "sm90", q, k, v, params(causal=True, alibi_slopes=torch.rand(4), window_left=300), grad_str(k))
+    q64, k64, v64 = qkv(2, 4096, 4096, 4, 4, d=64, device="cpu")
+    assert bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(64, causal=True), grad_str(k64)) is None
+    assert "ALiBi at d=64" in bwd_gluon.dkdv_gluon_reason("sm90", q64, k64, v64, params(
+        64, causal=True, alibi_slopes=torch.rand(4)), grad_str(k64))  # measured slower there
     monkeypatch.setattr(bwd_gluon, "ALIBI", False)
     assert "ALiBi" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(causal=True, alibi_slopes=torch.rand(4)),
                                                   grad_str(k))
@@ -571,6 +575,7 @@ def test_softcap_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, h
 def test_alibi_gradients_match_reference(monkeypatch, with_dq, b, sq, sk, h, hk, d, left, slopes, dtype):
     """Causal ALiBi (ALIBI): as the windows' test, with steep slopes (up to 2 a key: the bias spans hundreds within a
     block pair, so a wrong ramp or scalar shows)."""
+    monkeypatch.setattr(bwd_gluon, "ALIBI_HEADDIMS", (64, 128))  # d=64: a speed rule; the kernel is exact there too
     inputs = qkv(b, sq, sk, h, hk, dtype, d=d)
     alibi = 2 * (torch.rand(h, device=DEVICE) if slopes == "1d" else torch.rand(b, h, device=DEVICE))
     _option_gradients(monkeypatch, with_dq, inputs, True, (left, 0) if left >= 0 else (-1, -1), alibi=alibi)

@@ -73,9 +73,16 @@ WINDOW_MIN = {128: (1024, 512)}
 # Not run on an H200. A module attribute for that A/B, not a setting.
 SOFTCAP = True
 # Causal ALiBi calls without softcap (the kernel's ALIBI: the bias from the tensor cores, one k=16 product more a step,
-# as the forward's ALIBI 3) instead of the Triton kernels. A module attribute for benchmarks/bench_gluon_bwd_ab.py
+# as the forward's ALIBI 3) instead of the Triton kernels, at the head dims of ALIBI_HEADDIMS. H100, the backward
+# alone, on / off, same process, three alternating rounds (benchmarks/alibi_bwd_ab.py,
+# benchmarks/results/run43/h100_d_alibi_bwd_ab.md): d=128 1.26x at 4k, 1.42x at 16k, GQA 32/8 at 4k 1.57x; ALiBi's
+# backward then costs 1.00 / 1.08 / 1.03 of the plain causal call's (0.79 / 0.76 / 0.66 with the Triton kernels).
+# d=64 measured 0.81x / 0.86x: the Triton kernels keep it. ptxas keeps 48-96 B more scalars in local memory than the
+# builds without ALiBi (176 B with dQ and the LSE / delta through TMA), and the dQ build through TMA takes one dQ
+# staging tile a consumer instead of two (shared memory); measured with both. ALIBI: a module attribute for that A/B
 # (on / off), not a setting.
 ALIBI = True
+ALIBI_HEADDIMS = (128,)
 _LOG2E = 1.4426950408889634
 
 
@@ -174,7 +181,7 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
             or params.q_descale is not None:
         return "bias, sinks, dropout or FP8 (the Gluon dK/dV kernel takes none)"
     if params.alibi_slopes is not None:
-        reason = alibi_reason(params, causal)
+        reason = alibi_reason(params, causal, d)
         if reason is not None:
             return reason
     if params.softcap > 0 and not SOFTCAP:
@@ -201,10 +208,13 @@ def dkdv_gluon_reason(arch: str | None, q, k, v, params: AttnParams, grad_str: t
     return None
 
 
-def alibi_reason(params: AttnParams, causal: bool) -> str | None:
-    """None when the kernel takes this ALiBi call (ALIBI: causal, no softcap, sm_scale > 0), else why not."""
+def alibi_reason(params: AttnParams, causal: bool, headdim: int) -> str | None:
+    """None when the kernel takes this ALiBi call (ALIBI: causal, no softcap, sm_scale > 0, a head dim of
+    ALIBI_HEADDIMS), else why not."""
     if not ALIBI:
         return "ALiBi (turned off: launch/bwd_gluon.py ALIBI)"
+    if headdim not in ALIBI_HEADDIMS:
+        return f"ALiBi at d={headdim} (the Gluon dK/dV kernel takes it at d={ALIBI_HEADDIMS}: measured no faster)"
     if not causal or params.softcap > 0 or not params.softmax_scale > 0:
         return "ALiBi without the causal mask, with softcap or with sm_scale <= 0 (the Gluon dK/dV kernel takes " \
                "causal ALiBi alone)"
@@ -342,7 +352,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
         for (causal, window), rows_tma, (softcap, alibi) in itertools.product(masks, ways, opts + ((False, True),)):
-            if alibi and not (causal and ALIBI):
+            if alibi and not (causal and ALIBI and d in ALIBI_HEADDIMS):
                 continue
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap)
