@@ -222,6 +222,26 @@ def test_explain_names_the_window_rule():
     assert not any("WINDOW" in x for x in backward_lines(32, -1))  # a causal call without a window
 
 
+def test_explain_names_alibi(monkeypatch):
+    """explain() says that a causal ALiBi call's backward takes the Gluon kernel (ALIBI) at d=128, and not at d=64,
+    not without the causal mask, not with softcap and not when it is off (dkdv_gluon_reason's rule)."""
+    from flash_attention_amd.backends import registry
+    from flash_attention_amd.params import Problem
+
+    base = dict(device_type="cuda", is_rocm=False, dtype=torch.bfloat16, batch=4, seqlen_q=4096, seqlen_k=4096,
+                nheads=32, nheads_k=32, needs_grad=True, arch="sm90", has_alibi=True)
+
+    def gluon_lines(d=128, **kw):
+        problem = Problem(**{**base, "headdim": d, "headdim_v": d, "causal": True, "window_right": 0, **kw})
+        return [x for x in registry()["triton"].describe_plan(problem) if "Gluon backward kernel" in x]
+
+    assert any("instead" in x and "ALiBi (ALIBI" in x for x in gluon_lines())
+    for kw in (dict(d=64), dict(causal=False, window_right=-1), dict(softcap=30.0)):
+        assert gluon_lines(**kw) == [], kw
+    monkeypatch.setattr(bwd_gluon, "ALIBI", False)
+    assert gluon_lines() == []
+
+
 def test_explain_names_softcap(monkeypatch):
     """explain() says that a softcap call's backward takes the Gluon kernel (SOFTCAP), and not when it is off."""
     from flash_attention_amd.backends import registry

@@ -173,7 +173,9 @@ class TritonBackend(KernelBackend):
                     problem.arch, problem.headdim, causal, gqa, problem.seqlen_q, problem.seqlen_k)[0]
                 window = None if not problem.has_window else bwd_gluon.window_reason(
                     problem.headdim, problem.nheads // problem.nheads_k, problem.window_left, causal)
-                gluon = (dense and not problem.has_alibi and (problem.softcap == 0 or bwd_gluon.SOFTCAP) and not bias
+                alibi_ok = not problem.has_alibi or (bwd_gluon.ALIBI and causal and problem.softcap == 0
+                                                     and problem.headdim in bwd_gluon.ALIBI_HEADDIMS)
+                gluon = (dense and alibi_ok and (problem.softcap == 0 or bwd_gluon.SOFTCAP) and not bias
                          and not problem.has_sinks and not dropout and problem.headdim == problem.headdim_v
                          and problem.dtype in (torch.float16, torch.bfloat16)
                          and fwd_gluon.gluon_triton_reason() is None and not config.gluon_off()
@@ -184,6 +186,7 @@ class TritonBackend(KernelBackend):
                 # a window the kernel serves: its causal row, masking the window's left edge (WINDOW)
                 win = f", a window of {problem.window_left} keys (WINDOW)" if problem.has_window else ""
                 win += ", softcap (SOFTCAP)" if problem.softcap > 0 else ""
+                win += ", ALiBi (ALIBI, sm_scale > 0)" if problem.has_alibi else ""
                 if gluon and dq_row is not None:
                     lines.append(f"triton backward: the Gluon backward kernel computing dK, dV and dQ (5 products a "
                                  f"block pair; {bwd_gluon.BLOCK_N}x{dq_row.config.block_m}, "
