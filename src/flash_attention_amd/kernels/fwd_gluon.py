@@ -27,7 +27,10 @@ visible key lies right of a row's diagonal (ALIBI 2: causal) that bias is slope 
 for any c: with c the group's first row's diagonal key (c = first + limit), the first term is one vector per key
 block (0 at the diagonal, so small wherever a score still weighs) and the second a per-row constant within
 [-63 slope, 0], which the softmax does not see: it is added to the LSE alone. So ALiBi costs one add a score (fused
-into the scale's FMA) instead of a distance, its absolute value and a conversion.
+into the scale's FMA) instead of a distance, its absolute value and a conversion. ALIBI 3 (no softcap) splits
+the per-key term again at the block's first key j0: slope * (j - j0) comes from the tensor cores, one k=16 product
+more per block (``_ramp_operands``, ``_fill_ramp``), and slope * (j0 - c), one scalar a block, goes with the row
+max: the softmax then runs the plain call's instructions.
 Query i sits at key position i + limit (limit = seqlen_k - seqlen_q + a chunk's diagonal offset); key j is
 visible when j < seqlen_k, j <= i + limit + window_right (MASK_RIGHT: causal is window_right 0) and
 j >= i + limit - window_left (MASK_LEFT). The key blocks some row of the program sees are visited; each
