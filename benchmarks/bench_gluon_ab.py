@@ -29,6 +29,7 @@ TOKENS, HIDDEN = 16384, 2048
 MODES = {"host": (True, True), "device": (True, False), "off": (False, True)}  # (Gluon on, host descriptors)
 
 
+_OPTIONS_MAX = fwd_gluon.PERSISTENT_OPTIONS_MAX
 _ROWS = {name: list(getattr(tiles, name)["sm90"]) for name in ("FWD_GLUON", "FWD_GLUON_OPTIONS")}
 
 
@@ -53,6 +54,10 @@ def _applies(mode: str, opt) -> bool:
             return "alibi" in (opt or "")
         if p in ("s1", "pf"):
             return "softcap" in (opt or "")
+        if p == "pw":
+            return "window" in (opt or "")
+        if p == "pl":
+            return any(o in (opt or "") for o in ("softcap", "window"))
         return True
     return any(part(p) for p in mode.split("+"))
 
@@ -62,8 +67,9 @@ def _set(mode) -> None:
     ascending order), "np" (one program a tile for every call: no persistent programs), "a1" (one-sided ALiBi
     calls take the |distance| form, the kernel's ALIBI 1; "a2": ALiBi calls keep the ramp in registers, ALIBI 2, not
     the tensor cores' ALIBI 3; "pa": ALIBI 3 calls in persistent programs), "s1"
-    (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too) or
-    "t<block_n>:<stages>" (that ring for every row)."""
+    (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too), "pw"
+    (calls with a left window bound persistent too), "pl" (persistent options calls at any length, not only up to
+    PERSISTENT_OPTIONS_MAX keys) or "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     parts = mode.split("+") if isinstance(mode, str) else []
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
@@ -75,6 +81,8 @@ def _set(mode) -> None:
     fwd_gluon.PERSISTENT_ALIBI_RAMP = "pa" in parts
     fwd_gluon.SOFTCAP_FIXED_MAX = "s1" not in parts
     fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
+    fwd_gluon.PERSISTENT_WINDOW = "pw" in parts
+    fwd_gluon.PERSISTENT_OPTIONS_MAX = 1 << 30 if "pl" in parts else _OPTIONS_MAX
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
     core.clear_plans()  # the choice is made when a call signature is planned
 

@@ -235,9 +235,16 @@ PERSISTENT_OPTIONS_MAX = 4096
 # ALiBi with the ramp in the tensor cores (ALIBI 3) in persistent programs too (pairs of query blocks, as plain causal
 # calls): for benchmarks/bench_gluon_ab.py's "pa" mode, not a user setting.
 PERSISTENT_ALIBI_RAMP = False
-# The fixed-max softcap build (SOFTCAP 2) at d=256 spills 7 registers when persistent (ptxas), none with a program
-# a tile: those calls keep a program a tile (PERSISTENT_FIXED_SOFTCAP True for the benchmark's "pf" mode).
+# The fixed-max softcap build (SOFTCAP 2) spills when persistent (ptxas: 2 registers at d=128, 7 at d=256), none with
+# a program a tile: those calls keep a program a tile (PERSISTENT_FIXED_SOFTCAP True for the benchmark's "pf" mode).
+# Checked again in session 47 (two H200s, benchmarks/results/run44/h200_a_persist_ab*.md): softcap 30 at 4k 1.01 /
+# 1.06x (d=128, two GPUs) and 1.04x (d=256); at 16k (PERSISTENT_OPTIONS_MAX lifted, "pf+pl") 0.95x at d=128, 0.99x at
+# d=256. In that run two modes that build the same kernel differed by up to 8% (d=256 softcap 50 + window 1024).
 PERSISTENT_FIXED_SOFTCAP = False
+# Calls with a left window bound in persistent programs too (the benchmark's "pw" mode; ptxas: 4-7 registers spilled),
+# not a user setting. Session 47 (same files): window 1024 0.95-1.05x at d=128, 0.95-0.97x at d=256; window 128
+# 1.00x at d=128, 0.92-0.95x at d=256. The persistent builds of session 32 lost too (the comment above).
+PERSISTENT_WINDOW = False
 
 
 def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0, shares_gpu: bool = False) -> bool:
@@ -245,9 +252,10 @@ def persistent(flags: tuple, varlen: bool, seqlen_k: int = 0, shares_gpu: bool =
     never for a call that shares the GPU (AttnParams.shares_gpu: a persistent grid would hold every SM, so that the
     ring's transfers, posted beside it, start only once it ends)."""
     alibi = flags[3] and not (flags[3] == 3 and PERSISTENT_ALIBI_RAMP)
-    if shares_gpu or varlen or flags[0] or alibi or (flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
+    if shares_gpu or varlen or (flags[0] and not PERSISTENT_WINDOW) or alibi or (
+            flags[2] == 2 and not PERSISTENT_FIXED_SOFTCAP):
         return False
-    if flags[2]:
+    if flags[2] or flags[0]:
         return PERSISTENT_OPTIONS and seqlen_k <= PERSISTENT_OPTIONS_MAX
     return PERSISTENT_CAUSAL if flags[1] else PERSISTENT_PLAIN
 
