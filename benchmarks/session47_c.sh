@@ -1,7 +1,9 @@
 #!/bin/bash
 # Session 47, call C (two H200s of one host): the softmax's denominator from the rounded P (kernels/common.py
 # rounded_sum, the Gluon forward's _softmax, decode) against the tree before it (benchmarks/_base47/src, carried: the
-# parent commit's src, importable as flash_attention_amd_base).
+# parent commit's src, importable as flash_attention_amd_base; made by
+# `mkdir -p benchmarks/_base47 && git archive d951afd src | tar -x -C benchmarks/_base47`). That change was not
+# committed (run44/README.md describes it): at a later commit this script runs the A/B of two equal trees.
 #   GPU 0: rounded_sum_ab.py: accuracy against float64 (both trees, the plain bf16 math) and forward speed, trees
 #          taking turns.
 #   GPU 1: the forward's GPU tests (Triton, Gluon, decoding, FP8) at this tree.
