@@ -237,9 +237,9 @@ PERSISTENT_OPTIONS_MAX = 4096
 PERSISTENT_ALIBI_RAMP = False
 # The fixed-max softcap build (SOFTCAP 2) spills when persistent (ptxas: 2 registers at d=128, 7 at d=256), none with
 # a program a tile: those calls keep a program a tile (PERSISTENT_FIXED_SOFTCAP True for the benchmark's "pf" mode).
-# Checked again in session 47 on two H200s (benchmarks/results/run44/h200_d_softcap_gpu*.md, GLUON_OPTION_LIMITS lifted):
-# softcap 30 at d=128, persistent over the Triton kernels 1.01-1.04x at 2k, 1.03-1.05x at 4k; at 8k and 16k (its limit
-# lifted, "pf+pl") 1.03-1.04x / 0.95x of the Triton kernels / of one program a tile. d=256 softcap 30 at 4k 1.04x
+# Checked again in session 47 on two H200s (benchmarks/results/run44/h200_d_softcap_gpu*.md, the options' limits
+# lifted): softcap 30 at d=128, persistent, over the Triton kernels 1.01-1.04x at 2k and 1.03-1.05x at 4k; past 4k
+# ("pf+pl") 1.03-1.04x the Triton kernels at 8k but 0.95x one program a tile at 16k. d=256 softcap 30 at 4k 1.04x
 # (h200_a_persist_ab.md). Not taken: 1-5%, with spills, and not checked on an H100.
 PERSISTENT_FIXED_SOFTCAP = False
 # Calls with a left window bound in persistent programs too (the benchmark's "pw" mode; ptxas: 4-7 registers spilled),
