@@ -244,7 +244,7 @@ PERSISTENT_ALIBI_RAMP = False
 PERSISTENT_FIXED_SOFTCAP = False
 # Calls with a left window bound in persistent programs too (the benchmark's "pw" mode; ptxas: 4-7 registers spilled),
 # not a user setting. Session 47 (same files): window 1024 0.95-1.05x at d=128, 0.95-0.97x at d=256; window 128
-# 1.00x at d=128, 0.92-0.95x at d=256. The persistent builds of session 32 lost too (the comment above).
+# 0.92-0.95x at d=256 (at d=128 this kernel does not take it). The persistent builds of session 32 lost too (above).
 PERSISTENT_WINDOW = False
 
 
