@@ -30,7 +30,6 @@ MODES = {"host": (True, True), "device": (True, False), "off": (False, True)}  #
 
 
 _OPTIONS_MAX = fwd_gluon.PERSISTENT_OPTIONS_MAX
-_EXP_SPLIT = fwd_gluon.EXP_SPLIT
 _ROWS = {name: list(getattr(tiles, name)["sm90"]) for name in ("FWD_GLUON", "FWD_GLUON_OPTIONS")}
 
 
@@ -59,8 +58,6 @@ def _applies(mode: str, opt) -> bool:
             return "window" in (opt or "")
         if p == "pl":
             return any(o in (opt or "") for o in ("softcap", "window"))
-        if p in ("x1", "x2"):
-            return opt is None
         return True
     return any(part(p) for p in mode.split("+"))
 
@@ -72,8 +69,7 @@ def _set(mode) -> None:
     the tensor cores' ALIBI 3; "pa": ALIBI 3 calls in persistent programs), "s1"
     (softcap calls keep a running max: the kernel's SOFTCAP 1), "pf" (fixed-max softcap calls persistent too), "pw"
     (calls with a left window bound persistent too), "pl" (persistent options calls at any length, not only up to
-    PERSISTENT_OPTIONS_MAX keys), "x1" / "x2" (one of two / of four of P's exponentials on the FMA units in calls
-    without options up to EXP_SPLIT_MAX_D: the kernel's SPLIT) or "t<block_n>:<stages>" (that ring for every row)."""
+    PERSISTENT_OPTIONS_MAX keys) or "t<block_n>:<stages>" (that ring for every row)."""
     on, host = MODES[mode] if mode in MODES else (mode is not False, True)
     parts = mode.split("+") if isinstance(mode, str) else []
     os.environ["FLASH_ATTENTION_GLUON"] = "1" if on else "0"
@@ -87,7 +83,6 @@ def _set(mode) -> None:
     fwd_gluon.PERSISTENT_FIXED_SOFTCAP = "pf" in parts
     fwd_gluon.PERSISTENT_WINDOW = "pw" in parts
     fwd_gluon.PERSISTENT_OPTIONS_MAX = 1 << 30 if "pl" in parts else _OPTIONS_MAX
-    fwd_gluon.EXP_SPLIT = 2 if "x2" in parts else 1 if "x1" in parts else _EXP_SPLIT
     _tile(next((p[1:] for p in parts if p.startswith("t")), None))
     core.clear_plans()  # the choice is made when a call signature is planned
 

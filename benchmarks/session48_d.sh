@@ -1,4 +1,5 @@
 #!/bin/bash
+# Ran at tree 5f6fabe (the SPLIT kernel, its plugin and bench modes; reverted after this call: not taken).
 # Session 48, call D (two H200s of one host): part of P's exponentials on the FMA units in the Gluon forward at d=64
 # (kernels/fwd_gluon.py SPLIT). GPU 0: the A/B (bench_gluon_ab.py --modes x1 x2, a d=64 causal row added so that
 # causal calls take the Gluon kernel too; "off" is the Triton kernel). GPU 1: the Gluon forward's GPU tests with

@@ -69,8 +69,8 @@ def test_serves_windows_softcap_alibi():
     assert fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False) is None
     q, k, v = qkv(2, 2040, 2040, 4, 2, torch.bfloat16, device="cpu")
     assert "below 2048" in fwd_gluon.gluon_reason("sm90", q, k, v, params(alibi_slopes=slopes, causal=True), False)
-    assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False, 0)
-    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1, 0)
+    assert fwd_gluon.flags_of(params(window_left=8, causal=True)) == (True, True, False, False)
+    assert fwd_gluon.flags_of(params(softcap=5.0, alibi_slopes=slopes)) == (False, False, True, 1)
 
 
 @pytest.mark.parametrize("change,why", [
@@ -214,11 +214,11 @@ def test_alibi_flag(monkeypatch):
     no left bound cuts: ALIBI 3 (the ramp in the tensor cores) without softcap, up to ALIBI_RAMP_MAX_D; with softcap,
     ALIBI 2 (a per-key term in registers) up to d=128 (the other builds spill); else 1 (|i + limit - j| per score)."""
     slopes = torch.rand(4)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 3, 0)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 3, 0)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0)) == (True, True, False, 1, 0)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1)) == (True, True, False, 1, 0)
-    assert fwd_gluon.flags_of(params(alibi_slopes=slopes)) == (False, False, False, 1, 0)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True)) == (False, True, False, 3)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_right=0)) == (False, True, False, 3)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=0)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes, window_left=64, window_right=1)) == (True, True, False, 1)
+    assert fwd_gluon.flags_of(params(alibi_slopes=slopes)) == (False, False, False, 1)
     assert fwd_gluon.flags_of(params(causal=True))[3] == 0
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True), 256)[3] == 3
     assert fwd_gluon.flags_of(params(alibi_slopes=slopes, causal=True, softcap=30.0), 128)[3] == 2
@@ -233,7 +233,7 @@ def test_alibi_flag(monkeypatch):
 
 def test_softcap_flag(monkeypatch):
     """SOFTCAP 2 (the fixed max) for bf16 softcap calls within SOFTCAP_MAX_LOG2 and without ALiBi; else 1."""
-    assert fwd_gluon.flags_of(params(softcap=30.0, causal=True)) == (False, True, 2, 0, 0)
+    assert fwd_gluon.flags_of(params(softcap=30.0, causal=True)) == (False, True, 2, 0)
     assert fwd_gluon.flags_of(params(softcap=53.0))[2] == 2 and fwd_gluon.flags_of(params(softcap=54.0))[2] == 1
     assert fwd_gluon.flags_of(params(softcap=30.0), 128, torch.float16)[2] == 1  # P's range: bf16 / fp32 only
     assert fwd_gluon.flags_of(params(softcap=30.0, alibi_slopes=torch.rand(4)))[2] == 1  # ALiBi moves the bound

@@ -59,41 +59,6 @@ def _tanh(x):
                                      pack=1)
 
 
-# 2^x of n scores a thread holds (x <= 0, the running max's exponents), n - 1 by ex2.approx (the special-function
-# unit) and the last on the FMA units: x clamped to -127 (max.NaN keeps a NaN), x = j + f with j = round(x) (r = x +
-# 1.5 * 2^23 + 127 holds j + 127 in its low bits, so r << 23 is 2^j's bits, 0 at j = -127), 2^f on [-1/2, 1/2] by a
-# degree-4 polynomial (2.7e-6 relative at most, fp32 Horner), times 2^j. At d=64 a score's share of the tensor cores'
-# time is that of one special-function instruction, and the softmax spends one and a half (ex2, half a bf16x2
-# conversion): this moves 1 / n of the exponentials to the FMA units, as FA4 does. SPLIT 1: n = 2; SPLIT 2: n = 4.
-_EXP2_POLY: gl.constexpr = gl.constexpr("""
-max.NaN.f32 x, X, 0fC2FE0000;
-add.rn.f32 r, x, 0f4B40007F;
-sub.rn.f32 j, r, 0f4B40007F;
-sub.rn.f32 f, x, j;
-fma.rn.f32 p, f, 0f3C1CCBE9, 0f3D650A20;
-fma.rn.f32 p, p, f, 0f3E76036D;
-fma.rn.f32 p, p, f, 0f3F31706E;
-fma.rn.f32 p, p, f, 0f3F7FFFF4;
-shl.b32 e, r, 23;
-mul.rn.f32 Y, p, e;
-}""")
-_EXP2_SPLIT2: gl.constexpr = gl.constexpr("{\n.reg .f32 x, r, j, f, p;\n.reg .b32 e;\nex2.approx.ftz.f32 $0, $2;"
-                                          + _EXP2_POLY.value.replace("X", "$3").replace("Y", "$1"))
-_EXP2_SPLIT4: gl.constexpr = gl.constexpr("{\n.reg .f32 x, r, j, f, p;\n.reg .b32 e;\nex2.approx.ftz.f32 $0, $4;"
-                                          "\nex2.approx.ftz.f32 $1, $5;\nex2.approx.ftz.f32 $2, $6;"
-                                          + _EXP2_POLY.value.replace("X", "$7").replace("Y", "$3"))
-
-
-@gluon.jit
-def _exp2_split(x, SPLIT: gl.constexpr):
-    """2^x of x [ROWS, BLOCK_N] fp32 (x <= 0 or NaN): SPLIT 1 one of each pair of elements a thread holds on the FMA
-    units, SPLIT 2 one of each four (``_EXP2_POLY``)."""
-    if SPLIT == 1:
-        return gl.inline_asm_elementwise(_EXP2_SPLIT2, "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True, pack=2)
-    return gl.inline_asm_elementwise(_EXP2_SPLIT4, "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32, is_pure=True,
-                                     pack=4)
-
-
 @gluon.jit
 def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
     """s [ROWS, BLOCK_N] with -inf where key cols[j] is past seqlen_k or outside row rows[i]'s window (``_softmax``'s
@@ -113,7 +78,7 @@ def _masked(s, rows, cols, scores, FLAGS: gl.constexpr):
 def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constexpr, FLAGS: gl.constexpr):
     """One block of raw scores s [ROWS, BLOCK_N] fp32 -> p fp32, the new row max (log2 units), alpha (the
     accumulator's factor) and l. scores = (sm_scale, softcap, slope, limit, window_left, window_right,
-    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI, SPLIT); MASK: this block needs the visibility mask;
+    seqlen_k); FLAGS = (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); MASK: this block needs the visibility mask;
     col_bias [BLOCK_N] (ALIBI 2): slope * log2(e) * (j - c) of this block's keys j; (ALIBI 3) a scalar, the block's
     slope * log2(e) * (j0 - c), the ramp from j0 being in s already (``_keys``)."""
     sm_scale, softcap, slope, limit, window_left, window_right, seqlen_k = scores
@@ -150,10 +115,7 @@ def _softmax(s, state_m, state_l, scores, rows, cols, col_bias, MASK: gl.constex
     if MASK:
         s = _masked(s, rows, cols, scores, FLAGS)
     m_new = gl.maximum(state_m, gl.max(s, 1) * scale)
-    if FLAGS[4] and not MASK:  # SPLIT: the whole blocks of a call without softcap or ALiBi (the launcher's rule)
-        p = _exp2_split(s * scale - m_new[:, None], FLAGS[4])
-    else:
-        p = gl.exp2(s * scale - m_new[:, None])
+    p = gl.exp2(s * scale - m_new[:, None])
     alpha = gl.exp2(state_m - m_new)
     state_l = state_l * alpha + gl.sum(p, 1)
     return p, m_new, alpha, state_l
@@ -510,7 +472,7 @@ def attn_fwd_gluon_kernel(Q, K, V, Out, Lse, Alibi, strides, sizes, scores,
     the workers. strides = (q, k, v, out) each (batch, row, head) in elements, and lse (batch, head); sizes =
     (nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi); scores = (sm_scale, softcap, window_left,
     window_right); Alibi: fp32 slopes [h] (stride_alibi 0) or [b, h], or None. FLAGS = (MASK_LEFT, MASK_RIGHT,
-    SOFTCAP, ALIBI, SPLIT: ``_exp2_split``); ORDER: the tiles' order, 0 or 1 (``_work``)."""
+    SOFTCAP, ALIBI); ORDER: the tiles' order, 0 or 1 (``_work``)."""
     q_str, k_str, v_str, o_str, l_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, stride_alibi = sizes
     off_bh = gl.program_id(1)

@@ -83,19 +83,11 @@ ALIBI_RAMP_MAX_D = 256
 SOFTCAP_FIXED_MAX = True
 
 
-# Part of P's exponentials on the FMA units (the kernel's SPLIT, kernels/fwd_gluon.py ``_exp2_split``) in calls
-# without softcap or ALiBi up to EXP_SPLIT_MAX_D: 0 none, 1 one of two, 2 one of four. Module attributes for
-# benchmarks/bench_gluon_ab.py ("x1" / "x2"), not user settings.
-EXP_SPLIT = 0
-EXP_SPLIT_MAX_D = 64
-
-
-def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int, int]:
-    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI, SPLIT); causal is a right bound of 0. SOFTCAP: 0
-    none, 1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
+def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tuple[bool, bool, int, int]:
+    """The kernel's FLAGS: (MASK_LEFT, MASK_RIGHT, SOFTCAP, ALIBI); causal is a right bound of 0. SOFTCAP: 0 none,
+    1 with a running max, 2 against a fixed max (``SOFTCAP_FIXED_MAX``). ALIBI: 0 none,
     1 |i + limit - j| per score, 2 one-sided (no visible key right of the diagonal, no left window bound, a head
-    dim up to ``ALIBI_ONE_SIDED_MAX_D``), 3 one-sided with the ramp in the tensor cores (``ALIBI_RAMP_MMA``).
-    SPLIT: ``EXP_SPLIT`` where it applies."""
+    dim up to ``ALIBI_ONE_SIDED_MAX_D``), 3 one-sided with the ramp in the tensor cores (``ALIBI_RAMP_MMA``)."""
     alibi = 0
     if params.alibi_slopes is not None:
         one_sided = ALIBI_ONE_SIDED and (bool(params.causal) or params.window_right == 0) and params.window_left < 0
@@ -109,8 +101,7 @@ def flags_of(params: AttnParams, headdim: int = 0, dtype=torch.bfloat16) -> tupl
         fixed = SOFTCAP_FIXED_MAX and dtype == torch.bfloat16 and params.alibi_slopes is None \
             and params.softcap * _LOG2E <= SOFTCAP_MAX_LOG2
         softcap = 2 if fixed else 1
-    split = EXP_SPLIT if softcap == 0 and alibi == 0 and 0 < headdim <= EXP_SPLIT_MAX_D else 0
-    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, softcap, alibi, split)
+    return (params.window_left >= 0, bool(params.causal) or params.window_right >= 0, softcap, alibi)
 
 
 def gluon_triton_reason() -> str | None:
@@ -178,7 +169,7 @@ def gluon_reason(arch: str | None, q, k, v, params: AttnParams, varlen: bool, ma
     # query i sits at key i + limit (varlen: the offset alone); every row must see a key
     limit = (0 if varlen else seqlen_k - seqlen_q) + params.diag_offset
     last_left = (0 if varlen else seqlen_q - 1 - (seqlen_k - 1)) + limit - params.window_left  # the last row's
-    mask_left, mask_right = flags_of(params)[:2]
+    mask_left, mask_right, _, _ = flags_of(params)
     if (mask_right and limit + (0 if params.causal else params.window_right) < 0) or (mask_left and last_left > 0):
         return "rows without keys (the causal diagonal or the window, with a chunk's offset, leaves a row no key)"
     if min(seqlen_q, seqlen_k) < row.min_seqlen_k:  # varlen: the longest sequence
@@ -374,16 +365,16 @@ def compile_specs(arch: str, variants: list | None = None, dtypes=("bf16", "fp16
         variants = []
         for row in FWD_GLUON.get(arch, ()):
             for causal in (False, True) if row.causal is None else (row.causal,):
-                variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0, 0)))
+                variants.append((row, "causal" if causal else "plain", (False, causal, 0, 0)))
         for row in FWD_GLUON_OPTIONS.get(arch, ()):  # every option the row takes, ALiBi both ways; softcap persistent
-            variants.append((row, "opts", (True, True, 1, 1, 0)))
+            variants.append((row, "opts", (True, True, 1, 1)))
             if row.max_d <= ALIBI_ONE_SIDED_MAX_D:
-                variants.append((row, "opts one-sided", (False, True, 1, 2, 0)))
+                variants.append((row, "opts one-sided", (False, True, 1, 2)))
             if row.max_d <= ALIBI_RAMP_MAX_D:  # ALiBi alone, its ramp in the tensor cores
-                variants.append((row, "causal alibi mma-ramp", (False, True, 0, 3, 0)))
+                variants.append((row, "causal alibi mma-ramp", (False, True, 0, 3)))
             # softcap alone: the fixed max (bf16), the running max (persistent)
-            variants.append((row, "causal softcap", (False, True, 2, 0, 0)))
-            variants.append((row, "causal softcap running", (False, True, 1, 0, 0)))
+            variants.append((row, "causal softcap", (False, True, 2, 0)))
+            variants.append((row, "causal softcap running", (False, True, 1, 0)))
     specs = []
     for (row, what, flags), dtype in itertools.product(variants, dtypes):
         cfg = row.config
