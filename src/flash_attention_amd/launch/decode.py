@@ -148,8 +148,9 @@ def _splits(base: int, capacity: int, device: torch.device, block_n: int, split:
 
 
 def _empty(shape, dtype, device):
-    """Output allocation; tests replace it to poison outputs before the kernel runs."""
-    return torch.empty(shape, dtype=dtype, device=device)
+    """Output allocation; tests replace it to poison outputs before the kernel runs. The sizes as ints: faster to
+    parse than a tuple (launch/bwd.py ``_empty``)."""
+    return torch.empty(*shape, dtype=dtype, device=device)
 
 
 def _int32(t):

@@ -316,9 +316,9 @@ def run_forward(plan: FwdPlan, q, k, v, params: AttnParams, out=None, lse=None):
     given = out is not None or lse is not None
     if out is None:
         out = (torch.empty_like(q, memory_format=torch.contiguous_format) if plan.out_like_q
-               else torch.empty(plan.out_shape, dtype=plan.dtype, device=plan.device))
-    if lse is None:
-        lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=plan.device)
+               else torch.empty(*plan.out_shape, dtype=plan.dtype, device=plan.device))
+    if lse is None:  # the sizes as ints: faster to parse than a tuple (launch/bwd.py _empty)
+        lse = torch.empty(*plan.lse_shape, dtype=torch.float32, device=plan.device)
     if plan.zero_tensors:  # varlen rows outside every sequence: out 0, lse +inf
         out.zero_()
         lse.fill_(math.inf)
