@@ -415,8 +415,8 @@ def _dq_spy(monkeypatch) -> list:
 
 def _poison(monkeypatch):
     """dq / dk / dv and the fp32 dQ accumulator allocated NaN (the preprocess kernel must zero the accumulator)."""
-    monkeypatch.setattr(launch, "_empty_like",
-                        lambda t: torch.full_like(t, float("nan"), memory_format=torch.contiguous_format))
+    monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
+        t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
     monkeypatch.setattr(launch, "_empty", lambda shape, dtype, device: torch.full(shape, float("nan"), dtype=dtype,
                                                                                   device=device))
 
@@ -437,8 +437,8 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
     from flash_attention_amd import core
 
     core.clear_plans()
-    monkeypatch.setattr(launch, "_empty_like",
-                        lambda t: torch.full_like(t, float("nan"), memory_format=torch.contiguous_format))
+    monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
+        t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
     q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
     dout = torch.randn_like(q)
     with fa.use_backend("triton"):
