@@ -6,6 +6,8 @@ steps, the implementations taking turns round by round (median ms per step):
 - ``eager``, ``sdpa``: HF's own paths (sdpa: its 4-D mask, SDPA);
 - ``fa_amd``: ours (the integration's 2-D padding mask, ``core.attention_heads_first`` with a key mask: HF's
   [b, h, s, d] tensors into one autograd node);
+- ``fa_amd-sdpa``: ours with the sdpa backend forced (its masked path: SDPA over an additive key mask, the rows
+  that see no key set to 0, SDPA's own autograd nodes instead of ours);
 - ``fa_amd-transposed``: ours with the integration's ``HEADS_FIRST`` off (three transposes, then
   ``core.attention`` on the views: the path before session 37);
 - ``glue+sdpa``: the integration's mask function with an attention function that calls SDPA itself on the
@@ -34,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from bert_mask_route import _turns  # benchmarks/, the script's own folder
 
+from flash_attention_amd import use_backend
 from flash_attention_amd.bench import models
 from flash_attention_amd.integrations import hf
 
@@ -81,7 +84,8 @@ def register() -> None:
 
 
 IMPLS = {"eager": "eager", "sdpa": "sdpa", "fa_amd": "fa_amd", "fa_amd-transposed": "fa_amd",
-         "glue+sdpa": "glue_sdpa", "glue+sdpa+fill": "glue_sdpa_fill", "no attention": "no_attention"}
+         "fa_amd-sdpa": "fa_amd", "glue+sdpa": "glue_sdpa", "glue+sdpa+fill": "glue_sdpa_fill",
+         "no attention": "no_attention"}
 
 
 def _steps(model, data, opt, labels, optimizer=True, run=None):
@@ -90,11 +94,18 @@ def _steps(model, data, opt, labels, optimizer=True, run=None):
     run = model if run is None else run
     fns = {}
     for label in labels:
-        def step(impl=IMPLS[label], heads_first=label != "fa_amd-transposed"):
+        def step(impl=IMPLS[label], heads_first=label != "fa_amd-transposed", forced=label == "fa_amd-sdpa"):
             models.set_impl(model, impl)
             hf.HEADS_FIRST = heads_first
             try:
-                if optimizer:
+                if forced:  # ours with the sdpa backend forced (its masked path: SDPA's own autograd nodes)
+                    with use_backend("sdpa"):
+                        if optimizer:
+                            models.train_step(run, data, opt)()
+                        else:
+                            run(**data).loss.backward()
+                            model.zero_grad(set_to_none=True)
+                elif optimizer:
                     models.train_step(run, data, opt)()
                 else:
                     run(**data).loss.backward()
