@@ -347,7 +347,7 @@ def test_sm90_build_overlaps_the_softmax_with_the_products():
         "out = []\n"
         "for s in bwd_gluon.compile_specs('sm90'):\n"
         "    if 'd=128 causal' not in s.label or 'bf16' not in s.label or 'window' in s.label \\\n"
-        "            or 'softcap' in s.label or 'alibi' in s.label:\n"
+        "            or 'softcap' in s.label or 'alibi' in s.label or 'heavy-first' in s.label:\n"
         "        continue\n"
         "    src = GluonASTSource(fn=s.fn, signature=dict(s.signature), constexprs=dict(s.constexprs),\n"
         "                         attrs=attrs_for(s.fn, s.signature, 'cuda', True, ()))\n"
@@ -446,6 +446,44 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
     grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
     assert served is True
     _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("heavy_first", [(1, 3), (2, 8), (1, 1)], ids=["w3", "w8", "w1"])
+@pytest.mark.parametrize("b,sq,sk,h,hk,d", [
+    (2, 1000, 1000, 8, 4, 128),   # 8 (sequence, KV head)s: groups of 3, 3 and 2 at width 3
+    (3, 513, 700, 6, 3, 128),     # bottom-right causal, partial blocks, 9 heads
+    (1, 1100, 1100, 4, 1, 64),    # MQA
+])
+def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, heavy_first, b, sq, sk, h, hk, d):
+    """The kernel's ORDER (launch/bwd_gluon.py HEAVY_FIRST) renumbers the programs of a causal call: every (key
+    block, sequence x KV head) still runs once, a last group narrower than the width included (dK / dV poisoned with
+    NaN before the kernel runs: a program left out leaves NaN, one run twice writes the same values)."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    monkeypatch.setattr(bwd_gluon, "HEAVY_FIRST", heavy_first)
+    core.clear_plans()
+    monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
+        t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
+    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
+    dout = torch.randn_like(q)
+    orders = []
+    real = launch.plan_dkdv_gluon
+
+    def plan(*a, **kw):
+        p = real(*a, **kw)
+        orders.append(p.slot.constexprs["ORDER"])
+        return p
+
+    monkeypatch.setattr(launch, "plan_dkdv_gluon", plan)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=True)
+    grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
+    assert served is True
+    assert orders == [heavy_first[1] if h // hk >= heavy_first[0] else 0]
+    _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch)
 
 
 def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):

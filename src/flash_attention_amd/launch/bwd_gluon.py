@@ -83,6 +83,12 @@ SOFTCAP = True
 # (on / off), not a setting.
 ALIBI = True
 ALIBI_HEADDIMS = (128,)
+# Causal calls whose KV heads serve at least HEAVY_FIRST[0] query heads each start their programs heavy-first over
+# groups of HEAVY_FIRST[1] (sequence, KV head)s (the kernel's ORDER): a program visits every query head of its
+# group, so at 4 heads a group the key block 0 of the last head, 4x a program of an MHA call, starts last in launch
+# order and runs alone at the grid's end. Provisional (session 49): set from the A/B of benchmarks/gqa_order_ab.py.
+# A module attribute for that A/B, not a setting.
+HEAVY_FIRST = (2, 8)
 _LOG2E = 1.4426950408889634
 
 
@@ -230,6 +236,11 @@ def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
     return dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2]), False
 
 
+def _order(causal: bool, group: int) -> int:
+    """The kernel's ORDER for a call: HEAVY_FIRST's group width where it applies, else 0 (launch order)."""
+    return HEAVY_FIRST[1] if causal and group >= HEAVY_FIRST[0] else 0
+
+
 class DkdvGluonPlan:
     __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m", "dq_template", "rows_template")
 
@@ -295,7 +306,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     scale, cap = float(params.softmax_scale), float(params.softcap)
     plan.tail = (strides, sizes, scale, (scale / cap if cap > 0 else 0.0, cap * _LOG2E))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
-                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=cap > 0)
+                      CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=cap > 0,
+                      ORDER=_order(_causal(params), nheads // nheads_k))
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV", "Alibi"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -351,11 +363,17 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
-        for (causal, window), rows_tma, (softcap, alibi) in itertools.product(masks, ways, opts + ((False, True),)):
+        # causal builds also in HEAVY_FIRST's order (GQA calls), the plain ones: the order is index arithmetic at
+        # the program's start
+        orders = (0, HEAVY_FIRST[1])
+        for (causal, window), rows_tma, (softcap, alibi), order in itertools.product(masks, ways,
+                                                                                   opts + ((False, True),), orders):
             if alibi and not (causal and ALIBI and d in ALIBI_HEADDIMS):
                 continue
+            if order and not (causal and not window and not softcap and not alibi):
+                continue
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
-                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap)
+                          PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap, ORDER=order)
             if not dq:
                 consts["dq_desc"] = None
             if not alibi:
@@ -364,7 +382,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
                      f"{' softcap' if softcap else ''}{' alibi' if alibi else ''}"
                      f"{' gqa' if row.gqa else ''} gluon dK/dV"
                      f"{' + dQ' if dq else ''} {BLOCK_N}x{cfg.block_m} w{cfg.num_warps}+4+1 s{cfg.num_stages}"
-                     f"{' rows-tma' if rows_tma else ''}")
+                     f"{' rows-tma' if rows_tma else ''}{' heavy-first' if order else ''}")
             rows_ty = rows_desc if rows_tma else "*fp32"
             sig_a = dict(sig, LSE=rows_ty, Delta=rows_ty, Alibi="*fp32" if alibi else "constexpr")
             specs.append(CompileSpec("bwd_gluon", bwd_dkdv_gluon_kernel, sig_a, consts,
