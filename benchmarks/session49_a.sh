@@ -7,13 +7,13 @@ set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200 && echo h200 || echo h100)
 G=$(nvidia-smi -L | wc -l); SECOND=$((G > 1 ? 1 : 0))
-(CUDA_VISIBLE_DEVICES=0 timeout 480 python3 -m pytest -q -rf -n 4 -p no:cacheprovider -m gpu tests/test_gluon_bwd.py \
+(CUDA_VISIBLE_DEVICES=0 timeout 170 python3 -m pytest -q -rf -n 4 -p no:cacheprovider -m gpu tests/test_gluon_bwd.py \
    > "$OUT/${N}_a_gluon_bwd_tests.txt" 2>&1; echo "rc $?" >> "$OUT/${N}_a_gluon_bwd_tests.txt") &
 [ "$G" -gt 1 ] || wait  # one GPU: the tests first
 (export CUDA_VISIBLE_DEVICES=$SECOND
- timeout 360 python3 benchmarks/gqa_order_ab.py --reps 3 --json "$OUT/${N}_a_gqa_order.json" > "$OUT/${N}_a_gqa_order.md" 2>&1
+ timeout 270 python3 benchmarks/gqa_order_ab.py --reps 3 --json "$OUT/${N}_a_gqa_order.json" > "$OUT/${N}_a_gqa_order.md" 2>&1
  echo "rc $?" >> "$OUT/${N}_a_gqa_order.md"
- timeout 200 python3 benchmarks/bench_options.py --rows none,gqa8 > "$OUT/${N}_a_options.md" 2>&1
+ timeout 130 python3 benchmarks/bench_options.py --rows none,gqa8 > "$OUT/${N}_a_options.md" 2>&1
  echo "rc $?" >> "$OUT/${N}_a_options.md") &
 wait
 tail -5 "$OUT/${N}_a_gluon_bwd_tests.txt"
