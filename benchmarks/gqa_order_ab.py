@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--widths", type=int, nargs="+", default=[8, 10 ** 6],
                     help="heavy-first group widths against launch order (10**6: one order over every head)")
+    ap.add_argument("--calls", nargs="*", default=[], metavar="D:B:S:H:HK", help="these calls instead of CALLS")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     modes = [0, *args.widths]
@@ -70,7 +71,8 @@ def main() -> None:
           "grad diff vs launch order |")
     print("|" + "---|" * (5 + 2 * len(args.widths) + 3))
     rows = []
-    for d, b, s, h, hk in CALLS:
+    calls = [tuple(int(x) for x in c.split(":")) for c in args.calls] or CALLS
+    for d, b, s, h, hk in calls:
         torch.manual_seed(0)
         q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
