@@ -1,8 +1,8 @@
 """The Gluon backward's program order on causal calls (issue 13: GQA's backward against cuDNN), same process, same
 calls: launch order (ORDER 0: every key block of one KV head, then the next head's) against heavy-first over groups
-of W (sequence, KV head)s (launch/bwd_gluon.py HEAVY_FIRST, the kernel's ORDER), with cuDNN's backward (SDPA) in
-the same run and the gradients of the orders compared (the same programs in another order: equal up to dQ's
-reduce-add order).
+of W (sequence, KV head)s (launch/bwd_gluon.py HEAVY_WIDTH, the kernel's ORDER; "rule": HEAVY_FIRST's choice), with
+cuDNN's backward (SDPA) in the same run and the gradients of the orders compared (the same programs in another
+order: equal up to dQ's reduce-add order).
 
 A GQA program visits every query head of its group, so at 4 query heads a KV head the heaviest program (key block 0,
 which every query row sees) runs 4x as long as an MHA call's; in launch order the last head's starts last.
@@ -11,7 +11,8 @@ bf16, causal; TFLOP/s = 2.5 x 2 b h s^2 d / median time of the backward alone (`
 forward, triton.testing.do_bench); the orders take turns (--reps rounds), the table gives the median of the rounds
 and each round's figure.
 
-    PYTHONPATH=src python benchmarks/gqa_order_ab.py [--reps 3] [--widths 8 1000000] [--json PATH]
+    PYTHONPATH=src python benchmarks/gqa_order_ab.py [--reps 3] [--widths -1 8 1000000] [--calls D:B:S:H:HK ...]
+        [--json PATH]
 """
 from __future__ import annotations
 
@@ -38,9 +39,15 @@ def _ms(fn) -> float:
 
 
 def _set(width: int) -> None:
-    """width 0: launch order for every call; else heavy-first over groups of width heads, MHA calls too."""
-    bwd_gluon.HEAVY_FIRST = (10 ** 9, 8) if width == 0 else (1, width)
+    """width 0: launch order for every call; -1: the committed rule (HEAVY_FIRST); else heavy-first over groups of
+    width heads, MHA calls too."""
+    bwd_gluon.HEAVY_WIDTH = None if width < 0 else width
+    bwd_gluon.HEAVY_FIRST = 10 ** 9 if width == 0 else _COMMITTED
     core.clear_plans()  # the order is chosen when a call signature is planned
+
+
+def _name(m: int) -> str:
+    return "launch order" if m == 0 else "rule" if m < 0 else f"W={m}"
 
 
 def _cudnn_bwd(q, k, v, do):
@@ -57,8 +64,9 @@ def _cudnn_bwd(q, k, v, do):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--widths", type=int, nargs="+", default=[8, 10 ** 6],
-                    help="heavy-first group widths against launch order (10**6: one order over every head)")
+    ap.add_argument("--widths", type=int, nargs="+", default=[-1, 8, 10 ** 6],
+                    help="heavy-first group widths against launch order (-1: the committed rule; 10**6: one order "
+                         "over every head)")
     ap.add_argument("--calls", nargs="*", default=[], metavar="D:B:S:H:HK", help="these calls instead of CALLS")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -66,8 +74,8 @@ def main() -> None:
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon "
           f"backward in launch order (0) and heavy-first over W heads, bf16 causal, backward alone, TFLOP/s, median "
           f"of {args.reps} rounds (each round's in brackets); committed HEAVY_FIRST {_COMMITTED}\n")
-    print("| d | b s h/hk | cuDNN | " + " | ".join(f"W={m}" if m else "launch order" for m in modes)
-          + " | " + " | ".join(f"W={m} / launch" for m in args.widths) + " | launch / cuDNN | best / cuDNN | "
+    print("| d | b s h/hk | cuDNN | " + " | ".join(_name(m) for m in modes)
+          + " | " + " | ".join(f"{_name(m)} / launch" for m in args.widths) + " | launch / cuDNN | best / cuDNN | "
           "grad diff vs launch order |")
     print("|" + "---|" * (5 + 2 * len(args.widths) + 3))
     rows = []
@@ -88,7 +96,7 @@ def main() -> None:
 
                 def spy(*a, real=real, seen=seen, **kw):
                     p = real(*a, **kw)
-                    seen.append(p.slot.constexprs["ORDER"])
+                    seen.append(p.tail[1][-1] if p.slot.constexprs["ORDER"] else 0)
                     return p
                 launch.plan_dkdv_gluon = spy
                 try:
@@ -102,8 +110,7 @@ def main() -> None:
                     launch.plan_dkdv_gluon = real
                 orders[m] = seen
                 times[m].append(_ms(bwd))
-        bwd_gluon.HEAVY_FIRST = _COMMITTED
-        core.clear_plans()
+        _set(-1)
         tf = {m: flop / statistics.median(times[m]) * 1e-9 for m in modes}
         each = {m: [round(flop / t * 1e-9) for t in times[m]] for m in modes}
         diff = {m: max(((a.float() - c.float()).norm() / c.float().norm()).item() for a, c in zip(grads[m], grads[0]))

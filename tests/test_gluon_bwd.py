@@ -136,7 +136,7 @@ def test_causal_alibi(monkeypatch):
     for slopes, stride in ((torch.rand(4), 0), (torch.rand(2, 4), 4)):
         plan = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True, alibi_slopes=slopes), cfg, (4 * 4096, 4096),
                                          k.stride()[:3], True)
-        assert plan.tail[1][-1] == stride
+        assert plan.tail[1][-2] == stride
     assert "Alibi" not in plan.slot.constexprs  # a tensor argument (None for calls without ALiBi)
 
 
@@ -172,7 +172,7 @@ def test_causal_windows(monkeypatch):
         assert with_dq and row is bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True))
         plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, row.config, (4 * 4096, 4096), k.stride()[:3], True)
         assert plan.slot.constexprs["CAUSAL"] is True and plan.slot.constexprs["WINDOW"] is True
-        assert plan.tail[1][-2] == 1024  # window_left (then the slopes' batch stride)
+        assert plan.tail[1][-3] == 1024  # window_left (then the slopes' batch stride and the order's width)
     causal = bwd_gluon.plan_dkdv_gluon(q, k, v, params(causal=True), row.config, (4 * 4096, 4096), k.stride()[:3])
     assert causal.slot.constexprs["WINDOW"] is False
     assert "right bound" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(window_left=64, window_right=64),
@@ -310,7 +310,8 @@ def test_plan_keeps_no_tensor():
     assert plan.grid == (3, 2 * 2, 1)
     assert all(t.base is None for t in plan.templates)
     assert [t.block_shape for t in plan.templates] == [[cfg.block_m, 128], [64, 128], [64, 128], [cfg.block_m, 128]]
-    assert plan.tail[1] == (4, 2, 256, 384, 0, -1, 0)
+    assert plan.tail[1] == (4, 2, 256, 384, 0, -1, 0, 1)  # (..., the slopes' stride, the order's width: none)
+    assert plan.slot.constexprs["ORDER"] is False  # launch order off the GPU
     # the LSE / delta through TMA: a flat [b * h * sq] template, block block_m (its base set per call)
     assert plan.slot.constexprs["ROWS_TMA"] is True and plan.rows_template.base is None
     assert plan.rows_template.shape == [2 * 4 * 256] and plan.rows_template.block_shape == [cfg.block_m]
@@ -450,31 +451,31 @@ def test_gradients_match_reference(any_tile, monkeypatch, b, sq, sk, h, hk, d, c
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
-@pytest.mark.parametrize("heavy_first", [(1, 3), (2, 8), (1, 1)], ids=["w3", "w8", "w1"])
+@pytest.mark.parametrize("width", [3, 8, 1], ids=["w3", "w8", "w1"])
 @pytest.mark.parametrize("b,sq,sk,h,hk,d", [
     (2, 1000, 1000, 8, 4, 128),   # 8 (sequence, KV head)s: groups of 3, 3 and 2 at width 3
     (3, 513, 700, 6, 3, 128),     # bottom-right causal, partial blocks, 9 heads
     (1, 1100, 1100, 4, 1, 64),    # MQA
 ])
-def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, heavy_first, b, sq, sk, h, hk, d):
+def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, width, b, sq, sk, h, hk, d):
     """The kernel's ORDER (launch/bwd_gluon.py HEAVY_FIRST) renumbers the programs of a causal call: every (key
     block, sequence x KV head) still runs once, a last group narrower than the width included (dK / dV poisoned with
     NaN before the kernel runs: a program left out leaves NaN, one run twice writes the same values)."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
-    monkeypatch.setattr(bwd_gluon, "HEAVY_FIRST", heavy_first)
+    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", width)
     core.clear_plans()
     monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
         t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
     q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
     dout = torch.randn_like(q)
-    orders = []
+    seen = []
     real = launch.plan_dkdv_gluon
 
     def plan(*a, **kw):
         p = real(*a, **kw)
-        orders.append(p.slot.constexprs["ORDER"])
+        seen.append((p.slot.constexprs["ORDER"], p.tail[1][-1]))
         return p
 
     monkeypatch.setattr(launch, "plan_dkdv_gluon", plan)
@@ -482,8 +483,25 @@ def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, heavy_firs
         out = fa.flash_attn_func(q, k, v, causal=True)
     grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
     assert served is True
-    assert orders == [heavy_first[1] if h // hk >= heavy_first[0] else 0]
+    assert seen == [(True, width)]
     _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch)
+
+
+def test_heavy_first_rule(monkeypatch):
+    """HEAVY_FIRST's rule: causal calls of at least 2 query heads a KV head on a GPU, SMs // key blocks heads a group,
+    launch order (0) where that is 1 or less, for MHA, calls that are not causal and off the GPU."""
+    monkeypatch.setattr(bwd_gluon, "sm_count", lambda device: 132)
+    cuda = torch.device("cuda", 0)
+    assert bwd_gluon._order_width(True, 4, 4096, cuda) == 4
+    assert bwd_gluon._order_width(True, 4, 2048, cuda) == 8
+    assert bwd_gluon._order_width(True, 2, 8192, cuda) == 2
+    assert bwd_gluon._order_width(True, 4, 16384, cuda) == 0
+    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 0
+    assert bwd_gluon._order_width(False, 4, 4096, cuda) == 0
+    assert bwd_gluon._order_width(True, 4, 4096, torch.device("cpu")) == 0
+    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 3)
+    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 3
+    assert bwd_gluon._order_width(False, 4, 4096, cuda) == 0
 
 
 def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):

@@ -371,35 +371,35 @@ def _consumer(kv, q_smem, do_smem, bars, lse_ptr, delta_ptr, l_head, out, first,
 
 
 @gluon.jit
-def _heavy_first(lin, n_blk, n_bhk, WIDTH: gl.constexpr):
+def _heavy_first(lin, n_blk, n_bhk, width):
     """(key block, sequence x KV head) of the program the GPU starts lin-th (lin = bhk * n_blk + block), renumbered
-    so that over each group of WIDTH heads the programs start block by block, key block 0 first: in a causal call
+    so that over each group of ``width`` heads the programs start block by block, key block 0 first: in a causal call
     its keys are seen by the most query rows, so the longest programs start first instead of the last head's
     starting last (a GQA program visits every query head of its group: 4x longer at 4 heads a group, so the tail
     of a grid in launch order grows with the group; launch/bwd_gluon.py HEAVY_FIRST)."""
-    group = lin // (WIDTH * n_blk)
-    rest = lin % (WIDTH * n_blk)
-    width = gl.minimum(n_bhk - group * WIDTH, WIDTH)  # the last group may be narrower
-    return rest // width, group * WIDTH + rest % width
+    group = lin // (width * n_blk)
+    rest = lin % (width * n_blk)
+    width = gl.minimum(n_bhk - group * width, width)  # the last group may be narrower
+    return rest // width, group * width + rest % width
 
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, DK, DV, Alibi, strides, sizes,
                           sm_scale, softcap, STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr,
                           DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                          ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr, ORDER: gl.constexpr = 0):
+                          ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr, ORDER: gl.constexpr = False):
     """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. ORDER 0: program (key block,
     sequence x KV head) as launched (the GPU starts them in that order: every key block of one head, then the next
-    head's); ORDER w > 0 (causal): renumbered heavy-first (``_heavy_first``) over groups of w heads. Descriptors over
+    head's); ORDER (causal): renumbered heavy-first (``_heavy_first``) over groups of ``width`` heads. Descriptors over
     the 2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
     dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each consumer
     adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv (batch, row, head)
     (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes = (nheads, group, seqlen_q,
-    seqlen_k, diag_offset, window_left, stride_alibi) (window_left: WINDOW's, else unused; stride_alibi: Alibi's batch
-    stride, 0 for slopes [h]); sm_scale fp32; softcap = (sm_scale / softcap, softcap * log2(e)) fp32 (SOFTCAP's; else
-    unused); Alibi: fp32 slopes [h] or [b, h] (causal calls without softcap), or None."""
+    seqlen_k, diag_offset, window_left, stride_alibi, width) (window_left: WINDOW's, else unused; stride_alibi: Alibi's
+    batch stride, 0 for slopes [h]; width: ORDER's); sm_scale fp32; softcap = (sm_scale / softcap, softcap * log2(e))
+    fp32 (SOFTCAP's; else unused); Alibi: fp32 slopes [h] or [b, h] (causal calls without softcap), or None."""
     l_str, g_str, h_str = strides
-    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi = sizes
+    nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi, width = sizes
     ALIBI: gl.constexpr = Alibi is not None
     limit = seqlen_k - seqlen_q + diag_offset  # query i sits at key i + limit
     dtype: gl.constexpr = q_desc.dtype
@@ -407,8 +407,8 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     blk = gl.program_id(0)
     off_bhk = gl.program_id(1)
-    if ORDER > 0:
-        blk, off_bhk = _heavy_first(off_bhk * gl.num_programs(0) + blk, gl.num_programs(0), gl.num_programs(1), ORDER)
+    if ORDER:
+        blk, off_bhk = _heavy_first(off_bhk * gl.num_programs(0) + blk, gl.num_programs(0), gl.num_programs(1), width)
     n0 = blk * (2 * ROWS)
     nheads_k = nheads // group
     off_b = off_bhk // nheads_k

@@ -21,7 +21,7 @@ import torch
 from .. import config
 from ..params import AttnParams
 from .fwd_gluon import _descriptor, _rebase, gluon_triton_reason, rows_view
-from .runtime import KernelSlot
+from .runtime import KernelSlot, sm_count
 from .spec import S3, CompileSpec, arg_positions
 from .tiles import Row, Tile, cdiv
 from .tiles_bwd import BWD_GLUON, BWD_GLUON_DQ
@@ -83,12 +83,20 @@ SOFTCAP = True
 # (on / off), not a setting.
 ALIBI = True
 ALIBI_HEADDIMS = (128,)
-# Causal calls whose KV heads serve at least HEAVY_FIRST[0] query heads each start their programs heavy-first over
-# groups of HEAVY_FIRST[1] (sequence, KV head)s (the kernel's ORDER): a program visits every query head of its
-# group, so at 4 heads a group the key block 0 of the last head, 4x a program of an MHA call, starts last in launch
-# order and runs alone at the grid's end. Provisional (session 49): set from the A/B of benchmarks/gqa_order_ab.py.
-# A module attribute for that A/B, not a setting.
-HEAVY_FIRST = (2, 8)
+# Causal calls whose KV heads serve at least HEAVY_FIRST query heads each start their programs heavy-first (the
+# kernel's ORDER) over groups of about one wave of programs: width = SMs // key blocks heads a group (1: launch
+# order). A GQA program visits every query head of its group, so at 4 heads a group the program of key block 0 (which
+# every query row sees) runs 4x as long as an MHA call's; in launch order (every key block of one head, then the next
+# head's) the last head's starts last and runs on at the grid's end. H200, the backward alone, against launch order
+# in one process, three rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_a_gqa_order.md,
+# h200_b_gqa_order.md), the width this rule takes in brackets: d=128 GQA 32/8 2k 1.04x (8), 4k 1.04-1.06x (4;
+# widths 2-8 1.03-1.06x), 8k 1.04x (2; width 8 0.97x), 16k launch order (widths 2 / 4 / 8 0.99 / 0.94 / 0.96x);
+# GQA 32/16 4k 1.04x (8), 8k 1.03x (2), 16k (width 2 1.01x); d=64 32/8 8k 1.03x (2; 4: 1.04x), 16k (0.97-0.98x).
+# MHA calls keep launch order (4k: width 8 0.98x at d=64 and d=128, one order over every head 0.74 / 0.82x).
+# HEAVY_WIDTH: None, that rule; an int, that width for every causal call (benchmarks/gqa_order_ab.py, tests). Module
+# attributes for that A/B, not settings.
+HEAVY_FIRST = 2
+HEAVY_WIDTH: int | None = None
 _LOG2E = 1.4426950408889634
 
 
@@ -236,9 +244,16 @@ def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
     return dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2]), False
 
 
-def _order(causal: bool, group: int) -> int:
-    """The kernel's ORDER for a call: HEAVY_FIRST's group width where it applies, else 0 (launch order)."""
-    return HEAVY_FIRST[1] if causal and group >= HEAVY_FIRST[0] else 0
+def _order_width(causal: bool, group: int, seqlen_k: int, device: torch.device) -> int:
+    """The kernel's heavy-first group width for a call (HEAVY_FIRST, HEAVY_WIDTH), or 0: launch order."""
+    if not causal:
+        return 0
+    if HEAVY_WIDTH is not None:
+        return HEAVY_WIDTH
+    if group < HEAVY_FIRST or device.type != "cuda":
+        return 0
+    width = sm_count(device) // cdiv(seqlen_k, BLOCK_N)
+    return width if width > 1 else 0
 
 
 class DkdvGluonPlan:
@@ -300,14 +315,15 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan.do_key = _view_key(q)
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
+    width = _order_width(_causal(params), nheads // nheads_k, seqlen_k, q.device)
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left),
-             stride_alibi)
+             stride_alibi, max(width, 1))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
     scale, cap = float(params.softmax_scale), float(params.softcap)
     plan.tail = (strides, sizes, scale, (scale / cap if cap > 0 else 0.0, cap * _LOG2E))
     constexprs = dict(STAGES=cfg.num_stages, CAUSAL=_causal(params), WINDOW=params.window_left >= 0, DQ=bool(dq),
                       CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=cap > 0,
-                      ORDER=_order(_causal(params), nheads // nheads_k))
+                      ORDER=width > 0)
     dynamic = arg_positions(bwd_dkdv_gluon_kernel, ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "LSE",
                                                     "Delta", "DK", "DV", "Alibi"))
     plan.slot = KernelSlot(bwd_dkdv_gluon_kernel, constexprs, {"num_warps": cfg.num_warps}, dynamic)
@@ -354,7 +370,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         acc = torch.empty(8, 8 * d, dtype=torch.float32)
         sig["dq_desc"] = mangle_type(_dq_descriptor(acc, 8, 8 * d, cfg.block_m, d // 2)) if dq else "constexpr"
         rows_desc = mangle_type(_rows_descriptor(torch.empty(64, dtype=torch.float32), 64, cfg.block_m))
-        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 7,
+        sig.update(DK=f"*{dtype}", DV=f"*{dtype}", strides=(("i32", "i32"), S3, ("i32",) * 4), sizes=("i32",) * 8,
                    sm_scale="fp32", softcap=("fp32", "fp32"))
         causals = (False, True) if row.causal is None else (row.causal,)
         # both ways to the LSE / delta: through TMA (seqlen_q a multiple of ROWS_TMA_ALIGN), else loads (_rows_tma)
@@ -365,7 +381,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
         # causal builds also in HEAVY_FIRST's order (GQA calls), the plain ones: the order is index arithmetic at
         # the program's start
-        orders = (0, HEAVY_FIRST[1])
+        orders = (False, True)
         for (causal, window), rows_tma, (softcap, alibi), order in itertools.product(masks, ways,
                                                                                    opts + ((False, True),), orders):
             if alibi and not (causal and ALIBI and d in ALIBI_HEADDIMS):
