@@ -379,8 +379,8 @@ def _heavy_first(lin, n_blk, n_bhk, width):
     of a grid in launch order grows with the group; launch/bwd_gluon.py HEAVY_FIRST)."""
     group = lin // (width * n_blk)
     rest = lin % (width * n_blk)
-    width = gl.minimum(n_bhk - group * width, width)  # the last group may be narrower
-    return rest // width, group * width + rest % width
+    here = gl.minimum(n_bhk - group * width, width)  # this group's heads: the last group may be narrower
+    return rest // here, group * width + rest % here
 
 
 @gluon.jit
