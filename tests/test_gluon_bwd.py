@@ -488,16 +488,20 @@ def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, width, b, 
 
 
 def test_heavy_first_rule(monkeypatch):
-    """HEAVY_FIRST's rule: causal calls of at least 2 query heads a KV head on a GPU, SMs // key blocks heads a group,
-    launch order (0) where that is 1 or less, for MHA, calls that are not causal and off the GPU."""
+    """HEAVY_FIRST's rule: causal calls on a GPU, SMs // key blocks heads a group, launch order (0) where that is 1 or
+    less, for calls that are not causal and off the GPU; HEAVY_FIRST the least query heads a KV head it takes."""
     monkeypatch.setattr(bwd_gluon, "sm_count", lambda device: 132)
     cuda = torch.device("cuda", 0)
     assert bwd_gluon._order_width(True, 4, 4096, cuda) == 4
     assert bwd_gluon._order_width(True, 4, 2048, cuda) == 8
     assert bwd_gluon._order_width(True, 2, 8192, cuda) == 2
     assert bwd_gluon._order_width(True, 4, 16384, cuda) == 0
-    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 0
+    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 4
+    assert bwd_gluon._order_width(True, 1, 1000, cuda) == 16
     assert bwd_gluon._order_width(False, 4, 4096, cuda) == 0
+    monkeypatch.setattr(bwd_gluon, "HEAVY_FIRST", 2)
+    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 0
+    assert bwd_gluon._order_width(True, 2, 4096, cuda) == 4
     assert bwd_gluon._order_width(True, 4, 4096, torch.device("cpu")) == 0
     monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 3)
     assert bwd_gluon._order_width(True, 1, 4096, cuda) == 3

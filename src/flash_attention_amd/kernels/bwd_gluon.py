@@ -375,8 +375,8 @@ def _heavy_first(lin, n_blk, n_bhk, width):
     """(key block, sequence x KV head) of the program the GPU starts lin-th (lin = bhk * n_blk + block), renumbered
     so that over each group of ``width`` heads the programs start block by block, key block 0 first: in a causal call
     its keys are seen by the most query rows, so the longest programs start first instead of the last head's
-    starting last (a GQA program visits every query head of its group: 4x longer at 4 heads a group, so the tail
-    of a grid in launch order grows with the group; launch/bwd_gluon.py HEAVY_FIRST)."""
+    starting last, alone at the grid's end (a GQA program visits every query head of its group: 4x longer at 4 heads
+    a group); launch/bwd_gluon.py HEAVY_FIRST."""
     group = lin // (width * n_blk)
     rest = lin % (width * n_blk)
     here = gl.minimum(n_bhk - group * width, width)  # this group's heads: the last group may be narrower

@@ -83,19 +83,20 @@ SOFTCAP = True
 # (on / off), not a setting.
 ALIBI = True
 ALIBI_HEADDIMS = (128,)
-# Causal calls whose KV heads serve at least HEAVY_FIRST query heads each start their programs heavy-first (the
-# kernel's ORDER) over groups of about one wave of programs: width = SMs // key blocks heads a group (1: launch
-# order). A GQA program visits every query head of its group, so at 4 heads a group the program of key block 0 (which
-# every query row sees) runs 4x as long as an MHA call's; in launch order (every key block of one head, then the next
-# head's) the last head's starts last and runs on at the grid's end. H200, the backward alone, against launch order
-# in one process, three rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_a_gqa_order.md,
-# h200_b_gqa_order.md), the width this rule takes in brackets: d=128 GQA 32/8 2k 1.04x (8), 4k 1.04-1.06x (4;
-# widths 2-8 1.03-1.06x), 8k 1.04x (2; width 8 0.97x), 16k launch order (widths 2 / 4 / 8 0.99 / 0.94 / 0.96x);
-# GQA 32/16 4k 1.04x (8), 8k 1.03x (2), 16k (width 2 1.01x); d=64 32/8 8k 1.03x (2; 4: 1.04x), 16k (0.97-0.98x).
-# MHA calls keep launch order (4k: width 8 0.98x at d=64 and d=128, one order over every head 0.74 / 0.82x).
-# HEAVY_WIDTH: None, that rule; an int, that width for every causal call (benchmarks/gqa_order_ab.py, tests). Module
-# attributes for that A/B, not settings.
-HEAVY_FIRST = 2
+# Causal calls start their programs heavy-first (the kernel's ORDER) over groups of about one wave of programs:
+# width = SMs // key blocks heads a group (1 or less: launch order, every key block of one head, then the next
+# head's). In launch order the program of the last head's key block 0 (which every query row sees: the longest)
+# starts last and runs on at the grid's end, the longer the fewer heads share the GPU and the more query heads a KV
+# head serves (a GQA program visits each of them). H200, the backward alone against launch order in one process,
+# three rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_*_order.md), at the rule's width:
+# - GQA: d=128 32/8 2k 1.04x (width 8), 4k 1.04-1.06x (4), 8k 1.04-1.07x (2; width 8 0.97x), b=3 32/8 4k 1.10x,
+#   b=1 24/6 4k 1.24x, 32/16 4k 1.03-1.04x, 8k 1.03x; d=64 32/8 8k 1.02-1.03x;
+# - MHA: d=128 4k b=1 h=8 1.40x, b=1 h=16 1.16x, b=2 h=16 1.03x, b=4 h=32 1.00x (width 8 there 0.98x, one order over
+#   every head 0.74x); 8k b=1 h=16 1.03-1.04x; d=64 4k b=1 h=12 1.01x, 8k b=1 h=16 1.02-1.03x;
+# - 16k (width 1: launch order): widths 2 / 4 / 8 measured 0.97-1.01x / 0.94-0.98x / 0.96-0.98x.
+# HEAVY_FIRST: the least query heads a KV head for the rule; HEAVY_WIDTH: None, the rule; an int, that width for
+# every causal call (benchmarks/gqa_order_ab.py, tests). Module attributes for that A/B, not settings.
+HEAVY_FIRST = 1
 HEAVY_WIDTH: int | None = None
 _LOG2E = 1.4426950408889634
 
