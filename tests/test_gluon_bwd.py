@@ -488,24 +488,26 @@ def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, width, b, 
 
 
 def test_heavy_first_rule(monkeypatch):
-    """HEAVY_FIRST's rule: causal calls on a GPU, SMs // key blocks heads a group, launch order (0) where that is 1 or
-    less, for calls that are not causal and off the GPU; HEAVY_FIRST the least query heads a KV head it takes."""
+    """HEAVY_FIRST's rule: causal calls on a GPU of at most HEAVY_WAVES * group * SMs programs, SMs // key blocks heads
+    a group, launch order (0) where that is 1 or less, for more programs, calls that are not causal and off the GPU;
+    HEAVY_FIRST the least query heads a KV head it takes."""
     monkeypatch.setattr(bwd_gluon, "sm_count", lambda device: 132)
     cuda = torch.device("cuda", 0)
-    assert bwd_gluon._order_width(True, 4, 4096, cuda) == 4
-    assert bwd_gluon._order_width(True, 4, 2048, cuda) == 8
-    assert bwd_gluon._order_width(True, 2, 8192, cuda) == 2
-    assert bwd_gluon._order_width(True, 4, 16384, cuda) == 0
-    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 4
-    assert bwd_gluon._order_width(True, 1, 1000, cuda) == 16
-    assert bwd_gluon._order_width(False, 4, 4096, cuda) == 0
+    assert bwd_gluon._order_width(True, 4, 4096, 32 * 32, cuda) == 4  # GQA 32/8 b=4 4k
+    assert bwd_gluon._order_width(True, 4, 2048, 16 * 64, cuda) == 8
+    assert bwd_gluon._order_width(True, 2, 8192, 64 * 32, cuda) == 2
+    assert bwd_gluon._order_width(True, 4, 16384, 128 * 8, cuda) == 0  # width 1
+    assert bwd_gluon._order_width(True, 1, 4096, 32 * 16, cuda) == 4  # MHA b=1 h=16
+    assert bwd_gluon._order_width(True, 1, 4096, 32 * 64, cuda) == 0  # MHA b=4 h=16: 2048 > 8 * 132 programs
+    assert bwd_gluon._order_width(True, 1, 1000, 8, cuda) == 16
+    assert bwd_gluon._order_width(False, 4, 4096, 32, cuda) == 0
+    assert bwd_gluon._order_width(True, 4, 4096, 32, torch.device("cpu")) == 0
     monkeypatch.setattr(bwd_gluon, "HEAVY_FIRST", 2)
-    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 0
-    assert bwd_gluon._order_width(True, 2, 4096, cuda) == 4
-    assert bwd_gluon._order_width(True, 4, 4096, torch.device("cpu")) == 0
+    assert bwd_gluon._order_width(True, 1, 4096, 32, cuda) == 0
+    assert bwd_gluon._order_width(True, 2, 4096, 32, cuda) == 4
     monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 3)
-    assert bwd_gluon._order_width(True, 1, 4096, cuda) == 3
-    assert bwd_gluon._order_width(False, 4, 4096, cuda) == 0
+    assert bwd_gluon._order_width(True, 1, 4096, 10 ** 6, cuda) == 3
+    assert bwd_gluon._order_width(False, 4, 4096, 32, cuda) == 0
 
 
 def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):

@@ -83,20 +83,24 @@ SOFTCAP = True
 # (on / off), not a setting.
 ALIBI = True
 ALIBI_HEADDIMS = (128,)
-# Causal calls start their programs heavy-first (the kernel's ORDER) over groups of about one wave of programs:
+# Causal calls of few programs start them heavy-first (the kernel's ORDER) over groups of about one wave of programs:
 # width = SMs // key blocks heads a group (1 or less: launch order, every key block of one head, then the next
 # head's). In launch order the program of the last head's key block 0 (which every query row sees: the longest)
-# starts last and runs on at the grid's end, the longer the fewer heads share the GPU and the more query heads a KV
-# head serves (a GQA program visits each of them). H200, the backward alone against launch order in one process,
-# three rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_*_order.md), at the rule's width:
-# - GQA: d=128 32/8 2k 1.04x (width 8), 4k 1.04-1.06x (4), 8k 1.04-1.07x (2; width 8 0.97x), b=3 32/8 4k 1.10x,
-#   b=1 24/6 4k 1.24x, 32/16 4k 1.03-1.04x, 8k 1.03x; d=64 32/8 8k 1.02-1.03x;
-# - MHA: d=128 4k b=1 h=8 1.40x, b=1 h=16 1.16x, b=2 h=16 1.03x, b=4 h=32 1.00x (width 8 there 0.98x, one order over
-#   every head 0.74x); 8k b=1 h=16 1.03-1.04x; d=64 4k b=1 h=12 1.01x, 8k b=1 h=16 1.02-1.03x;
-# - 16k (width 1: launch order): widths 2 / 4 / 8 measured 0.97-1.01x / 0.94-0.98x / 0.96-0.98x.
+# starts last and runs on at the grid's end: about 2 * group * SMs / programs of the whole run (group: the query heads
+# a KV head serves, each of which a program visits). The rule takes calls of at most HEAVY_WAVES * group * SMs
+# programs, where that share is 1/4 or more. H200, the backward alone against launch order in one process, three
+# rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_*_order.md, h200_f_rule.md), at the rule's width:
+# - taken: GQA d=128 32/8 b=8 2k 1.04x (width 8), b=4 4k 1.04-1.06x (4), b=3 4k 1.10x, b=2 4k 1.14x, b=1 24/6 4k
+#   1.24x, b=2 8k 1.04-1.07x (2; width 8 0.97x); 32/16 b=4 4k 1.03-1.04x, b=2 8k 1.03x; d=64 32/8 b=2 8k
+#   1.02-1.03x; MHA d=128 4k b=1 h=8 1.40x, b=1 h=16 1.16x, b=2 h=16 1.03x, 8k b=1 h=16 1.03-1.04x; d=64 4k b=1 h=12
+#   1.01x, 8k b=1 h=16 1.02-1.03x;
+# - left in launch order (more programs): MHA d=128 b=4 h=16 4k 1.02x, b=4 h=32 4k 1.00x, b=8 h=16 / 32 2k 1.01 /
+#   0.99x, b=2 h=16 8k 1.00x; d=64 b=4 h=32 4k 0.98x, b=2 h=32 8k 0.97x; 16k (width 1): widths 2 / 4 / 8 0.97-1.01x /
+#   0.94-0.98x / 0.96-0.98x.
 # HEAVY_FIRST: the least query heads a KV head for the rule; HEAVY_WIDTH: None, the rule; an int, that width for
 # every causal call (benchmarks/gqa_order_ab.py, tests). Module attributes for that A/B, not settings.
 HEAVY_FIRST = 1
+HEAVY_WAVES = 8
 HEAVY_WIDTH: int | None = None
 _LOG2E = 1.4426950408889634
 
@@ -245,15 +249,19 @@ def gluon_pick(arch: str | None, q, k, params: AttnParams) -> tuple[Row, bool]:
     return dkdv_gluon_row(arch, q.shape[-1], _causal(params), q.shape[-2] != k.shape[-2]), False
 
 
-def _order_width(causal: bool, group: int, seqlen_k: int, device: torch.device) -> int:
-    """The kernel's heavy-first group width for a call (HEAVY_FIRST, HEAVY_WIDTH), or 0: launch order."""
+def _order_width(causal: bool, group: int, seqlen_k: int, programs: int, device: torch.device) -> int:
+    """The kernel's heavy-first group width for a call of ``programs`` programs (HEAVY_FIRST, HEAVY_WIDTH), or 0:
+    launch order."""
     if not causal:
         return 0
     if HEAVY_WIDTH is not None:
         return HEAVY_WIDTH
     if group < HEAVY_FIRST or device.type != "cuda":
         return 0
-    width = sm_count(device) // cdiv(seqlen_k, BLOCK_N)
+    sms = sm_count(device)
+    if programs > HEAVY_WAVES * group * sms:
+        return 0
+    width = sms // cdiv(seqlen_k, BLOCK_N)
     return width if width > 1 else 0
 
 
@@ -316,7 +324,8 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan.do_key = _view_key(q)
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
-    width = _order_width(_causal(params), nheads // nheads_k, seqlen_k, q.device)
+    width = _order_width(_causal(params), nheads // nheads_k, seqlen_k, cdiv(seqlen_k, BLOCK_N) * batch * nheads_k,
+                         q.device)
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left),
              stride_alibi, max(width, 1))
     strides = (lse_str, grad_str, (q.stride(-2), k.stride(-2), v.stride(-2), q.stride(-2)))
