@@ -510,6 +510,21 @@ def test_heavy_first_rule(monkeypatch):
     assert bwd_gluon._order_width(False, 4, 4096, 32, cuda) == 0
 
 
+def test_heavy_first_only_for_plain_causal_calls(monkeypatch):
+    """The order's rule takes plain causal calls: with a window (every program's length bounded alike), softcap or
+    ALiBi the plan keeps launch order (ORDER off, width 1), even with a width forced."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 4)
+    q, k, v = qkv(1, 4096, 4096, 8, 2, device="cpu")
+    cfg = bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True)).config
+    for p, order in ((params(causal=True), True), (params(), False), (params(causal=True, window_left=1024), False),
+                     (params(causal=True, softcap=30.0), False), (params(causal=True, alibi_slopes=torch.rand(8)),
+                                                                   False)):
+        plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, cfg, (8 * 4096, 4096), k.stride()[:3], True)
+        assert plan.slot.constexprs["ORDER"] is order
+        assert plan.tail[1][-1] == (4 if order else 1)
+
+
 def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):
     """grads (dq, dk, dv of the call through the Gluon kernel) finite, and as close to the float64 oracle as the
     same call with the kernel off (the dQ kernel and the other dK/dV kernels), or within 2e-2."""
