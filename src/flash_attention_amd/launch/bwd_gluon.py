@@ -90,7 +90,7 @@ ALIBI_HEADDIMS = (128,)
 # a KV head serves, each of which a program visits). The rule takes calls of at most HEAVY_WAVES * group * SMs
 # programs, where that share is 1/4 or more. H200, the backward alone against launch order in one process, three
 # rounds (benchmarks/gqa_order_ab.py; benchmarks/results/run46/h200_*_order.md, h200_f_rule.md), at the rule's width:
-# - taken: GQA d=128 32/8 b=8 2k 1.04x (width 8), b=4 4k 1.04-1.06x (4), b=3 4k 1.10x, b=2 4k 1.14x, b=1 24/6 4k
+# - taken: GQA d=128 32/8 b=8 2k 1.04x (width 8), b=4 4k 1.04-1.07x (4), b=3 4k 1.10x, b=2 4k 1.14x, b=1 24/6 4k
 #   1.24x, b=2 8k 1.04-1.07x (2; width 8 0.97x); 32/16 b=4 4k 1.03-1.04x, b=2 8k 1.03x; d=64 32/8 b=2 8k
 #   1.02-1.03x; MHA d=128 4k b=1 h=8 1.40x, b=1 h=16 1.16x, b=2 h=16 1.03x, 8k b=1 h=16 1.03-1.04x; d=64 4k b=1 h=12
 #   1.01x, 8k b=1 h=16 1.02-1.03x;
@@ -393,7 +393,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
-        # causal builds also in HEAVY_FIRST's order (GQA calls), the plain ones: the order is index arithmetic at
+        # the plain causal builds also in HEAVY_FIRST's order (ORDER): the order is index arithmetic at
         # the program's start
         orders = (False, True)
         for (causal, window), rows_tma, (softcap, alibi), order in itertools.product(masks, ways,
