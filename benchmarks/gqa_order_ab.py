@@ -22,6 +22,7 @@ import statistics
 
 import torch
 import triton
+from bench_gluon_bwd_ab import _ms, _sdpa_bwd  # benchmarks/ (the script's own directory)
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
@@ -32,10 +33,6 @@ from flash_attention_amd.launch import bwd_gluon
 CALLS = ((128, 4, 4096, 32, 8), (128, 8, 2048, 32, 8), (128, 1, 16384, 32, 8), (128, 4, 4096, 32, 16),
          (128, 4, 4096, 32, 32), (64, 4, 4096, 32, 8), (64, 4, 4096, 32, 32))
 _COMMITTED = bwd_gluon.HEAVY_FIRST
-
-
-def _ms(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median")
 
 
 def _set(width: int) -> None:
@@ -51,14 +48,9 @@ def _name(m: int) -> str:
 
 
 def _cudnn_bwd(q, k, v, do):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
-    qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
-    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-        out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=True,
-                                                               enable_gqa=q.shape[2] != k.shape[2])
-    dot = do.transpose(1, 2)
-    return lambda: torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True)
+    return _sdpa_bwd(q, k, v, do, True, SDPBackend.CUDNN_ATTENTION)
 
 
 def main() -> None:
