@@ -388,16 +388,17 @@ def bwd_dkdv_gluon_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, Delta, 
                           sm_scale, softcap, STAGES: gl.constexpr, CAUSAL: gl.constexpr, WINDOW: gl.constexpr,
                           DQ: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                           ROWS_TMA: gl.constexpr, SOFTCAP: gl.constexpr, ORDER: gl.constexpr = False):
-    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. ORDER 0: program (key block,
-    sequence x KV head) as launched (the GPU starts them in that order: every key block of one head, then the next
-    head's); ORDER (causal): renumbered heavy-first (``_heavy_first``) over groups of ``width`` heads. Descriptors over
-    the 2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v (block [64, d]);
-    dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d / 2]: each consumer
-    adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk / dv (batch, row, head)
-    (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes = (nheads, group, seqlen_q,
-    seqlen_k, diag_offset, window_left, stride_alibi, width) (window_left: WINDOW's, else unused; stride_alibi: Alibi's
-    batch stride, 0 for slopes [h]; width: ORDER's); sm_scale fp32; softcap = (sm_scale / softcap, softcap * log2(e))
-    fp32 (SOFTCAP's; else unused); Alibi: fp32 slopes [h] or [b, h] (causal calls without softcap), or None."""
+    """Grid (cdiv(seqlen_k, 128), b * hk); 4 warps (the first consumer) plus the workers. ORDER False: program (key
+    block, sequence x KV head) as launched (the GPU starts them in that order: every key block of one head, then the
+    next head's); ORDER (causal): renumbered heavy-first (``_heavy_first``) over groups of ``width`` heads.
+    Descriptors over the 2-D rows views [b * sq, cols] of q / dout (block [BLOCK_M, d]) and [b * sk, cols] of k / v
+    (block [64, d]); dq_desc (DQ, else None) over the fp32 dQ accumulator [b * sq, h * d] (zeroed; block [BLOCK_M, d
+    / 2]: each consumer adds one half of the head dim over the program's 128 keys). strides = (lse (batch, head), dk
+    / dv (batch, row, head) (the same: both allocated alike), head strides of the rows views (q, k, v, do)); sizes =
+    (nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi, width) (window_left: WINDOW's, else
+    unused; stride_alibi: Alibi's batch stride, 0 for slopes [h]; width: ORDER's); sm_scale fp32; softcap = (sm_scale
+    / softcap, softcap * log2(e)) fp32 (SOFTCAP's; else unused); Alibi: fp32 slopes [h] or [b, h] (causal calls
+    without softcap), or None."""
     l_str, g_str, h_str = strides
     nheads, group, seqlen_q, seqlen_k, diag_offset, window_left, stride_alibi, width = sizes
     ALIBI: gl.constexpr = Alibi is not None

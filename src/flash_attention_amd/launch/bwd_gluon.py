@@ -393,8 +393,7 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
-        # the plain causal builds also in HEAVY_FIRST's order (ORDER): the order is index arithmetic at
-        # the program's start
+        # the plain causal builds also in HEAVY_FIRST's order (ORDER: index arithmetic at the program's start)
         orders = (False, True)
         for (causal, window), rows_tma, (softcap, alibi), order in itertools.product(masks, ways,
                                                                                    opts + ((False, True),), orders):
