@@ -11,8 +11,11 @@ bf16, causal; TFLOP/s = 2.5 x 2 b h s^2 d / median time of the backward alone (`
 forward, triton.testing.do_bench); the orders take turns (--reps rounds), the table gives the median of the rounds
 and each round's figure.
 
+``--option softcap30`` / ``alibi``: every call with that option (HEAVY_OPTIONS; cuDNN's column then times its plain
+causal backward, a reference for scale only).
+
     PYTHONPATH=src python benchmarks/gqa_order_ab.py [--reps 3] [--widths -1 8 1000000] [--calls D:B:S:H:HK ...]
-        [--json PATH]
+        [--option none|softcap30|alibi] [--json PATH]
 """
 from __future__ import annotations
 
@@ -60,12 +63,14 @@ def main() -> None:
                     help="heavy-first group widths against launch order (-1: the committed rule; 10**6: one order "
                          "over every head)")
     ap.add_argument("--calls", nargs="*", default=[], metavar="D:B:S:H:HK", help="these calls instead of CALLS")
+    ap.add_argument("--option", default="none", help="none, softcapX (softcap X) or alibi: every call with it")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     modes = [0, *args.widths]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon "
           f"backward in launch order (0) and heavy-first over W heads, bf16 causal, backward alone, TFLOP/s, median "
-          f"of {args.reps} rounds (each round's in brackets); committed HEAVY_FIRST {_COMMITTED}\n")
+          f"of {args.reps} rounds (each round's in brackets); committed HEAVY_FIRST {_COMMITTED}, HEAVY_OPTIONS "
+          f"{bwd_gluon.HEAVY_OPTIONS}; option {args.option} (cuDNN: its plain causal backward)\n")
     print("| d | b s h/hk | cuDNN | " + " | ".join(_name(m) for m in modes)
           + " | " + " | ".join(f"{_name(m)} / launch" for m in args.widths) + " | launch / cuDNN | best / cuDNN | "
           "grad diff vs launch order |")
@@ -78,6 +83,8 @@ def main() -> None:
         k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
         do = torch.randn_like(q)
         flop = 2.5 * 2 * b * h * d * s * s
+        opt = (dict(softcap=float(args.option[len("softcap"):])) if args.option.startswith("softcap") else
+               dict(alibi_slopes=torch.rand(h, device="cuda") * 0.5) if args.option == "alibi" else {})
         cudnn = flop / _ms(_cudnn_bwd(q, k, v, do)) * 1e-9
         times, grads, orders = {m: [] for m in modes}, {}, {}
         for _ in range(args.reps):
@@ -93,7 +100,7 @@ def main() -> None:
                 launch.plan_dkdv_gluon = spy
                 try:
                     with fa.use_backend("triton"):
-                        out = fa.flash_attn_func(q, k, v, causal=True)
+                        out = fa.flash_attn_func(q, k, v, causal=True, **opt)
 
                     def bwd(out=out, ins=(q, k, v), do=do):
                         return torch.autograd.grad(out, ins, do, retain_graph=True)
@@ -113,7 +120,7 @@ def main() -> None:
               + " | ".join(f"{tf[m] / tf[0]:.3f}x" for m in args.widths)
               + f" | {tf[0] / cudnn:.2f} | {best / cudnn:.2f} | "
               + " ".join(f"{diff[m]:.1e}" for m in args.widths) + f" | <!-- ORDER seen: {orders} -->", flush=True)
-        rows.append(dict(d=d, b=b, s=s, h=h, hk=hk, cudnn=cudnn, tflops=tf, rounds=each, diff=diff,
+        rows.append(dict(d=d, b=b, s=s, h=h, hk=hk, option=args.option, cudnn=cudnn, tflops=tf, rounds=each, diff=diff,
                          orders={str(m): o for m, o in orders.items()}))
     if args.json:
         with open(args.json, "w") as f:

@@ -487,6 +487,43 @@ def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, width, b, 
     _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_SM90, reason="the Gluon dK/dV kernel runs on sm90 only")
+@pytest.mark.parametrize("option", ["softcap", "alibi"])
+def test_heavy_first_order_with_options(dq_tile, monkeypatch, option):
+    """Softcap's and ALiBi's causal builds in heavy-first order (HEAVY_OPTIONS): every program runs once (dK / dV
+    poisoned with NaN), the gradients as exact as the same call's with the kernel off; ALiBi's slopes per head, so a
+    program given the wrong head's slope fails too."""
+    import flash_attention_amd as fa
+    from flash_attention_amd import core
+
+    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 3)
+    monkeypatch.setattr(bwd_gluon, "HEAVY_OPTIONS", (option,))
+    core.clear_plans()
+    monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
+        t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
+    q, k, v = (t.requires_grad_() for t in qkv(2, 1000, 1000, 8, 4, d=128))
+    dout = torch.randn_like(q)
+    kw = dict(softcap=30.0) if option == "softcap" else dict(
+        alibi_slopes=torch.rand(2, 8, device=q.device, dtype=torch.float32))
+    seen = []
+    real = launch.plan_dkdv_gluon
+
+    def plan(*a, **kw):
+        p = real(*a, **kw)
+        seen.append((p.slot.constexprs["ORDER"], p.tail[1][-1]))
+        return p
+
+    monkeypatch.setattr(launch, "plan_dkdv_gluon", plan)
+    with fa.use_backend("triton"):
+        out = fa.flash_attn_func(q, k, v, causal=True, **kw)
+    grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
+    assert served is True
+    assert seen == [(True, 3)]
+    _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch, softcap=kw.get("softcap", 0.0),
+                            alibi=kw.get("alibi_slopes"))
+
+
 def test_heavy_first_rule(monkeypatch):
     """HEAVY_FIRST's rule: causal calls on a GPU of at most HEAVY_WAVES * group * SMs programs, SMs // key blocks heads
     a group, launch order (0) where that is 1 or less, for more programs, calls that are not causal and off the GPU;
@@ -510,19 +547,22 @@ def test_heavy_first_rule(monkeypatch):
     assert bwd_gluon._order_width(False, 4, 4096, 32, cuda) == 0
 
 
-def test_heavy_first_only_for_plain_causal_calls(monkeypatch):
-    """The order's rule takes plain causal calls: with a window (every program's length bounded alike), softcap or
-    ALiBi the plan keeps launch order (ORDER off, width 1), even with a width forced."""
+def test_heavy_first_only_for_causal_calls_without_a_window(monkeypatch):
+    """The order's rule takes causal calls without a window (which bounds every program's length alike): softcap and
+    ALiBi calls as HEAVY_OPTIONS names them, else launch order (ORDER off, width 1), even with a width forced."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 4)
     q, k, v = qkv(1, 4096, 4096, 8, 2, device="cpu")
     cfg = bwd_gluon.gluon_dq_row("sm90", q, k, params(causal=True)).config
-    for p, order in ((params(causal=True), True), (params(), False), (params(causal=True, window_left=1024), False),
-                     (params(causal=True, softcap=30.0), False), (params(causal=True, alibi_slopes=torch.rand(8)),
-                                                                   False)):
-        plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, cfg, (8 * 4096, 4096), k.stride()[:3], True)
-        assert plan.slot.constexprs["ORDER"] is order
-        assert plan.tail[1][-1] == (4 if order else 1)
+    calls = {"plain": params(causal=True), "not causal": params(), "window": params(causal=True, window_left=1024),
+             "softcap": params(causal=True, softcap=30.0), "alibi": params(causal=True, alibi_slopes=torch.rand(8))}
+    for options in (("softcap", "alibi"), ("softcap",), ("alibi",), ()):
+        monkeypatch.setattr(bwd_gluon, "HEAVY_OPTIONS", options)
+        for name, p in calls.items():
+            order = name == "plain" or name in options
+            plan = bwd_gluon.plan_dkdv_gluon(q, k, v, p, cfg, (8 * 4096, 4096), k.stride()[:3], True)
+            assert plan.slot.constexprs["ORDER"] is order, (options, name)
+            assert plan.tail[1][-1] == (4 if order else 1), (options, name)
 
 
 def _as_exact_as_the_others(grads, q, k, v, dout, causal, monkeypatch, window=(-1, -1), softcap=0.0, alibi=None):

@@ -97,13 +97,15 @@ ALIBI_HEADDIMS = (128,)
 # - left in launch order (more programs): MHA d=128 b=4 h=16 4k 1.02x, b=4 h=32 4k 1.00x, b=8 h=16 / 32 2k 1.01 /
 #   0.99x, b=2 h=16 8k 1.00x; d=64 b=4 h=32 4k 0.98x, b=2 h=32 8k 0.97x; 16k (width 1): widths 2 / 4 / 8 0.97-1.01x /
 #   0.94-0.98x / 0.96-0.98x.
-# Causal calls with a window (every program's length bounded alike), softcap or ALiBi keep launch order: not measured
-# with it, and check-kernels compiles ORDER into the plain causal builds only.
+# Causal calls with a window keep launch order (a window bounds every program's length alike); softcap and ALiBi
+# calls take the rule when named in HEAVY_OPTIONS (their programs' lengths are the plain causal call's).
 # HEAVY_FIRST: the least query heads a KV head for the rule; HEAVY_WIDTH: None, the rule; an int, that width for
-# every causal call (benchmarks/gqa_order_ab.py, tests). Module attributes for that A/B, not settings.
+# every causal call the rule may take (benchmarks/gqa_order_ab.py, tests). Module attributes for that A/B, not
+# settings.
 HEAVY_FIRST = 1
 HEAVY_WAVES = 8
 HEAVY_WIDTH: int | None = None
+HEAVY_OPTIONS = ("softcap", "alibi")
 _LOG2E = 1.4426950408889634
 
 
@@ -267,6 +269,12 @@ def _order_width(causal: bool, group: int, seqlen_k: int, programs: int, device:
     return width if width > 1 else 0
 
 
+def _heavy_options(params: AttnParams) -> bool:
+    """Whether the order's rule may take a causal call with these options (HEAVY_OPTIONS; never a window)."""
+    return (params.window_left < 0 and (params.softcap == 0 or "softcap" in HEAVY_OPTIONS)
+            and (params.alibi_slopes is None or "alibi" in HEAVY_OPTIONS))
+
+
 class DkdvGluonPlan:
     __slots__ = ("slot", "grid", "templates", "do_key", "tail", "block_m", "dq_template", "rows_template")
 
@@ -326,9 +334,7 @@ def plan_dkdv_gluon(q, k, v, params: AttnParams, cfg: Tile, lse_str: tuple, grad
     plan.do_key = _view_key(q)
     alibi = params.alibi_slopes
     stride_alibi = alibi.shape[-1] if alibi is not None and alibi.dim() == 2 else 0
-    # plain causal calls (what was measured and compiled with it): a window bounds every program's length alike
-    plain = alibi is None and params.window_left < 0 and params.softcap == 0
-    width = _order_width(_causal(params) and plain, nheads // nheads_k, seqlen_k,
+    width = _order_width(_causal(params) and _heavy_options(params), nheads // nheads_k, seqlen_k,
                          cdiv(seqlen_k, BLOCK_N) * batch * nheads_k, q.device)
     sizes = (nheads, nheads // nheads_k, seqlen_q, seqlen_k, int(params.diag_offset), int(params.window_left),
              stride_alibi, max(width, 1))
@@ -393,13 +399,15 @@ def compile_specs(arch: str) -> list[CompileSpec]:
         masks = [(c, w) for c in causals for w in ((False, True) if c and d in WINDOW_MIN else (False,))]
         # each with softcap (SOFTCAP), and the causal ones with ALiBi instead (ALIBI)
         opts = ((False, False),) + (((True, False),) if SOFTCAP else ())
-        # the plain causal builds also in HEAVY_FIRST's order (ORDER: index arithmetic at the program's start)
+        # the causal builds without a window also in HEAVY_FIRST's order (ORDER: index arithmetic at the program's
+        # start), softcap's and ALiBi's as HEAVY_OPTIONS names them
         orders = (False, True)
         for (causal, window), rows_tma, (softcap, alibi), order in itertools.product(masks, ways,
                                                                                    opts + ((False, True),), orders):
             if alibi and not (causal and ALIBI and d in ALIBI_HEADDIMS):
                 continue
-            if order and not (causal and not window and not softcap and not alibi):
+            if order and not (causal and not window and (not softcap or "softcap" in HEAVY_OPTIONS)
+                              and (not alibi or "alibi" in HEAVY_OPTIONS)):
                 continue
             consts = dict(STAGES=cfg.num_stages, CAUSAL=causal, WINDOW=window, DQ=dq, CONSUMER_REGS=CONSUMER_REGS,
                           PRODUCER_REGS=PRODUCER_REGS, ROWS_TMA=rows_tma, SOFTCAP=softcap, ORDER=order)
