@@ -6,7 +6,7 @@ kernel), with cuDNN's and FA2's (SDPA) backward in the same run, and the gradien
 bf16; TFLOP/s = 2.5 x 4 b h s^2 d (x0.5 causal) / median time of the backward alone (``torch.autograd.grad`` of a
 kept forward, triton.testing.do_bench); on / off alternate (--reps rounds), the table gives the median of the rounds.
 
-    PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--json PATH]
+    PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--gqa [D ...]] [--json PATH]
 """
 from __future__ import annotations
 
@@ -80,7 +80,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--headdims", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 16384])
-    ap.add_argument("--gqa", action="store_true", help="also 32/8 heads at d=128, b=4 s=4096")
+    ap.add_argument("--gqa", type=int, nargs="*", default=None, metavar="D",
+                    help="also 32/8 heads, b=4 s=4096, at these head dims (none given: d=128)")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="D:BLOCK_M:STAGES",
                     help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3; "
                          "dq:D:BLOCK_M:STAGES: with the kernel's dQ")
@@ -104,12 +105,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d, -1) for d in args.headdims
              for causal in (False, True) for s in args.seqlens]
-    if args.gqa:
-        cases += [(128, causal, 4, 4096, 32, 8, -1) for causal in (False, True)]
+    gqa_dims = (args.gqa or [128]) if args.gqa is not None else []
+    cases += [(d, causal, 4, 4096, 32, 8, -1) for d in gqa_dims for causal in (False, True)]
     cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, w) for d in args.headdims for s in args.seqlens
               for w in args.windows]
-    if args.gqa:
-        cases += [(128, True, 4, 4096, 32, 8, w) for w in args.windows]
+    cases += [(d, True, 4, 4096, 32, 8, w) for d in gqa_dims for w in args.windows]
     rows, base = [], {}
     for d, causal, b, s, h, hk, left in cases:
         g = torch.Generator(device="cuda").manual_seed(s * h + d)
