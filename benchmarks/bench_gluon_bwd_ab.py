@@ -6,7 +6,8 @@ kernel), with cuDNN's and FA2's (SDPA) backward in the same run, and the gradien
 bf16; TFLOP/s = 2.5 x 4 b h s^2 d (x0.5 causal) / median time of the backward alone (``torch.autograd.grad`` of a
 kept forward, triton.testing.do_bench); on / off alternate (--reps rounds), the table gives the median of the rounds.
 
-    PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--gqa [D ...]] [--json PATH]
+    PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--gqa [D ...]]
+        [--gqa-heads H:HK ...] [--gqa-only] [--tiles ...] [--json PATH]
 """
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def main() -> None:
     ap.add_argument("--seqlens", type=int, nargs="+", default=[1024, 4096, 16384])
     ap.add_argument("--gqa", type=int, nargs="*", default=None, metavar="D",
                     help="also 32/8 heads, b=4 s=4096, at these head dims (none given: d=128)")
+    ap.add_argument("--gqa-heads", nargs="*", default=[], metavar="H:HK",
+                    help="the GQA calls with these heads at every --seqlens length instead of b=4 s=4096 32/8")
+    ap.add_argument("--gqa-only", action="store_true", help="the GQA calls alone (no MHA rows)")
     ap.add_argument("--tiles", nargs="*", default=[], metavar="D:BLOCK_M:STAGES",
                     help="also on with these tiles (for their head dim, causal or not), e.g. 64:64:2 128:32:3; "
                          "dq:D:BLOCK_M:STAGES: with the kernel's dQ")
@@ -106,7 +110,13 @@ def main() -> None:
     cases = [(d, causal, TOKENS // s, s, HIDDEN // d, HIDDEN // d, -1) for d in args.headdims
              for causal in (False, True) for s in args.seqlens]
     gqa_dims = (args.gqa or [128]) if args.gqa is not None else []
-    cases += [(d, causal, 4, 4096, 32, 8, -1) for d in gqa_dims for causal in (False, True)]
+    if args.gqa_only:
+        cases = []
+    if args.gqa_heads:  # each of these head counts at every length, TOKENS tokens
+        cases += [(d, causal, TOKENS // s, s, *(int(x) for x in heads.split(":")), -1) for d in gqa_dims
+                  for heads in args.gqa_heads for causal in (False, True) for s in args.seqlens]
+    else:
+        cases += [(d, causal, 4, 4096, 32, 8, -1) for d in gqa_dims for causal in (False, True)]
     cases += [(d, True, TOKENS // s, s, HIDDEN // d, HIDDEN // d, w) for d in args.headdims for s in args.seqlens
               for w in args.windows]
     cases += [(d, True, 4, 4096, 32, 8, w) for d in gqa_dims for w in args.windows]

@@ -43,7 +43,8 @@ def grad_str(k):
 def test_serves_the_measured_calls():
     """The tables' rows: with dQ (BWD_GLUON_DQ) d=128 from 4096 queries and keys, d=64 from 4096 (128 query rows a
     step, the LSE / delta through TMA; causal calls whose seqlen_q is not a multiple of 4 take the next row, 64 rows
-    a step with the loads); dK/dV only (BWD_GLUON) d=128 causal from 2048; the rest measured no faster."""
+    a step with the loads; GQA calls 64 rows a step); dK/dV only (BWD_GLUON) d=128 causal from 2048; the rest
+    measured no faster."""
     causal = params(causal=True)
     for h, hk in ((4, 4), (8, 2)):
         q, k, v = qkv(2, 4096, 4096, h, hk, device="cpu")
@@ -63,6 +64,10 @@ def test_serves_the_measured_calls():
         assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
         row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
         assert with_dq and (row.config.block_m, row.config.use_tma) == (128, True)
+    q, k, v = qkv(1, 4096, 4096, 8, 2, d=64, device="cpu")  # d=64 GQA: 64 query rows a step, causal or not
+    for p in (params(64, causal=True), params(64)):
+        row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
+        assert with_dq and (row.config.block_m, row.config.use_tma) == (64, False)
     q, k, v = qkv(1, 2048, 2048, 4, 4, d=64, device="cpu")  # d=64 below 4096: the other kernels
     assert "none from these lengths" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
     # 128 query rows a step only with the LSE / delta through TMA (the loads' build measured 0.88-0.90x)
