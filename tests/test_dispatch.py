@@ -78,6 +78,23 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(long_causal, headdim=64,
                                                                        headdim_v=64)))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(long_causal, causal=False)))[0] == "sdpa"
+    # small causal grids without grads (session 50, run47/h200_*_route_fwd_small*.md): at most 1024 query blocks of
+    # 128 rows, d=128 from 2k keys, d=64 from 4k; with grads, not causal, more blocks or shorter: sdpa
+    small = dict(base, batch=1, causal=True)  # 16 heads x 32 blocks = 512
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **small))[0] == "triton"
+    assert "small causal grid" in dispatch.order_rule(Problem(arch="sm90", nheads_k=16, **small))
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=4, **dict(small, nheads=32)))[0] == "triton"  # 1024
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(small, batch=3)))[0] == "sdpa"  # 1536
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, needs_grad=True, **small))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(small, causal=False)))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(small, batch=2, seqlen_q=2048,
+                                                                        seqlen_k=2048)))[0] == "triton"
+    d64_small = dict(small, headdim=64, headdim_v=64)
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **d64_small))[0] == "triton"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(d64_small, batch=2, seqlen_q=2048,
+                                                                        seqlen_k=2048)))[0] == "sdpa"
+    assert dispatch.preference(Problem(arch="sm90", nheads_k=16, **dict(small, headdim=256, headdim_v=256,
+                                                                        seqlen_q=2048, seqlen_k=2048)))[0] == "sdpa"
     # d=64 not causal from 16k keys (session 38's audit, run35/h100_route_mha_*.md), not at 4k nor with grads
     d64_long = dict(long_causal, causal=False, nheads=32, headdim=64, headdim_v=64)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=32, **d64_long))[0] == "triton"

@@ -64,10 +64,16 @@ def test_serves_the_measured_calls():
         assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
         row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
         assert with_dq and (row.config.block_m, row.config.use_tma) == (128, True)
-    q, k, v = qkv(1, 4096, 4096, 8, 2, d=64, device="cpu")  # d=64 GQA: 64 query rows a step, causal or not
-    for p in (params(64, causal=True), params(64)):
-        row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
-        assert with_dq and (row.config.block_m, row.config.use_tma) == (64, False)
+    # d=64 GQA: 64 query rows a step from 2048 keys, causal or not, the LSE / delta through TMA where seqlen_q allows
+    for s, tma in ((2048, True), (4096, True), (4097, False)):
+        q, k, v = qkv(1, s, s, 8, 2, d=64, device="cpu")
+        for p in (params(64, causal=True), params(64)):
+            assert bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, p, grad_str(k)) is None
+            row, with_dq = bwd_gluon.gluon_pick("sm90", q, k, p)
+            assert with_dq and (row.config.block_m, row.config.use_tma, row.gqa) == (64, True, True)
+            assert bwd_gluon._rows_tma(row.config, s) is tma
+    q, k, v = qkv(1, 2047, 2047, 8, 2, d=64, device="cpu")
+    assert "none from these lengths" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
     q, k, v = qkv(1, 2048, 2048, 4, 4, d=64, device="cpu")  # d=64 below 4096: the other kernels
     assert "none from these lengths" in bwd_gluon.dkdv_gluon_reason("sm90", q, k, v, params(64), grad_str(k))
     # 128 query rows a step only with the LSE / delta through TMA (the loads' build measured 0.88-0.90x)

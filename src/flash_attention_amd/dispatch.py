@@ -236,14 +236,32 @@ _TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384, 
 # later, h100_e_auto_vs_forced_rounds.txt); with the paths interleaved (h100_e_auto_vs_forced.txt) causal 16k still
 # read 0.93-0.95x.
 _TRITON_FIRST_FWD_GQA = {(128, True): 16384}
+# Causal forward calls without grads on small grids (one or two prompts of a few thousand tokens: prefill), MHA or GQA,
+# at most SMALL_GRID_TILES query blocks of 128 rows (batch x heads x blocks; about 8 a streaming multiprocessor on an
+# H200's 132), from _TRITON_FIRST_FWD_SMALL's keys: the Gluon forward's causal-balanced persistent programs finish a
+# grid that SDPA's kernel leaves a tail on. Session 50 (H200, benchmarks/results/run47/h200_c_route_fwd_small.md,
+# h200_d_route_fwd_small_gpu*.md; bench_gqa_route.py --auto --fwd-no-grad --tokens 4096), ours forced / SDPA forced,
+# time: d=128 8/8 heads 0.68-0.85x at 2k-8k (256-512 blocks), 16/16 0.86-0.94x, 32/8 0.93-0.96x (1024 blocks);
+# d=64 from 4k keys 0.81-0.97x (at 2k 0.99-1.11x: not taken). At 16k tokens (2048 blocks and more) SDPA stays first but
+# where _TRITON_FIRST_FWD says (session 38: b=4 h=16 4k causal d=128 1.02x). Not measured on an H100 (the same 132
+# SMs).
+_TRITON_FIRST_FWD_SMALL = {128: 2048, 64: 4096}  # d: least keys
+SMALL_GRID_TILES = 1024
+
+
+def _small_causal_grid(p: Problem) -> bool:
+    least = _TRITON_FIRST_FWD_SMALL.get(p.headdim)
+    return (least is not None and bool(p.causal) and p.seqlen_k >= least
+            and p.batch * p.nheads * -(-p.seqlen_q // 128) <= SMALL_GRID_TILES)
 
 
 def _triton_first_forward(problem: Problem) -> bool:
     p = problem
     table = _TRITON_FIRST_FWD if p.nheads == p.nheads_k else _TRITON_FIRST_FWD_GQA
     least = table.get((p.headdim, bool(p.causal)))
-    return (least is not None and not p.needs_grad and p.arch in _SDPA_FIRST_NVIDIA["arch"] and p.headdim == p.headdim_v
-            and p.seqlen_q == p.seqlen_k and p.seqlen_k >= least and not p.bias
+    return ((least is not None and p.seqlen_k >= least or _small_causal_grid(p)) and not p.needs_grad
+            and p.arch in _SDPA_FIRST_NVIDIA["arch"] and p.headdim == p.headdim_v
+            and p.seqlen_q == p.seqlen_k and not p.bias
             and p.dropout_p == 0 and not p.fp8 and not p.offsets and not p.is_varlen)
 
 
@@ -349,8 +367,9 @@ def _order_rule_sdpa(problem: Problem) -> str:
     if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
         return "sm90, " + _MASKED_CALLS
     if _triton_first_forward(problem):
-        return ("sm90, plain dense forward without gradients at this head dim and length: triton first (the Gluon "
-                "forward measured as fast as SDPA or faster; dispatch.py)")
+        where = "on this small causal grid" if _small_causal_grid(problem) else "at this head dim and length"
+        return (f"sm90, plain dense forward without gradients {where}: triton first (the Gluon forward measured as "
+                "fast as SDPA or faster; dispatch.py)")
     if _sdpa_measured_faster(problem):
         kind = "dense call with dropout" if problem.dropout_p > 0 else "plain dense call"
         return f"sm90, {kind}: sdpa first (SDPA measured faster; dispatch.py)"

@@ -576,15 +576,19 @@ _DQ_H100 = "H100 (run27/h100_gluon_dq_ab_2.md - _4.md): the whole backward again
 _D64_M128 = ("H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08-1.20x the Triton kernels from 4k "
              "keys; causal 1.02-1.05x the 64-row tile at 4k-16k on H100 and H200 (run34), one H100 run 0.98-0.99x "
              "at 16k (run32)")
-# d=64 GQA (several query heads a KV head): 64 query rows a step, causal or not. The 128-row tile above ran GQA 32/8
-# (b=4 s=4096) at 0.87-0.91x the Triton kernels (271-272 causal, 325 not causal TFLOP/s, H200, two GPUs), where MHA
-# at the same size took it at 1.08-1.13x; this tile with dQ 358 / 371 (1.15x / 1.03x the Triton kernels, 0.98x /
-# 0.87x cuDNN) (benchmarks/results/run47/h200_b_d64_gpu*.md, bench_gluon_bwd_ab.py --tiles dq:64:64:2).
-_D64_GQA = ("H200 (run47/h200_b_d64_gpu*.md): d=64 GQA 32/8 4k 1.32x causal / 1.14x not the 128-row tile, 1.15x / "
-            "1.03x the Triton kernels")
+# d=64 GQA (several query heads a KV head): 64 query rows a step with the LSE / delta through TMA, causal or not, from
+# 2k keys. The 128-row tile below ran GQA 32/8 (b=4 s=4096) at 0.87-0.91x the Triton kernels (271-272 causal, 325 not
+# causal TFLOP/s; cuDNN 0.73-0.78x), where MHA at the same size takes it at 1.08-1.13x (H200, two GPUs,
+# benchmarks/results/run47/h200_b_d64_gpu*.md). The backward alone, H200, same process, two rounds
+# (run47/h200_c_d64_gqa_tiles.md, bench_gluon_bwd_ab.py --gqa 64 --gqa-heads 32:8 32:16 32:4 --tiles ...), groups of
+# 2 / 4 / 8 at 2k / 4k / 8k / 16k: this tile 1.05-1.12x the Triton kernels not causal, 1.07-1.25x causal; 1.02-1.09x
+# the same tile with the loads, 1.00-1.10x with three stages, 1.18-1.37x the 128-row tile; against cuDNN 0.91-0.93x
+# not causal, 0.96-1.02x causal (32/8).
+_D64_GQA = ("H200 (run47/h200_c_d64_gqa_tiles.md): d=64 GQA (groups of 2 / 4 / 8, 2k-16k) 1.05-1.25x the Triton "
+            "kernels, 1.18-1.37x the 128-row tile, 1.02-1.09x with the loads")
 BWD_GLUON_DQ: dict[str, list[Row]] = {
     "sm90": [
-        Row(64, Tile(64, 128, 4, 2, reason=_D64_GQA), gqa=True, min_seqlen_k=4096),
+        Row(64, Tile(64, 128, 4, 2, use_tma=True, reason=_D64_GQA), gqa=True, min_seqlen_k=2048),
         Row(128, Tile(64, 128, 4, 2, use_tma=True,
                       reason=_DQ_H100 + "d=128 1.01-1.20x from 4k keys, causal or not, GQA too" + _ROWS_TMA_128,
                       spills_ok=_DQ_H100 + "d=128 1.01-1.20x from 4k keys; 216-272 B of local memory, scalars (a few "
