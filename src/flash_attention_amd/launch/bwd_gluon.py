@@ -98,7 +98,10 @@ ALIBI_HEADDIMS = (128,)
 #   0.99x, b=2 h=16 8k 1.00x; d=64 b=4 h=32 4k 0.98x, b=2 h=32 8k 0.97x; 16k (width 1): widths 2 / 4 / 8 0.97-1.01x /
 #   0.94-0.98x / 0.96-0.98x.
 # Causal calls with a window keep launch order (a window bounds every program's length alike); softcap and ALiBi
-# calls take the rule when named in HEAVY_OPTIONS (their programs' lengths are the plain causal call's).
+# calls take the rule as HEAVY_OPTIONS names them (their programs' lengths are the plain causal call's). Session 50,
+# H200, the rule against launch order, three rounds (benchmarks/results/run47/h200_a_softcap_order.md,
+# h200_a_alibi_order.md; gqa_order_ab.py --option): softcap 30 GQA 32/8 b=4 4k 1.04x, b=8 2k 1.00x, b=2 8k 1.03x,
+# MHA b=1 h=8 4k 1.46x, b=1 h=16 4k 1.23x; ALiBi 1.05 / 1.03 / 1.03x, 1.26x, 1.05x on the same calls.
 # HEAVY_FIRST: the least query heads a KV head for the rule; HEAVY_WIDTH: None, the rule; an int, that width for
 # every causal call the rule may take (benchmarks/gqa_order_ab.py, tests). Module attributes for that A/B, not
 # settings.
