@@ -236,15 +236,18 @@ _TRITON_FIRST_FWD = {(256, False): 4096, (256, True): 4096, (128, True): 16384, 
 # later, h100_e_auto_vs_forced_rounds.txt); with the paths interleaved (h100_e_auto_vs_forced.txt) causal 16k still
 # read 0.93-0.95x.
 _TRITON_FIRST_FWD_GQA = {(128, True): 16384}
-# Causal forward calls without grads on small grids (one or two prompts of a few thousand tokens: prefill), MHA or GQA,
-# at most SMALL_GRID_TILES query blocks of 128 rows (batch x heads x blocks; about 8 a streaming multiprocessor on an
-# H200's 132), from _TRITON_FIRST_FWD_SMALL's keys: the Gluon forward's causal-balanced persistent programs finish a
-# grid that SDPA's kernel leaves a tail on. Session 50 (H200, benchmarks/results/run47/h200_c_route_fwd_small.md,
-# h200_d_route_fwd_small_gpu*.md; bench_gqa_route.py --auto --fwd-no-grad --tokens 4096), ours forced / SDPA forced,
-# time: d=128 8/8 heads 0.68-0.85x at 2k-8k (256-512 blocks), 16/16 0.86-0.94x, 32/8 0.93-0.96x (1024 blocks);
-# d=64 from 4k keys 0.81-0.97x (at 2k 0.99-1.11x: not taken). At 16k tokens (2048 blocks and more) SDPA stays first but
-# where _TRITON_FIRST_FWD says (session 38: b=4 h=16 4k causal d=128 1.02x). Not measured on an H100 (the same 132
-# SMs).
+# Causal forward calls without grads on small grids (one or two prompts of a few thousand tokens: prefill), MHA or
+# GQA, at most SMALL_GRID_TILES query blocks of 128 rows (batch x heads x blocks; about 8 a streaming multiprocessor
+# on an H200's 132), from _TRITON_FIRST_FWD_SMALL's keys: the Gluon forward's causal-balanced persistent programs
+# finish a grid that SDPA's kernel leaves a tail on. Session 50 (H200,
+# benchmarks/results/run47/h200_c_route_fwd_small.md, h200_d_route_fwd_small_gpu*.md; bench_gqa_route.py --auto
+# --fwd-no-grad --tokens 4096), ours forced / SDPA forced, time, three samples a row: d=128 8/8 heads 0.67-0.88x at
+# 2k-8k (256-512 blocks), 16/16 0.84-0.99x, 32/8 0.71-0.96x (1024 blocks); d=64 from 4k keys 0.60-0.97x (at 2k
+# 0.78-1.11x: not taken). The bound (h200_e_grid_bound_gpu*.md, two GPUs): 768 / 1024 blocks 0.89-0.90x / 0.82-0.97x;
+# past it ours still read 0.93-0.97x on the H200 (1536 blocks at 4k, 2048 at 4k and 8k), but the H100's audit had b=4
+# h=16 4k (2048 blocks) at 1.02x (session 38), so SDPA keeps those but where _TRITON_FIRST_FWD says. Not measured on
+# an H100 (the same 132 SMs). These bench rows rotate which path is timed first; a path timed third in a row read up
+# to 1.11x its own time timed first (clocks under a long load), so each ratio here is within that of its true value.
 _TRITON_FIRST_FWD_SMALL = {128: 2048, 64: 4096}  # d: least keys
 SMALL_GRID_TILES = 1024
 
