@@ -246,8 +246,9 @@ _TRITON_FIRST_FWD_GQA = {(128, True): 16384}
 # 0.78-1.11x: not taken). The bound (h200_e_grid_bound_gpu*.md, two GPUs): 768 / 1024 blocks 0.89-0.90x / 0.82-0.97x;
 # past it ours still read 0.93-0.97x on the H200 (1536 blocks at 4k, 2048 at 4k and 8k), but the H100's audit had b=4
 # h=16 4k (2048 blocks) at 1.02x (session 38), so SDPA keeps those but where _TRITON_FIRST_FWD says. Not measured on
-# an H100 (the same 132 SMs). These bench rows rotate which path is timed first; a path timed third in a row read up
-# to 1.11x its own time timed first (clocks under a long load), so each ratio here is within that of its true value.
+# an H100 (the same 132 SMs). These bench rows rotate which path is timed first; the automatic choice, serving the
+# same kernel as forced triton but timed third in its row, read up to 1.11x forced triton's time (clocks under a long
+# load), so a single ratio here can be off by that much; the rule rests on rows repeated in three samples.
 _TRITON_FIRST_FWD_SMALL = {128: 2048, 64: 4096}  # d: least keys
 SMALL_GRID_TILES = 1024
 
