@@ -7,7 +7,7 @@ bf16; TFLOP/s = 2.5 x 4 b h s^2 d (x0.5 causal) / median time of the backward al
 kept forward, triton.testing.do_bench); on / off alternate (--reps rounds), the table gives the median of the rounds.
 
     PYTHONPATH=src python benchmarks/bench_gluon_bwd_ab.py [--reps 3] [--headdims 64 128] [--gqa [D ...]]
-        [--gqa-heads H:HK ...] [--gqa-only] [--tiles ...] [--json PATH]
+        [--gqa-heads H:HK ...] [--gqa-only] [--tiles ...] [--softcap X] [--json PATH]
 """
 from __future__ import annotations
 
@@ -99,11 +99,12 @@ def main() -> None:
                     help="also causal calls with a left window bound of W (window_size (W, 0)) at each head dim and "
                          "length: FLOP of the visible pairs, the plain causal call of the run as the cost's base, no "
                          "SDPA peers (they take no window)")
+    ap.add_argument("--softcap", type=float, default=0.0, help="every call with this softcap (no SDPA peers)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}: the Gluon dK/dV "
           f"kernel on / off, backward alone, bf16, {TOKENS} tokens, hidden {HIDDEN}; TFLOP/s, median of {args.reps} "
-          "alternating rounds", flush=True)
+          f"alternating rounds{f'; softcap {args.softcap}' if args.softcap else ''}", flush=True)
     print("| d | causal | shape | gluon on | off | on / off | cuDNN | on / cuDNN | FA2 | on / FA2 "
           "| rel diff dq/dk/dv |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -131,7 +132,8 @@ def main() -> None:
         if left >= 0:  # the visible pairs of a causal call with a left window bound
             w = min(left, s - 1)
             flop = 2.5 * 4 * b * h * d * ((w + 1) * s - w * (w + 1) / 2)
-        peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9 if left < 0 else float("nan")
+        peers = {name: flop / _ms(_sdpa_bwd(q, k, v, do, causal, be)) * 1e-9 if left < 0 and not args.softcap
+                 else float("nan")
                  for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION))}
         extra = [t for t in args.tiles if int(t.split(":")[t.startswith("dq:")]) == d] + ["nodq"] * args.nodq \
             + [f"r{r}" for r in args.regs] + [f"v:{v}" for v in args.variants]
@@ -140,7 +142,8 @@ def main() -> None:
             for on in (True, False, *extra):
                 _set(on)
                 with fa.use_backend("triton"):
-                    out = fa.flash_attn_func(q, k, v, causal=causal, window_size=(left, 0 if left >= 0 else -1))
+                    out = fa.flash_attn_func(q, k, v, causal=causal, window_size=(left, 0 if left >= 0 else -1),
+                                             softcap=args.softcap)
 
                 def bwd(out=out, ins=(q, k, v), do=do):
                     return torch.autograd.grad(out, ins, do, retain_graph=True)
