@@ -472,29 +472,7 @@ def test_heavy_first_order_covers_every_program(dq_tile, monkeypatch, width, b, 
     """The kernel's ORDER (launch/bwd_gluon.py HEAVY_FIRST) renumbers the programs of a causal call: every (key
     block, sequence x KV head) still runs once, a last group narrower than the width included (dK / dV poisoned with
     NaN before the kernel runs: a program left out leaves NaN, one run twice writes the same values)."""
-    import flash_attention_amd as fa
-    from flash_attention_amd import core
-
-    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", width)
-    core.clear_plans()
-    monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
-        t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
-    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
-    dout = torch.randn_like(q)
-    seen = []
-    real = launch.plan_dkdv_gluon
-
-    def plan(*a, **kw):
-        p = real(*a, **kw)
-        seen.append((p.slot.constexprs["ORDER"], p.tail[1][-1]))
-        return p
-
-    monkeypatch.setattr(launch, "plan_dkdv_gluon", plan)
-    with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=True)
-    grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
-    assert served is True
-    assert seen == [(True, width)]
+    grads, q, k, v, dout = _heavy_first_grads(monkeypatch, width, (b, sq, sk, h, hk, d))
     _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch)
 
 
@@ -505,34 +483,42 @@ def test_heavy_first_order_with_options(dq_tile, monkeypatch, option):
     """Softcap's and ALiBi's causal builds in heavy-first order (HEAVY_OPTIONS): every program runs once (dK / dV
     poisoned with NaN), the gradients as exact as the same call's with the kernel off; ALiBi's slopes per head, so a
     program given the wrong head's slope fails too."""
+    monkeypatch.setattr(bwd_gluon, "HEAVY_OPTIONS", (option,))
+    opts = dict(softcap=30.0) if option == "softcap" else dict(
+        alibi_slopes=torch.rand(2, 8, device="cuda", dtype=torch.float32))
+    grads, q, k, v, dout = _heavy_first_grads(monkeypatch, 3, (2, 1000, 1000, 8, 4, 128), **opts)
+    _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch, softcap=opts.get("softcap", 0.0),
+                            alibi=opts.get("alibi_slopes"))
+
+
+def _heavy_first_grads(monkeypatch, width: int, shape: tuple, **opts):
+    """(dq, dk, dv), q, k, v, dout of a causal call (b, sq, sk, h, hk, d) through the Gluon kernel in heavy-first
+    order over ``width`` heads (HEAVY_WIDTH), dK / dV allocated NaN; asserts that the plan took the order."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
 
-    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", 3)
-    monkeypatch.setattr(bwd_gluon, "HEAVY_OPTIONS", (option,))
+    monkeypatch.setattr(bwd_gluon, "HEAVY_WIDTH", width)
     core.clear_plans()
     monkeypatch.setattr(launch, "_empty_like", lambda t, dtype=None: torch.full_like(
         t, float("nan"), dtype=dtype, memory_format=torch.contiguous_format))
-    q, k, v = (t.requires_grad_() for t in qkv(2, 1000, 1000, 8, 4, d=128))
+    b, sq, sk, h, hk, d = shape
+    q, k, v = (t.requires_grad_() for t in qkv(b, sq, sk, h, hk, d=d))
     dout = torch.randn_like(q)
-    kw = dict(softcap=30.0) if option == "softcap" else dict(
-        alibi_slopes=torch.rand(2, 8, device=q.device, dtype=torch.float32))
     seen = []
     real = launch.plan_dkdv_gluon
 
-    def plan(*a, **kw):
-        p = real(*a, **kw)
+    def plan(*args, **kwargs):
+        p = real(*args, **kwargs)
         seen.append((p.slot.constexprs["ORDER"], p.tail[1][-1]))
         return p
 
     monkeypatch.setattr(launch, "plan_dkdv_gluon", plan)
     with fa.use_backend("triton"):
-        out = fa.flash_attn_func(q, k, v, causal=True, **kw)
+        out = fa.flash_attn_func(q, k, v, causal=True, **opts)
     grads, served = spied(launch, "launch_dkdv_gluon", lambda: torch.autograd.grad(out, (q, k, v), dout))
     assert served is True
-    assert seen == [(True, 3)]
-    _as_exact_as_the_others(grads, q, k, v, dout, True, monkeypatch, softcap=kw.get("softcap", 0.0),
-                            alibi=kw.get("alibi_slopes"))
+    assert seen == [(True, width)]
+    return grads, q, k, v, dout
 
 
 def test_heavy_first_rule(monkeypatch):
