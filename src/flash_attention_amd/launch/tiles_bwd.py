@@ -581,9 +581,10 @@ _D64_M128 = ("H100 (run32/h100_d64_m128_gpu0.md, _gpu1.md): d=64 not causal 1.08
 # causal TFLOP/s; cuDNN 0.73-0.78x), where MHA at the same size takes it at 1.08-1.13x (H200, two GPUs,
 # benchmarks/results/run47/h200_b_d64_gpu*.md). The backward alone, H200, same process, two rounds
 # (run47/h200_c_d64_gqa_tiles.md, bench_gluon_bwd_ab.py --gqa 64 --gqa-heads 32:8 32:16 32:4 --tiles ...), groups of
-# 2 / 4 / 8 at 2k / 4k / 8k / 16k: this tile 1.05-1.12x the Triton kernels not causal, 1.07-1.25x causal; 1.02-1.09x
-# the same tile with the loads, 1.00-1.10x with three stages, 1.18-1.37x the 128-row tile; against cuDNN 0.91-0.93x
-# not causal, 0.96-1.02x causal (32/8).
+# 2 / 4 / 8 at 2k / 4k / 8k / 16k: this tile 1.05-1.12x the Triton kernels not causal, 1.07-1.25x causal, and
+# 1.18-1.37x the 128-row tile; the LSE / delta through TMA 1.02-1.09x the same tile with the loads, which with three
+# stages measured as with two (0.99-1.01x). Against cuDNN (32/8, run47/h200_c_*, h200_d_d64_gqa_final.md) 0.91-0.95x
+# not causal, 0.96-1.03x causal.
 _D64_GQA = ("H200 (run47/h200_c_d64_gqa_tiles.md): d=64 GQA (groups of 2 / 4 / 8, 2k-16k) 1.05-1.25x the Triton "
             "kernels, 1.18-1.37x the 128-row tile, 1.02-1.09x with the loads")
 BWD_GLUON_DQ: dict[str, list[Row]] = {
