@@ -3,9 +3,11 @@ more than raw SDPA"): our public API (served by the sdpa backend, torch's CPU fl
 raw ``F.scaled_dot_product_attention`` in the same process, loops interleaved (rotated order, so a
 host whose speed drifts slows every path alike), median and min of the loops in microseconds.
 
-Raw SDPA twice: on the flash_attn layout (views of [b, s, h, d] tensors transposed to [b, h, s, d] once, before the
-loops, and the output transposed back on every call; a caller would also pay the three input transposes, about
-1 us each here, which this column leaves out) and on contiguous [b, h, s, d] tensors (the floor). ``--compare
+Raw SDPA three times: on the flash_attn layout (views of [b, s, h, d] tensors transposed to [b, h, s, d] once, before
+the loops, and the output transposed back on every call: the strict comparison), on the same [b, s, h, d] tensors
+with the three input transposes in each call (what a flash_attn-layout caller of raw SDPA pays), and on contiguous
+[b, h, s, d] tensors (the floor). Without ``--option``, ours also heads first (``core.attention_heads_first`` on
+those [b, h, s, d] tensors: the Hugging Face integration's call) against raw SDPA on them. ``--compare
 MODULE``: also time another copy of the library importable as MODULE (an older tree's package
 renamed, as benchmarks/callpath_device_pass.sh makes it), in the same loops.
 
@@ -48,7 +50,12 @@ def calls(lib_names: dict, shape, causal: bool, option: str = "none") -> dict:
     out = {name: (lambda lib=lib: lib.flash_attn_func(q, k, v, causal=causal, **kw)) for name, lib in lib_names.items()}
     out["raw sdpa, flash_attn layout"] = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal
                                                                                 ).transpose(1, 2)
+    out["raw sdpa, transposes in the call"] = lambda: F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal).transpose(1, 2)
     out["raw sdpa, [b, h, s, d]"] = lambda: F.scaled_dot_product_attention(qc, kc, vc, is_causal=causal)
+    if option == "none":  # the Hugging Face integration's call: [b, h, s, d] in, out [b, s, h, d]
+        for name, lib in lib_names.items():
+            out[f"{name}, heads first"] = (lambda lib=lib: lib.core.attention_heads_first(qc, kc, vc, causal=causal))
     return out
 
 
@@ -92,14 +99,19 @@ def main():
         row.update({p: (statistics.median(t), min(t)) for p, t in times.items()})
         rows.append(row)
     paths = list(rows[0])[2:]
-    print("| case | served by | " + " | ".join(paths)
-          + " | ours - raw (flash_attn layout) | ours - raw ([b, h, s, d]) |")
-    print("|---|---|" + "---|" * (len(paths) + 2))
+    gaps = {  # column -> (ours' path, raw's path): the median's difference
+        "ours - raw (flash_attn layout, transposed before)": ("ours", "raw sdpa, flash_attn layout"),
+        "ours - raw (same tensors, transposes in the call)": ("ours", "raw sdpa, transposes in the call"),
+        "ours - raw ([b, h, s, d])": ("ours", "raw sdpa, [b, h, s, d]"),
+        "ours heads first - raw ([b, h, s, d])": ("ours, heads first", "raw sdpa, [b, h, s, d]"),
+    }
+    gaps = {c: pair for c, pair in gaps.items() if pair[0] in rows[0]}
+    print("| case | served by | " + " | ".join(paths + list(gaps)) + " |")
+    print("|---|---|" + "---|" * (len(paths) + len(gaps)))
     for row in rows:
         cells = [f"{row[p][0]:.2f} ({row[p][1]:.2f})" for p in paths]
-        gap = row["ours"][0] - row["raw sdpa, flash_attn layout"][0]
-        floor = row["ours"][0] - row["raw sdpa, [b, h, s, d]"][0]
-        print(f"| {row['case']} | {row['served']} | " + " | ".join(cells) + f" | {gap:+.2f} | {floor:+.2f} |")
+        cells += [f"{row[a][0] - row[b][0]:+.2f}" for a, b in gaps.values()]
+        print(f"| {row['case']} | {row['served']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "unit": "us per call", "rows": rows}, f, indent=1)

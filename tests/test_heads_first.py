@@ -169,6 +169,37 @@ def test_sdpa_takes_heads_first_tensors_as_they_are(causal, scale):
         assert callable(plans[0].heads)
 
 
+@pytest.mark.parametrize("grad", [True, False])
+def test_repeated_heads_first_call_makes_no_views(grad, monkeypatch):
+    """A plan that has served q, k, v heads first is found from their own shapes and strides (``core._swapped``: the
+    key their [b, s, h, d] views would have, equal to it): the call then makes no view in (one out, the runner's),
+    gives the first call's values, and the same signature through attention() on the views takes that one plan. A
+    3-D or 5-D q still gets the validation's message."""
+    calls = []
+    transpose = torch.Tensor.transpose
+
+    def counted(self, *args):
+        calls.append(args)
+        return transpose(self, *args)
+
+    core.clear_plans()
+    q, k, v = (t.detach().requires_grad_(grad) for t in _heads_first(2, 11, 11, 4, 2, 16))
+    with fa.use_backend("sdpa"):
+        first = core.attention_heads_first(q, k, v, 0.0, None, True)
+        monkeypatch.setattr(torch.Tensor, "transpose", counted)
+        for _ in range(2):
+            calls.clear()
+            out = core.attention_heads_first(q, k, v, 0.0, None, True)
+            assert len(calls) == 1 and torch.equal(out, first)
+        monkeypatch.undo()
+        flat = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
+        assert torch.equal(flat, first) and len(core._PLANS) == 1
+        for bad in (q[0], q[None]):
+            with pytest.raises(ValueError, match="q"):
+                core.attention_heads_first(bad, k, v, 0.0, None, True)
+    core.clear_plans()
+
+
 def test_sdpa_heads_first_keeps_nan_in_nan_out():
     """The heads-first runner keeps the CPU op's NaN screen (CONTRACT.md): a NaN in one query row gives NaN in that
     output row alone; the others match the oracle."""

@@ -261,6 +261,49 @@ def test_sdpa_cpu_direct_path_equals_the_first_call_bitwise(d, causal, scale):
     torch.testing.assert_close(outs[0], expected, atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["no input requires grad", "torch.no_grad", "inference_mode"])
+def test_sdpa_cpu_direct_path_without_grad_records_nothing(mode):
+    """A plan that records no gradient runs its direct function below autograd's dispatch keys
+    (``sdpa_backend._below_autograd``: host time): the result equals the first call's and SDPA's bit for bit, carries
+    no autograd history and is an ordinary tensor (not a view: what the guard skips), and grad mode is as it was after
+    the call: the next call with grads, a plan of its own, records its node and its gradients flow."""
+    from flash_attention_amd import core
+
+    if DEVICE != "cpu":
+        pytest.skip("the CPU sdpa route")
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(2, 8, 2, 16, generator=g, requires_grad=mode != "no input requires grad")
+               for _ in range(3))
+    ctx = {"torch.no_grad": torch.no_grad, "inference_mode": torch.inference_mode}.get(mode)
+    core.clear_plans()
+    outs = []
+    for _ in range(3):  # the first call plans; the next ones take the direct function
+        if ctx is None:
+            outs.append(fa.flash_attn_func(q, k, v, causal=True))
+        else:
+            with ctx():
+                outs.append(fa.flash_attn_func(q, k, v, causal=True))
+    plans = list(core._PLANS.values())
+    assert len(plans) == 1 and not plans[0].problem.needs_grad and callable(plans[0].direct)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *(t.detach().transpose(1, 2) for t in (q, k, v)), is_causal=True).transpose(1, 2)
+    for out in outs:
+        assert torch.equal(out, expected) and out.grad_fn is None and not out.requires_grad
+    if mode != "inference_mode":  # (inference mode tracks no views and takes no in-place update outside it)
+        assert outs[0]._is_view() and not outs[2]._is_view()  # the first call's view chain; the guarded call's none
+        outs[2].mul_(2)  # an ordinary tensor: in place works and touches nothing else
+        assert torch.equal(outs[2], 2 * outs[1]) and torch.equal(outs[1], expected)
+    assert torch.is_grad_enabled()
+    q2, k2, v2 = (t.detach().requires_grad_() for t in (q, k, v))
+    for _ in range(2):
+        out = fa.flash_attn_func(q2, k2, v2, causal=True)
+        assert out.grad_fn is not None
+        assert torch.equal(out.detach(), expected)
+        out.sum().backward()
+        assert all(t.grad is not None and torch.isfinite(t.grad).all() for t in (q2, k2, v2))
+    core.clear_plans()
+
+
 def test_plan_key_follows_forcing_and_environment(monkeypatch):
     """One call signature across changes of FLASH_ATTENTION_BACKEND and use_backend(): the plan cache's key holds
     their raw values (dispatch.forcing_key), so each call is served as forced() says at that moment, a bad value

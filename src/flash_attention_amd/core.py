@@ -175,8 +175,15 @@ def _meta(t):
     return None if t is None else (t.shape, t.dtype, t.device, t.stride())
 
 
-def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)):
-    """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache)."""
+def _swapped(t) -> tuple:
+    """(shape, stride) of ``t.transpose(1, 2)`` for a 4-D t, without making the view (host time); TypeError else."""
+    (b, h, s, d), (sb, sh, ss, sd) = t.shape, t.stride()  # a 4-D tensor only: any other raises here
+    return (b, s, h, d), (sb, ss, sh, sd)
+
+
+def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0), heads_first=False):
+    """Hashable metadata of a call (raises AttributeError/TypeError/ValueError on odd inputs: then no cache).
+    heads_first: q, k, v are [b, h, s, d]; the key is the one of their [b, s, h, d] views (equal tuples)."""
     # args unpacked here, not bound as parameters (a call with *args copies the tuple: host time on every call)
     (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_lse, cu_seqlens_q,
      cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales) = args
@@ -187,8 +194,13 @@ def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0)):
             and type(max_seqlen_q) in _PLAIN and type(max_seqlen_k) in _PLAIN):
         raise TypeError
     hash(window_size)
-    return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
-            v.shape, v.stride(), v.dtype, v.device, dropout_p, softmax_scale, causal, window_size, softcap,
+    if heads_first:
+        (q_shape, q_stride), (k_shape, k_stride), (v_shape, v_stride) = _swapped(q), _swapped(k), _swapped(v)
+    else:
+        q_shape, q_stride, k_shape, k_stride, v_shape, v_stride = (q.shape, q.stride(), k.shape, k.stride(),
+                                                                   v.shape, v.stride())
+    return (q_shape, q_stride, q.dtype, q.device, k_shape, k_stride, k.dtype, k.device,
+            v_shape, v_stride, v.dtype, v.device, dropout_p, softmax_scale, causal, window_size, softcap,
             deterministic, return_lse, zero_tensors, needs_grad, kernel_only,
             None if alibi_slopes is None else _meta(alibi_slopes),
             None if cu_seqlens_q is None else _meta(cu_seqlens_q),
@@ -458,6 +470,15 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
         needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad or extra)
         views = None
         if not ((needs_grad and extra) or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()):
+            args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None,
+                    None, False, attn_bias, sinks, None)
+            try:  # a plan that has served these tensors heads first takes them as they are: no views to make
+                heads = _PLANS.get(_key(q, k, v, args, needs_grad, False, heads_first=True))
+                heads = heads and heads.heads
+            except (AttributeError, TypeError, ValueError, IndexError):
+                heads = None
+            if heads:
+                return heads(q, k, v)
             with torch.no_grad():  # views the autograd graph does not record
                 views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     except AttributeError:  # not tensors: attention()'s validation names the argument
@@ -466,8 +487,6 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
     if views is None:
         return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
                          window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
-    args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None, None, False,
-            attn_bias, sinks, None)
     plan = _plan(*views, args, needs_grad)
     heads = plan.heads
     if heads:

@@ -123,10 +123,12 @@ class SdpaBackend(Backend):
         if params.attn_bias is not None or params.dropout_p != 0:
             return None
         if op is _cpu_flash:
-            return _cpu_runner(params, problem.headdim, heads_first)
-        if op is _cuda_cudnn or op is _cuda_flash:
-            return _gpu_runner(op is _cuda_cudnn, params, problem.needs_grad, heads_first)
-        return None
+            run = _cpu_runner(params, problem.headdim, heads_first)
+        elif op is _cuda_cudnn or op is _cuda_flash:
+            run = _gpu_runner(op is _cuda_cudnn, params, problem.needs_grad, heads_first)
+        else:
+            return None
+        return run if problem.needs_grad else _below_autograd(run)
 
     def _out(self, q, k, v, params: AttnParams, slot: dict | None):
         """-> (out, the kernel's lse [b, h, sq] where the CPU flash op ran, else None)."""
@@ -316,6 +318,22 @@ def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False):
             return _nan_rows_cpu(q, k, out, causal, lse)
 
     return run
+
+
+def _below_autograd(run):
+    """run for a plan that records no gradient (``Problem.needs_grad`` false: grad mode off, or no input requires
+    one), under torch's guard that dispatches below the autograd and view-tracking keys: the views in and out (up to
+    four a call) and the op then skip what autograd would discard (about 0.4 us each on the 2-core CPU machine; issue
+    10). Under functorch transforms (vmap, grad), whose layers sit among those keys, ``run`` as it is."""
+    below, transforms = torch._C._AutoDispatchBelowADInplaceOrView, torch._C._are_functorch_transforms_active
+
+    def lean(q, k, v):
+        if transforms():
+            return run(q, k, v)
+        with below():
+            return run(q, k, v)
+
+    return lean
 
 
 def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool):
