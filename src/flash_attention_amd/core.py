@@ -472,13 +472,12 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
         if not ((needs_grad and extra) or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()):
             args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None,
                     None, False, attn_bias, sinks, None)
-            try:  # a plan that has served these tensors heads first takes them as they are: no views to make
-                heads = _PLANS.get(_key(q, k, v, args, needs_grad, False, heads_first=True))
-                heads = heads and heads.heads
+            try:  # the plan from q, k, v's own metadata (no views): one that has served them heads first takes them
+                plan = _PLANS.get(_key(q, k, v, args, needs_grad, False, heads_first=True))
             except (AttributeError, TypeError, ValueError, IndexError):
-                heads = None
-            if heads:
-                return heads(q, k, v)
+                plan = None
+            if plan is not None and plan.heads:
+                return plan.heads(q, k, v)
             with torch.no_grad():  # views the autograd graph does not record
                 views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     except AttributeError:  # not tensors: attention()'s validation names the argument
@@ -487,7 +486,8 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
     if views is None:
         return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
                          window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
-    plan = _plan(*views, args, needs_grad)
+    if plan is None:  # not planned yet, or odd inputs (validated each time)
+        plan = _plan(*views, args, needs_grad)
     heads = plan.heads
     if heads:
         return heads(q, k, v)
