@@ -200,6 +200,20 @@ def test_repeated_heads_first_call_makes_no_views(grad, monkeypatch):
     core.clear_plans()
 
 
+def test_saved_views_catch_an_in_place_change_of_q():
+    """The kernel-style node saves q, k, v's [b, s, h, d] views (made below autograd, ``core._BELOW_AUTOGRAD``): they
+    share q's version counter, so changing q in place between the forward and the backward raises at the backward,
+    as it would for q itself, instead of giving gradients of the changed values."""
+    q, k, v = _heads_first(1, 9, 9, 2, 2, 8)
+    with fa.use_backend("torch"):
+        out = core.attention_heads_first(q, k, v, 0.0, None, True)
+        assert type(out.grad_fn).__name__ == "_HeadsFirstFnBackward"
+        with torch.no_grad():
+            q.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
 def test_sdpa_heads_first_keeps_nan_in_nan_out():
     """The heads-first runner keeps the CPU op's NaN screen (CONTRACT.md): a NaN in one query row gives NaN in that
     output row alone; the others match the oracle."""

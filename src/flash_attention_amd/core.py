@@ -171,6 +171,12 @@ _APPLY_OUT = super(torch.autograd.Function, _OutFn).apply
 _APPLY_HEADS = super(torch.autograd.Function, _HeadsFirstFn).apply
 
 
+# Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
+# history; views of their base, sharing its version counter, so a saved one still catches an in-place change of its
+# base), for about half the host time of no_grad's Python context manager and the autograd kernels it passes through.
+_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
+
+
 def _meta(t):
     return None if t is None else (t.shape, t.dtype, t.device, t.stride())
 
@@ -478,7 +484,7 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                 plan = None
             if plan is not None and plan.heads:
                 return plan.heads(q, k, v)
-            with torch.no_grad():  # views the autograd graph does not record
+            with _BELOW_AUTOGRAD():  # views the autograd graph does not record (tracked views of q, k, v all the same)
                 views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     except AttributeError:  # not tensors: attention()'s validation names the argument
         return attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None,
