@@ -89,6 +89,12 @@ class Plan:
         self.heads = self.direct
 
 
+# Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
+# history; views of their base, sharing its version counter, so a saved one still catches an in-place change of its
+# base), for about half the host time of no_grad's Python context manager and the autograd kernels it passes through.
+_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
+
+
 class _AttentionFn(torch.autograd.Function):
     """Eager autograd of a kernel-style backend: (q, k, v) -> (out, lse); lse is differentiable."""
 
@@ -160,7 +166,8 @@ class _HeadsFirstFn(torch.autograd.Function):
         if dout is None:
             return None, None, None, None
         dq, dk, dv = _lean_backward(ctx, dout)
-        return dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), None
+        with _BELOW_AUTOGRAD():  # (the kernels' gradients carry no history to record)
+            return dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), None
 
 
 # Function.apply's Python wrapper binds default arguments and unwraps functorch wrappers: ~7 us of
@@ -169,12 +176,6 @@ class _HeadsFirstFn(torch.autograd.Function):
 _APPLY = super(torch.autograd.Function, _AttentionFn).apply
 _APPLY_OUT = super(torch.autograd.Function, _OutFn).apply
 _APPLY_HEADS = super(torch.autograd.Function, _HeadsFirstFn).apply
-
-
-# Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
-# history; views of their base, sharing its version counter, so a saved one still catches an in-place change of its
-# base), for about half the host time of no_grad's Python context manager and the autograd kernels it passes through.
-_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
 
 
 def _meta(t):
