@@ -182,15 +182,10 @@ def _meta(t):
     return None if t is None else (t.shape, t.dtype, t.device, t.stride())
 
 
-def _swapped(t) -> tuple:
-    """(shape, stride) of ``t.transpose(1, 2)`` for a 4-D t, without making the view (host time); TypeError else."""
-    (b, h, s, d), (sb, sh, ss, sd) = t.shape, t.stride()  # a 4-D tensor only: any other raises here
-    return (b, s, h, d), (sb, ss, sh, sd)
-
-
 def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0), heads_first=False):
-    """Hashable metadata of a call (raises AttributeError/TypeError/ValueError on odd inputs: then no cache).
-    heads_first: q, k, v are [b, h, s, d]; the key is the one of their [b, s, h, d] views (equal tuples)."""
+    """Hashable metadata of a call (raises AttributeError/TypeError on odd inputs: then no cache).
+    heads_first: q, k, v as attention_heads_first takes them ([b, h, s, d]), a key of its own (their metadata is a
+    one-to-one image of their [b, s, h, d] views'), under which that function files the views' plan."""
     # args unpacked here, not bound as parameters (a call with *args copies the tuple: host time on every call)
     (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_lse, cu_seqlens_q,
      cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales) = args
@@ -201,20 +196,15 @@ def _key(q, k, v, args, needs_grad, kernel_only, offsets=(0, 0, 0), heads_first=
             and type(max_seqlen_q) in _PLAIN and type(max_seqlen_k) in _PLAIN):
         raise TypeError
     hash(window_size)
-    if heads_first:
-        (q_shape, q_stride), (k_shape, k_stride), (v_shape, v_stride) = _swapped(q), _swapped(k), _swapped(v)
-    else:
-        q_shape, q_stride, k_shape, k_stride, v_shape, v_stride = (q.shape, q.stride(), k.shape, k.stride(),
-                                                                   v.shape, v.stride())
-    return (q_shape, q_stride, q.dtype, q.device, k_shape, k_stride, k.dtype, k.device,
-            v_shape, v_stride, v.dtype, v.device, dropout_p, softmax_scale, causal, window_size, softcap,
+    return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
+            v.shape, v.stride(), v.dtype, v.device, dropout_p, softmax_scale, causal, window_size, softcap,
             deterministic, return_lse, zero_tensors, needs_grad, kernel_only,
             None if alibi_slopes is None else _meta(alibi_slopes),
             None if cu_seqlens_q is None else _meta(cu_seqlens_q),
             None if cu_seqlens_k is None else _meta(cu_seqlens_k), max_seqlen_q, max_seqlen_k, offsets,
             None if attn_bias is None else (_meta(attn_bias), attn_bias.requires_grad),
             None if sinks is None else _meta(sinks), None if descales is None else tuple(map(_meta, descales)),
-            dispatch.forcing_key())
+            dispatch.forcing_key(), heads_first)
 
 
 def _values_readable(device: torch.device) -> bool:
@@ -365,10 +355,14 @@ def _plan(q, k, v, args, needs_grad, kernel_only=False, offsets=(0, 0, 0)) -> Pl
     if plan is None:
         dispatch.forced()  # a bad FLASH_ATTENTION_BACKEND raises before the validation's errors (its key is raw)
         plan = _build(q, k, v, args, needs_grad, kernel_only, offsets)
-        if len(_PLANS) >= _PLAN_LIMIT:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        _remember(key, plan)
     return plan
+
+
+def _remember(key, plan: Plan) -> None:
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = plan
 
 
 def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, seed=None, attn_bias=None,
@@ -480,9 +474,10 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
             args = (dropout_p, softmax_scale, causal, window_size, softcap, None, False, False, None, None, None,
                     None, False, attn_bias, sinks, None)
             try:  # the plan from q, k, v's own metadata (no views): one that has served them heads first takes them
-                plan = _PLANS.get(_key(q, k, v, args, needs_grad, False, heads_first=True))
-            except (AttributeError, TypeError, ValueError, IndexError):
-                plan = None
+                heads_key = _key(q, k, v, args, needs_grad, False, heads_first=True)
+                plan = _PLANS.get(heads_key)
+            except (AttributeError, TypeError, IndexError):
+                heads_key = plan = None
             if plan is not None and plan.heads:
                 return plan.heads(q, k, v)
             with _BELOW_AUTOGRAD():  # views the autograd graph does not record (tracked views of q, k, v all the same)
@@ -495,6 +490,8 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                          window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
     if plan is None:  # not planned yet, or odd inputs (validated each time)
         plan = _plan(*views, args, needs_grad)
+        if heads_key is not None:
+            _remember(heads_key, plan)
     heads = plan.heads
     if heads:
         return heads(q, k, v)
