@@ -26,6 +26,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from host_overhead import sleep_cycles_for  # benchmarks/ (this script's folder)
 
 import flash_attention_amd
 
@@ -96,16 +97,6 @@ def loop_us(fn, n: int, sleep_cycles: int = 0) -> float:
     return (t1 - t0) / n * 1e6
 
 
-def _sleep_cycles(seconds: float) -> int:
-    """Cycles of torch.cuda._sleep that hold the GPU about ``seconds``."""
-    cycles = 10_000_000
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    torch.cuda._sleep(cycles)
-    torch.cuda.synchronize()
-    return int(cycles / max(time.perf_counter() - t0, 1e-6) * seconds)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=2000, help="calls per timed loop")
@@ -127,7 +118,7 @@ def main():
     print(f"# {where}, torch {torch.__version__}; host us per call{' (forward + backward)' if args.grad else ''}, "
           f"median (min) of {args.loops} loops of {args.calls} calls, paths interleaved; our calls with option "
           f"{args.option}")
-    cycles = _sleep_cycles(2.0 * args.calls * 1e-3) if dev == "cuda" else 0  # 2 ms a call: never drained
+    cycles = sleep_cycles_for(2.0 * args.calls * 1e-3) if dev == "cuda" else 0  # 2 ms a call: never drained
     rows = []
     for name, shape, causal in CASES if dev == "cpu" else CUDA_CASES:
         fns = calls(libs, shape, causal, args.option, dev, args.grad)
