@@ -323,7 +323,7 @@ def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False):
 def _below_autograd(run):
     """run for a plan that records no gradient (``Problem.needs_grad`` false: grad mode off, or no input requires
     one), under torch's guard that dispatches below the autograd and view-tracking keys: the views in and out (up to
-    four a call) and the op then skip what autograd would discard (about 0.4 us each on the 2-core CPU machine; issue
+    four a call) and the op then skip what autograd would discard (about 0.5 us a view on the 2-core CPU machine; issue
     10). Under functorch transforms (vmap, grad), whose layers sit among those keys, ``run`` as it is."""
     below, transforms = torch._C._AutoDispatchBelowADInplaceOrView, torch._C._are_functorch_transforms_active
 
