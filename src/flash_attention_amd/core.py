@@ -117,6 +117,44 @@ class _AttentionFn(torch.autograd.Function):
         return grads[0], grads[1], grads[2], dbias, dsinks, None, None
 
 
+class _FuncAttentionFn(torch.autograd.Function):
+    """``_AttentionFn`` for calls under functorch transforms (``torch.func.grad``, ``jacrev``, ...), which take an
+    autograd.Function only with its forward and ``setup_context`` apart. The transforms hand both the tensors they
+    wrap unwrapped, so the tensor options the params hold (attn_bias, sinks) are replaced by those. No vmap rule:
+    the kernels take whole tensors. Eager calls keep the classes above (a Python call less each)."""
+
+    @staticmethod
+    def forward(q, k, v, attn_bias, sinks, plan, params):
+        return plan.backend.forward(q, k, v, params._replace(attn_bias=attn_bias, sinks=sinks), plan.slot)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        q, k, v, attn_bias, sinks, plan, params = inputs
+        ctx.save_for_backward(q, k, v, *output)
+        ctx.plan, ctx.params = plan, params._replace(attn_bias=attn_bias, sinks=sinks)
+        ctx.set_materialize_grads(False)
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        if any(t is not None and _batched(t) for t in (dout, dlse)):  # jacrev, vmap over a vjp: a batch of dout
+            _refuse_vmap("the backward's dout")
+        return _AttentionFn.backward(ctx, dout, dlse)
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        _refuse_vmap("q, k, v")
+
+
+_batched = getattr(torch._C._functorch, "is_batchedtensor", lambda t: False)
+
+
+def _refuse_vmap(what: str):
+    raise NotImplementedError(
+        f"flash_attention_amd: torch.func.vmap (or jacrev / jacfwd / hessian, which use it) batches {what}, which "
+        "the triton and torch backends do not support: their kernels take whole tensors. Fold the mapped dimension "
+        "into the batch dimension (dim 0) and call once, or take gradients with torch.func.grad / vjp (supported).")
+
+
 def _lean_forward(ctx, q, k, v, plan, params):
     """The forward of a node that returns out alone (``_OutFn``, ``_HeadsFirstFn``), saving what its backward
     reads (lse: an intermediate)."""
@@ -171,8 +209,8 @@ class _HeadsFirstFn(torch.autograd.Function):
 
 
 # Function.apply's Python wrapper binds default arguments and unwraps functorch wrappers: ~7 us of
-# host time per call, needed only under functorch transforms (vmap, grad). Outside them, apply is
-# the C function the wrapper ends with.
+# host time per call, needed only under functorch transforms (vmap, grad), where _FuncAttentionFn serves. Outside
+# them, apply is the C function the wrapper ends with.
 _APPLY = super(torch.autograd.Function, _AttentionFn).apply
 _APPLY_OUT = super(torch.autograd.Function, _OutFn).apply
 _APPLY_HEADS = super(torch.autograd.Function, _HeadsFirstFn).apply
@@ -437,12 +475,12 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     params = plan.params if plan.fixed else _call_params(plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, None,
                                                          attn_bias, sinks, descales)
     if plan.kernel:
-        if needs_grad and plan.lean:
-            apply = _OutFn.apply if torch._C._are_functorch_transforms_active() else _APPLY_OUT
-            return apply(q, k, v, (plan, params))
-        if needs_grad:
-            apply = _AttentionFn.apply if torch._C._are_functorch_transforms_active() else _APPLY
-            out, lse = apply(q, k, v, params.attn_bias, sinks, plan, params)
+        if needs_grad and torch._C._are_functorch_transforms_active():
+            out, lse = _FuncAttentionFn.apply(q, k, v, params.attn_bias, sinks, plan, params)
+        elif needs_grad and plan.lean:
+            return _APPLY_OUT(q, k, v, (plan, params))
+        elif needs_grad:
+            out, lse = _APPLY(q, k, v, params.attn_bias, sinks, plan, params)
         else:
             out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     else:
