@@ -14,60 +14,64 @@ def _inputs(dtype, b=2, sq=19, sk=23, h=4, hk=2, d=16):
     q = torch.randn(b, sq, h, d, generator=g, dtype=dtype).to(DEVICE)
     k, v = (torch.randn(b, sk, hk, d, generator=g, dtype=dtype).to(DEVICE) for _ in range(2))
     bias = torch.randn(1, h, sq, sk, generator=g, dtype=torch.float32).to(DEVICE)
-    return q, k, v, bias
+    sinks = torch.randn(h, generator=g, dtype=torch.float32).to(DEVICE)
+    return q, k, v, bias, sinks
 
 
-def _loss(q, k, v, bias, backend, **kw):
+def _loss(q, k, v, bias, sinks, backend):
     with fa.use_backend(backend):
-        out, lse, _ = fa.flash_attn_func(q, k, v, causal=True, softcap=3.0, attn_bias=bias, return_attn_probs=True,
-                                         **kw)
+        out, lse, _ = fa.flash_attn_func(q, k, v, causal=True, softcap=3.0, attn_bias=bias, sinks=sinks,
+                                         return_attn_probs=True)
     w = torch.linspace(-1, 1, out.shape[-1], device=out.device, dtype=torch.float64)
     return (out.double() * w).sum() + 0.1 * lse.double().sum()  # the LSE's gradient too
 
 
-def _oracle(q, k, v, bias):
-    q64, k64, v64, b64 = (t.detach().double().requires_grad_() for t in (q, k, v, bias))
-    out, lse = attention_ref(q64, k64, v64, causal=True, softcap=3.0, attn_bias=b64)
+def _oracle(q, k, v, bias, sinks):
+    q64, k64, v64, b64, s64 = (t.detach().double().requires_grad_() for t in (q, k, v, bias, sinks))
+    out, lse = attention_ref(q64, k64, v64, causal=True, softcap=3.0, attn_bias=b64, sinks=s64)
     w = torch.linspace(-1, 1, out.shape[-1], device=out.device, dtype=torch.float64)
     ((out * w).sum() + 0.1 * lse.sum()).backward()
-    return q64.grad, b64.grad
+    return q64.grad, b64.grad, s64.grad
 
 
 def test_grad_transform_equals_autograd():
-    """torch.func.grad over q and the float bias of a causal softcap call that returns the LSE: the gradients of
-    eager autograd in the same process and the float64 oracle's (float64 inputs on the CPU: exact to rounding)."""
+    """torch.func.grad over q, the float bias and the sinks of a causal softcap call that returns the LSE: the
+    gradients of eager autograd in the same process and the float64 oracle's (float64 q / k / v / bias on the CPU);
+    a bias the transform does not differentiate gets no gradient computed (the backends read its requires_grad)."""
     if DEVICE == "cuda":
         pytest.skip("the CPU's torch backend (test_grad_transform_on_a_gpu: triton)")
-    q, k, v, bias = _inputs(torch.float64)
+    q, k, v, bias, sinks = _inputs(torch.float64)
     bias = bias.double()
-    gq, gb = torch.func.grad(lambda a, bb: _loss(a, k, v, bb, "torch"), argnums=(0, 1))(q, bias)
-    q2, b2 = (t.clone().requires_grad_() for t in (q, bias))
-    _loss(q2, k, v, b2, "torch").backward()
-    assert torch.allclose(gq, q2.grad, rtol=1e-12, atol=1e-12) and torch.allclose(gb, b2.grad, rtol=1e-12, atol=1e-12)
-    rq, rb = _oracle(q, k, v, bias)
-    assert_matches(gq, rq, name="dq")
-    assert_matches(gb, rb, name="dbias")
+    grads = torch.func.grad(lambda a, bb, ss: _loss(a, k, v, bb, ss, "torch"), argnums=(0, 1, 2))(q, bias, sinks)
+    eager = [t.clone().requires_grad_() for t in (q, bias, sinks)]
+    _loss(eager[0], k, v, *eager[1:], "torch").backward()
+    for g, t in zip(grads, eager):
+        assert torch.allclose(g, t.grad, rtol=1e-12, atol=1e-12)
+    for g, r, name in zip(grads, _oracle(q, k, v, bias, sinks), ("dq", "dbias", "dsinks")):
+        assert_matches(g, r, name=name)
+    gq = torch.func.grad(lambda a: _loss(a, k, v, bias, sinks, "torch"))(q)  # bias and sinks held constant
+    assert torch.allclose(gq, grads[0], rtol=1e-12, atol=1e-12) and not bias.requires_grad
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_grad_transform_on_a_gpu():
-    """The same through the triton backend (bf16): torch.func.grad equals eager autograd bitwise (one kernel, the
-    same inputs) and matches the oracle as flash_attn's rule asks."""
-    q, k, v, bias = _inputs(torch.bfloat16)
-    gq, gb = torch.func.grad(lambda a, bb: _loss(a, k, v, bb, "triton"), argnums=(0, 1))(q, bias)
-    q2, b2 = (t.clone().requires_grad_() for t in (q, bias))
-    _loss(q2, k, v, b2, "triton").backward()
-    assert torch.equal(gq, q2.grad) and torch.equal(gb, b2.grad)
-    rq, rb = _oracle(q, k, v, bias)
-    assert_matches(gq, rq, name="dq", lowp_tol=2e-2)
-    assert_matches(gb, rb, name="dbias", lowp_tol=2e-2)
+    """The same through the triton backend (bf16): torch.func.grad equals eager autograd and matches the oracle as
+    flash_attn's rule asks."""
+    q, k, v, bias, sinks = _inputs(torch.bfloat16)
+    grads = torch.func.grad(lambda a, bb, ss: _loss(a, k, v, bb, ss, "triton"), argnums=(0, 1, 2))(q, bias, sinks)
+    eager = [t.clone().requires_grad_() for t in (q, bias, sinks)]
+    _loss(eager[0], k, v, *eager[1:], "triton").backward()
+    for g, t in zip(grads, eager):  # dbias / dsinks by fp32 atomics: equal to rounding, not bitwise
+        torch.testing.assert_close(g, t.grad, rtol=1e-5, atol=1e-5)
+    for g, r, name in zip(grads, _oracle(q, k, v, bias, sinks), ("dq", "dbias", "dsinks")):
+        assert_matches(g, r, name=name, lowp_tol=2e-2)
 
 
 @pytest.mark.parametrize("transform", ["vmap of grad", "jacrev"])
 def test_vmap_is_refused_with_what_to_do(transform):
     backend = "triton" if DEVICE == "cuda" else "torch"
-    q, k, v, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
+    q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
 
     def one(a):  # a: one sequence's q [sq, h, d]
         with fa.use_backend(backend):

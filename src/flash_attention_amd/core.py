@@ -129,16 +129,28 @@ class _FuncAttentionFn(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        q, k, v, attn_bias, sinks, plan, params = inputs
+        q, k, v, _, _, plan, params = inputs
         ctx.save_for_backward(q, k, v, *output)
-        ctx.plan, ctx.params = plan, params._replace(attn_bias=attn_bias, sinks=sinks)
+        ctx.plan, ctx.params = plan, params
         ctx.set_materialize_grads(False)
 
     @staticmethod
     def backward(ctx, dout, dlse):
+        """The kernels' backward on the tensors the transform wraps, unwrapped (saved ones, dout, the params'):
+        the kernels read storage, which a wrapper has none of; the gradients go back as plain tensors, which the
+        transform lifts to its level."""
         if any(t is not None and _batched(t) for t in (dout, dlse)):  # jacrev, vmap over a vjp: a batch of dout
             _refuse_vmap("the backward's dout")
-        return _AttentionFn.backward(ctx, dout, dlse)
+        if dout is None and dlse is None:
+            return (None,) * 7
+        q, k, v, out, lse = map(_unwrapped, ctx.saved_tensors)
+        params = ctx.params._replace(**{name: _unwrapped(value, value.requires_grad)
+                                        for name, value in ctx.params._asdict().items()
+                                        if isinstance(value, torch.Tensor)})
+        grads = ctx.plan.backend.backward(_unwrapped(dout), q, k, v, out, lse, params, _unwrapped(dlse),
+                                          ctx.plan.slot)
+        dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)
+        return grads[0], grads[1], grads[2], dbias, dsinks, None, None
 
     @staticmethod
     def vmap(info, in_dims, *args):
@@ -146,6 +158,22 @@ class _FuncAttentionFn(torch.autograd.Function):
 
 
 _batched = getattr(torch._C._functorch, "is_batchedtensor", lambda t: False)
+
+
+def _unwrapped(t, requires_grad: bool = False):
+    """t without functorch's wrappers (the plain tensor they hold), None as None. requires_grad: t (wrapped) takes a
+    gradient, which the backends read off the tensor (attn_bias: whether to compute dbias); the plain tensor is then
+    an alias that says so (the caller's own tensor is left as it is)."""
+    while t is not None and torch._C._functorch.is_functorch_wrapped_tensor(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    if requires_grad and t is not None and not t.requires_grad:
+        allowed = torch._C._functorch.get_inplace_requires_grad_allowed()
+        torch._C._functorch.set_inplace_requires_grad_allowed(True)  # (else refused while a transform is active)
+        try:
+            t = t.detach().requires_grad_()
+        finally:
+            torch._C._functorch.set_inplace_requires_grad_allowed(allowed)
+    return t
 
 
 def _refuse_vmap(what: str):
