@@ -118,10 +118,11 @@ class _AttentionFn(torch.autograd.Function):
 
 
 class _FuncAttentionFn(torch.autograd.Function):
-    """``_AttentionFn`` for calls under functorch transforms (``torch.func.grad``, ``jacrev``, ...), which take an
-    autograd.Function only with its forward and ``setup_context`` apart. The transforms hand both the tensors they
-    wrap unwrapped, so the tensor options the params hold (attn_bias, sinks) are replaced by those. No vmap rule:
-    the kernels take whole tensors. Eager calls keep the classes above (a Python call less each)."""
+    """``_AttentionFn`` for calls under functorch transforms (``torch.func.grad``, ``vjp``, ...), which take an
+    autograd.Function only with its forward and ``setup_context`` apart. The forward gets the tensors a transform
+    wraps unwrapped (the params' attn_bias and sinks are replaced by those); the backward gets them wrapped and
+    unwraps them itself. vmap is refused (``_refuse_vmap``): the kernels take whole tensors. Eager calls keep the
+    classes above (a Python call less each)."""
 
     @staticmethod
     def forward(q, k, v, attn_bias, sinks, plan, params):
@@ -143,12 +144,13 @@ class _FuncAttentionFn(torch.autograd.Function):
             _refuse_vmap("the backward's dout")
         if dout is None and dlse is None:
             return (None,) * 7
-        q, k, v, out, lse = map(_unwrapped, ctx.saved_tensors)
-        params = ctx.params._replace(**{name: _unwrapped(value, value.requires_grad)
-                                        for name, value in ctx.params._asdict().items()
-                                        if isinstance(value, torch.Tensor)})
-        grads = ctx.plan.backend.backward(_unwrapped(dout), q, k, v, out, lse, params, _unwrapped(dlse),
-                                          ctx.plan.slot)
+        saved, params = ctx.saved_tensors, ctx.params
+        with torch._C._DisableFuncTorch():  # what is made here (the aliases, dq, dk, dv, delta) plain too
+            q, k, v, out, lse = map(_unwrapped, saved)
+            params = params._replace(**{name: _unwrapped(value, value.requires_grad)
+                                        for name, value in params._asdict().items() if isinstance(value, torch.Tensor)})
+            grads = ctx.plan.backend.backward(_unwrapped(dout), q, k, v, out, lse, params, _unwrapped(dlse),
+                                              ctx.plan.slot)
         dbias, dsinks = grads[3:5] if len(grads) > 3 else (None, None)
         return grads[0], grads[1], grads[2], dbias, dsinks, None, None
 
