@@ -61,7 +61,7 @@ def test_grad_transform_equals_autograd(backend):
     assert not bias.requires_grad
 
 
-@pytest.mark.parametrize("transform", ["vmap of grad", "jacrev"])
+@pytest.mark.parametrize("transform", ["vmap of grad", "jacrev", "vmap without grads"])
 def test_vmap_is_refused_with_what_to_do(transform):
     backend = "triton" if DEVICE == "cuda" or HAS_TRITON else "torch"
     q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
@@ -74,5 +74,7 @@ def test_vmap_is_refused_with_what_to_do(transform):
         if transform == "jacrev":
             with fa.use_backend(backend):
                 torch.func.jacrev(lambda a: fa.flash_attn_func(a, k, v)[0, 0, 0, :3])(q)
+        elif transform == "vmap without grads":  # the automatic choice (sdpa on the CPU)
+            torch.func.vmap(lambda a: fa.flash_attn_func(a[None], k[:1], v[:1]))(q)
         else:
             torch.func.vmap(torch.func.grad(one))(q)

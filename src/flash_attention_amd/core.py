@@ -180,7 +180,7 @@ def _unwrapped(t, requires_grad: bool = False):
 
 def _refuse_vmap(what: str):
     raise NotImplementedError(
-        f"flash_attention_amd: torch.func.vmap (or jacrev / jacfwd / hessian, which use it) batches {what}, which "
+        f"flash_attention_amd: torch.func.vmap (or jacrev / hessian, which use it) batches {what}, which "
         "the triton and torch backends do not support: their kernels take whole tensors. Fold the mapped dimension "
         "into the batch dimension (dim 0) and call once, or take gradients with torch.func.grad / vjp (supported).")
 
@@ -495,6 +495,9 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
             or (attn_bias is not None and attn_bias.requires_grad) or (sinks is not None and sinks.requires_grad))
     except AttributeError:  # not tensors: the validation names the argument
         needs_grad = False
+    if torch._C._are_functorch_transforms_active() and any(isinstance(t, torch.Tensor) and _batched(t)
+                                                            for t in (q, k, v)):
+        _refuse_vmap("q, k, v")  # on every backend alike (the CPU's SDPA op would fail on its NaN screen)
     args = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs,
             cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, zero_tensors, attn_bias, sinks, descales)
     plan = _plan(q, k, v, args, needs_grad)
