@@ -78,3 +78,45 @@ def test_vmap_is_refused_with_what_to_do(transform):
             torch.func.vmap(lambda a: fa.flash_attn_func(a[None], k[:1], v[:1]))(q)
         else:
             torch.func.vmap(torch.func.grad(one))(q)
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_values_without_grads_inside_grad(backend):
+    """Inside torch.func.grad, a call on a detached value or under torch.no_grad (q wrapped by the transform, no
+    gradient through the call): its output is a constant, so d/dq sum(out * q) is out itself, on triton (its
+    kernels on the plain tensors the wrappers hold: ``core._storage_forward``) and on the torch backend."""
+    if backend == "triton" and not HAS_TRITON:
+        pytest.skip("needs triton")
+    q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
+
+    def call(a):
+        with fa.use_backend(backend):
+            return fa.flash_attn_func(a, k, v, causal=True)
+
+    def under_no_grad(a):
+        with torch.no_grad():
+            out = call(a)
+        return (out.float() * a.float()).sum()
+
+    expected = call(q).float()
+    torch.testing.assert_close(torch.func.grad(under_no_grad)(q).float(), expected, rtol=0, atol=0)
+    detached = torch.func.grad(lambda a: (call(a.detach()).float() * a.float()).sum())(q)
+    torch.testing.assert_close(detached.float(), expected, rtol=0, atol=0)
+
+
+def test_forward_mode():
+    """torch.func.jvp: the torch backend's PyTorch ops carry the tangent (against central differences, float64 on the
+    CPU); triton refuses it with what to do instead (its kernels have no tangent rule)."""
+    if DEVICE == "cpu":
+        q, k, v, _, _ = _inputs(torch.float64)
+        t = torch.randn_like(q)
+        with fa.use_backend("torch"):
+            out, tangent = torch.func.jvp(lambda a: fa.flash_attn_func(a, k, v, causal=True), (q,), (t,))
+            eps = 1e-6
+            fd = (fa.flash_attn_func(q + eps * t, k, v, causal=True)
+                  - fa.flash_attn_func(q - eps * t, k, v, causal=True)) / (2 * eps)
+        torch.testing.assert_close(tangent, fd, rtol=1e-6, atol=1e-6)
+    if HAS_TRITON:
+        q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
+        with fa.use_backend("triton"), pytest.raises(NotImplementedError, match="forward-mode AD .* triton backend"):
+            torch.func.jvp(lambda a: fa.flash_attn_func(a, k, v, causal=True), (q,), (torch.randn_like(q),))

@@ -178,6 +178,27 @@ def _unwrapped(t, requires_grad: bool = False):
     return t
 
 
+def _storage_forward(plan: Plan, q, k, v, params: AttnParams):
+    """The forward of a kernel that reads storage (triton) for a call that records no gradient under functorch
+    transforms, whose tensors it may wrap (a detached or no_grad value inside torch.func.grad): the kernels on the
+    plain tensors the wrappers hold, nothing to differentiate through the call. A tangent (forward mode:
+    torch.func.jvp, jacfwd) is refused: the kernels have no tangent rule (the torch backend's PyTorch ops do; it
+    serves such calls as they are)."""
+    import torch.autograd.forward_ad as fwad
+
+    if any(isinstance(t, torch.Tensor) and fwad.unpack_dual(t).tangent is not None
+           for t in (q, k, v, *params)):
+        raise NotImplementedError(
+            f"flash_attention_amd: forward-mode AD (torch.func.jvp / jacfwd) through the {plan.backend.name} backend "
+            "is not supported: its kernels have no tangent rule. Take gradients in reverse mode (torch.func.grad / "
+            "vjp), or serve the call with the torch backend (use_backend('torch')), whose PyTorch ops carry tangents.")
+    with torch._C._DisableFuncTorch():
+        q, k, v = map(_unwrapped, (q, k, v))
+        params = params._replace(**{name: _unwrapped(value) for name, value in params._asdict().items()
+                                    if isinstance(value, torch.Tensor)})
+        return plan.backend.forward(q, k, v, params, plan.slot)
+
+
 def _refuse_vmap(what: str):
     raise NotImplementedError(
         f"flash_attention_amd: torch.func.vmap (or jacrev / hessian, which use it) batches {what}, which "
@@ -514,6 +535,8 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
             return _APPLY_OUT(q, k, v, (plan, params))
         elif needs_grad:
             out, lse = _APPLY(q, k, v, params.attn_bias, sinks, plan, params)
+        elif plan.backend.name != "torch" and torch._C._are_functorch_transforms_active():
+            out, lse = _storage_forward(plan, q, k, v, params)
         else:
             out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     else:
