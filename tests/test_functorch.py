@@ -120,3 +120,19 @@ def test_forward_mode():
         q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16)
         with fa.use_backend("triton"), pytest.raises(NotImplementedError, match="forward-mode AD .* triton backend"):
             torch.func.jvp(lambda a: fa.flash_attn_func(a, k, v, causal=True), (q,), (torch.randn_like(q),))
+
+
+def test_grad_transform_through_sdpa():
+    """A plain call that SDPA serves: torch.func.grad through SDPA's own autograd (its fused op, directly from the
+    plan's second call on) equals eager autograd's gradients."""
+    q, k, v, _, _ = _inputs(torch.float32 if DEVICE == "cpu" else torch.bfloat16, h=2, hk=2)
+
+    def loss(a):
+        with fa.use_backend("sdpa"):
+            return fa.flash_attn_func(a, k, v).float().pow(2).sum()
+
+    for _ in range(2):  # the plan's first call, then its direct function
+        got = torch.func.grad(loss)(q)
+        eager = q.clone().requires_grad_()
+        loss(eager).backward()
+        torch.testing.assert_close(got, eager.grad, rtol=1e-6, atol=1e-6)

@@ -535,7 +535,7 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
             return _APPLY_OUT(q, k, v, (plan, params))
         elif needs_grad:
             out, lse = _APPLY(q, k, v, params.attn_bias, sinks, plan, params)
-        elif plan.backend.name != "torch" and torch._C._are_functorch_transforms_active():
+        elif torch._C._are_functorch_transforms_active() and plan.backend.name != "torch":
             out, lse = _storage_forward(plan, q, k, v, params)
         else:
             out, lse = plan.backend.forward(q, k, v, params, plan.slot)
