@@ -201,9 +201,10 @@ def _storage_forward(plan: Plan, q, k, v, params: AttnParams):
 
 def _refuse_vmap(what: str):
     raise NotImplementedError(
-        f"flash_attention_amd: torch.func.vmap (or jacrev / hessian, which use it) batches {what}, which "
-        "the triton and torch backends do not support: their kernels take whole tensors. Fold the mapped dimension "
-        "into the batch dimension (dim 0) and call once, or take gradients with torch.func.grad / vjp (supported).")
+        f"flash_attention_amd: torch.func.vmap (or jacrev / hessian, which use it) batches {what}, which the "
+        "attention functions do not support (the triton and torch kernels take whole tensors; the CPU's SDPA route "
+        "reads its output's values). Fold the mapped dimension into the batch dimension (dim 0) and call once, or "
+        "take gradients with torch.func.grad / vjp (supported).")
 
 
 def _lean_forward(ctx, q, k, v, plan, params):
