@@ -30,13 +30,24 @@ def assert_matches(x, ref64, lowp_ref=None, *, name="out", fp32_tol=1e-5, lowp_t
     """
     err = rel_err(x, ref64)
     if x.dtype in (torch.float32, torch.float64):
-        assert err < fp32_tol, f"{name}: rel err {err:.3e} >= {fp32_tol:.1e}"
+        assert err < fp32_tol, f"{name}: rel err {err:.3e} >= {fp32_tol:.1e}; {_where(x, ref64)}"
         return err
     assert err < lowp_tol, f"{name}: rel err {err:.3e} >= {lowp_tol:.1e}"
     if lowp_ref is not None:
         base = rel_err(lowp_ref, ref64)
         assert err <= factor * base + 1e-4, f"{name}: rel err {err:.3e} > {factor} x plain-math {base:.3e}"
     return err
+
+
+def _where(x, ref64) -> str:
+    """Where the worst element is and the machine's float32 settings: a failure in fp32 reports what could explain
+    it (the CI machine once saw 2.7e-5 on its first call where every other machine sees 1.6e-7)."""
+    diff = (x.detach().double() - ref64.detach().double()).abs().nan_to_num(float("inf"))
+    idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    cpu = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+    return (f"max abs err {diff.max().item():.3e} at {idx} (x {x.detach().flatten()[diff.argmax()].item():.6g}, "
+            f"ref {ref64.detach().flatten()[diff.argmax()].item():.6g}); float32 matmul precision "
+            f"{torch.get_float32_matmul_precision()}, cpu capability {cpu}, threads {torch.get_num_threads()}")
 
 
 def randn(*shape, dtype=torch.float32, device=DEVICE, requires_grad=False):
