@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import struct
 
 import torch
 import torch.nn.functional as F
@@ -123,7 +124,7 @@ class SdpaBackend(Backend):
         if params.attn_bias is not None or params.dropout_p != 0:
             return None
         if op is _cpu_flash:
-            run = _cpu_runner(params, problem.headdim, heads_first)
+            run = _cpu_runner(params, problem.headdim, heads_first, problem.dtype)
         elif op is _cuda_cudnn or op is _cuda_flash:
             run = _gpu_runner(op is _cuda_cudnn, params, problem.needs_grad, heads_first)
         else:
@@ -283,17 +284,21 @@ def _cpu_flash(q, k, v, p: AttnParams):
     return out.transpose(1, 2), lse
 
 
-def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False):
+def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False, dtype: torch.dtype = torch.float64):
     """``_cpu_flash`` and ``_nan_rows_cpu`` as one function of (q, k, v) with p's options bound, for the plans whose
     signature the CPU flash op took (``direct``; dropout 0): the same result with less host time a call (the CPU's
     sdpa-served calls, issue 10). The lse screen is inlined where it holds (asked on every call: ``_LSE_SCREEN``).
     Arguments the op would take as its defaults are left out (each one costs the op's argument parsing): the scale
-    where it is exactly the op's own default, ``1 / sqrt(headdim)`` in double precision (the same value then).
+    where the op computes the same value from its own default, ``1 / sqrt(headdim)`` in double precision: exactly
+    that double, or for fp16 / bf16 / fp32 inputs (whose kernel takes the scale as a float) the same float (our
+    default, ``headdim ** -0.5``, differs from it in the last bit of the double for 132 of the head dims 1-512, 32
+    among them, and in none as a float).
     heads_first: q, k, v come [b, h, s, d] (``heads_first``) and go to the op as they are; out is [b, sq, h, d]
     either way."""
     op = _op("_scaled_dot_product_flash_attention_for_cpu")
     causal, scale = p.causal, p.softmax_scale
-    default_scale = scale == 1.0 / math.sqrt(headdim)
+    default_scale = scale == 1.0 / math.sqrt(headdim) or (dtype != torch.float64
+                                                          and _as_float(scale) == _as_float(1.0 / math.sqrt(headdim)))
     tail = (0.0, True) if causal else ()  # dropout_p, is_causal
 
     if heads_first:
@@ -318,6 +323,11 @@ def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False):
             return _nan_rows_cpu(q, k, out, causal, lse)
 
     return run
+
+
+def _as_float(x: float) -> float:
+    """x rounded to the nearest float32, as the CPU kernel's ``accum_t`` holds it."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _below_autograd(run):
