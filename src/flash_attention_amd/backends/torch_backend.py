@@ -108,10 +108,10 @@ class _Tiles:
         self.bias = None  # [b|1, hk|1, g|1, sq|1, sk|1] view of the 4-D bias view
         if params.attn_bias is not None:
             bias = params.attn_bias
-            if bias.shape[0] != 1:
+            if bias.shape[0] != 1 and (batch_offset != 0 or bias.shape[0] != b):
                 bias = bias[batch_offset:batch_offset + b]
             bias = bias.unflatten(1, (hk, self.g)) if bias.shape[1] != 1 else bias.unsqueeze(1)
-            self.bias = bias.to(self.device)
+            self.bias = bias if bias.device == self.device else bias.to(self.device)
         self.sinks = None  # [1, hk, g, 1, 1]
         if params.sinks is not None:
             self.sinks = params.sinks.to(device=self.device, dtype=self.cdt).view(1, hk, self.g, 1, 1)
@@ -148,17 +148,21 @@ class _Tiles:
         q_fold = scale (scale / softcap with softcap) folds the first score op into q, so
         a raw tile product is already s (resp. the tanh argument).
         """
-        qt = self.q5[:, :, :, m0:m1].to(self.cdt) * self.q_fold
-        if self.q_scale is not None:
-            qt = qt * self.q_scale
-        return qt.reshape(self.b, self.hk, self.g * (m1 - m0), self.d)
+        qt = self.q5 if m1 - m0 == self.sq else self.q5[:, :, :, m0:m1]
+        if self.q_scale is not None:  # FP8
+            qt = qt.to(self.cdt) * self.q_scale
+        # the [b, hk, g * bm, d] shape first: a view where q came heads first, so the product is the only copy
+        qt = qt.reshape(self.b, self.hk, self.g * (m1 - m0), self.d)
+        return qt.to(self.cdt).mul_(self.q_fold) if qt.dtype != self.cdt else qt * self.q_fold
 
     @property
     def q_fold(self) -> float:
         return self.scale / self.softcap if self.softcap > 0 else self.scale
 
     def kv_tile(self, t4, n0, n1):
-        t = t4[:, :, n0:n1].to(self.cdt)  # [b, hk, bn, d|dv]
+        t = t4 if n1 - n0 == self.sk else t4[:, :, n0:n1]  # [b, hk, bn, d|dv]
+        if t.dtype != self.cdt:
+            t = t.to(self.cdt)
         if self.k_scale is not None:  # FP8
             t = t * (self.k_scale if t4 is self.k4 else self.v_scale)
         return t
@@ -166,7 +170,9 @@ class _Tiles:
     def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False):
         """Scores [b, hk, g, bm, bn] (-inf where hidden) and, with softcap and keep_tanh,
         the tanh tile the backward pass needs (else None)."""
-        s = torch.matmul(qt, kt.transpose(-1, -2)).view(self.b, self.hk, self.g, m1 - m0, n1 - n0)
+        b, hk, rows, d = qt.shape  # bmm on 3-D views (copies only where a view cannot be): matmul's 4-D wrapping costs
+        s = torch.bmm(qt.reshape(b * hk, rows, d), kt.reshape(b * hk, n1 - n0, d).transpose(1, 2))
+        s = s.view(b, hk, self.g, m1 - m0, n1 - n0)
         t = None
         if self.softcap > 0:
             s.tanh_()
@@ -201,9 +207,11 @@ class _Tiles:
     def bias_tile(self, m0, m1, n0, n1):
         """The bias [b|1, hk|1, g|1, bm|1, bn|1] over queries [m0, m1) and keys [n0, n1) (a view)."""
         t = self.bias
-        rows = slice(m0, m1) if t.shape[3] != 1 else slice(None)
-        cols = slice(n0, n1) if t.shape[4] != 1 else slice(None)
-        return t[:, :, :, rows, cols]
+        if t.shape[3] != 1 and m1 - m0 != t.shape[3]:
+            t = t[:, :, :, m0:m1]
+        if t.shape[4] != 1 and n1 - n0 != t.shape[4]:
+            t = t[:, :, :, :, n0:n1]
+        return t
 
     def dropout_scale(self, m0, m1, n0, n1):
         """Kept-element scale [b, hk, g, bm, bn]: 1 / (1 - p) where kept, 0 where dropped."""
@@ -221,6 +229,11 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
     b, hk, g = T.b, T.hk, T.g
     out5 = out.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
     lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
+    if T.block_m >= T.sq:
+        blocks = list(T.key_blocks(0, T.sq))
+        if len(blocks) == 1:
+            _forward_tile(T, out5, lse4, *blocks[0])
+            return
     for m0, m1 in T.query_blocks():
         bm = m1 - m0
         qt = T.q_tile(m0, m1)
@@ -254,6 +267,31 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
         out5[:, :, :, m0:m1] = acc.div_(torch.where(empty, 1.0, row_sum))
         blk_lse = torch.where(empty, math.inf, row_max + torch.log(row_sum))
         lse4[:, :, :, m0:m1] = blk_lse.squeeze(-1)
+
+
+def _forward_tile(T: _Tiles, out5, lse4, n0: int, n1: int, partial: bool):
+    """_forward_dense where every query sees only keys [n0, n1), one tile: the softmax of whole score rows, with none
+    of the online loop's rescaling, in about half its ops (what a small call costs on the host, a decoding step with
+    sq = 1 among them; issue 10). Rows that see no key get out 0 and lse +inf (with sinks: lse = sink), as from the
+    loop."""
+    b, hk, g, sq = T.b, T.hk, T.g, T.sq
+    s, _ = T.scores(T.q_tile(0, sq), T.kv_tile(T.k4, n0, n1), 0, sq, n0, n1, partial)  # [b, hk, g, sq, bn]
+    row_max = s.amax(dim=-1, keepdim=True)  # [b, hk, g, sq, 1]; -inf where nothing is visible
+    if T.sinks is not None:  # the sink is one more logit of the denominator
+        row_max = torch.maximum(row_max, T.sinks)
+    shift = torch.nan_to_num(row_max, nan=math.nan, posinf=math.inf, neginf=0.0)  # 0 where -inf: exp gives 0
+    p = s.sub_(shift).exp_()
+    row_sum = p.sum(dim=-1, keepdim=True)
+    if T.sinks is not None:
+        row_sum.add_((T.sinks - shift).exp_())
+    if T.bh is not None:
+        p.mul_(T.dropout_scale(0, sq, n0, n1))
+    out = torch.bmm(p.view(b * hk, g * sq, n1 - n0), T.kv_tile(T.v4, n0, n1).reshape(b * hk, n1 - n0, T.dv))
+    out = out.view(b, hk, g, sq, T.dv)
+    # a row's sum is >= 1 where it sees a key (its max gives exp(0) = 1) and 0 where it sees none (its out is 0):
+    # clamping at 1 changes only the latter, and log(row_sum) >= 0 but there, where |log 0| gives the lse +inf
+    out5.copy_(out.div_(row_sum.clamp_min(1.0)))
+    lse4.copy_(row_sum.log_().abs_().add_(shift).squeeze(-1))
 
 
 def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n, dlse=None,
@@ -351,9 +389,17 @@ class TorchBackend(KernelBackend):
                 return f"{name}={d} is outside 1..{MAX_HEADDIM}"
         return None
 
-    @torch.no_grad()
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None):
-        """-> out like q with v's head dim, lse fp32 (fp64 for fp64 inputs; see KernelBackend for the shapes)."""
+        """-> out like q with v's head dim, lse fp32 (fp64 for fp64 inputs; see KernelBackend for the shapes).
+        Records no autograd history (grad mode off inside; set by hand: ``torch.no_grad()`` costs 2 us a call)."""
+        enabled = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            return self._forward(q, k, v, params)
+        finally:
+            torch._C._set_grad_enabled(enabled)
+
+    def _forward(self, q, k, v, params: AttnParams):
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
             b, sq = q.shape[0], q.shape[1]
