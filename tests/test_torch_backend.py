@@ -131,16 +131,26 @@ def extra_kw(extra, b, h):
     return {}
 
 
+@pytest.mark.parametrize("tiles", ["blocks of 8", "one tile"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}_sq{}_sk{}_h{}_{}".format(*s))
 @pytest.mark.parametrize("extra", EXTRAS)
 @pytest.mark.parametrize("mask", list(MASKS))
-def test_options_fp32(mask, extra, shape):
+def test_options_fp32(mask, extra, shape, tiles, monkeypatch):
+    """Every mask and option through the online loop (tiles of 8) and through the one-tile forward (the default tile
+    sizes, which cover these shapes: ``_forward_tile``, checked to run)."""
+    from flash_attention_amd.backends import torch_backend
+
     b, sq, sk, h, hk = shape
     d, dv = 40, 24 if sq % 2 else 40
     q = torch.randn(b, sq, h, d) * 1.5
     k = torch.randn(b, sk, hk, d) * 1.5
     v = torch.randn(b, sk, hk, dv)
-    compare(q, k, v, dict(MASKS[mask], **extra_kw(extra, b, h)))
+    ran = []
+    real = torch_backend._forward_tile
+    monkeypatch.setattr(torch_backend, "_forward_tile", lambda *a: ran.append(1) or real(*a))
+    sizes = (8, 8) if tiles == "blocks of 8" else (None, 256)
+    compare(q, k, v, dict(MASKS[mask], **extra_kw(extra, b, h)), block_m=sizes[0], block_n=sizes[1])
+    assert ran or tiles == "blocks of 8"  # (blocks of 8 take it too where a block holds every visible key)
 
 
 @pytest.mark.parametrize("d,dv", [(1, 1), (40, 40), (72, 72), (160, 160), (256, 256), (192, 128), (512, 64), (8, 512)])
