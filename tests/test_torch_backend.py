@@ -385,3 +385,20 @@ def test_memory_is_linear_in_seqlen():
     rec = _load_mem_benchmark().measure(seqlen=16384, headdim=64, causal=False, threads=1, timeout=300)
     assert rec["score_matrix_mib"] == 1024.0
     assert rec["peak_mib_above_inputs"] < 256, rec
+
+
+@pytest.mark.parametrize("kw", [dict(causal=True), dict(window_size=(3, 0), softcap=2.0),
+                                dict(causal=True, alibi_slopes=torch.rand(4) * 0.5)],
+                         ids=["causal", "window_softcap", "causal_alibi"])
+@pytest.mark.parametrize("sizes", [(None, 256), (8, 8)], ids=["one tile", "blocks of 8"])
+def test_forward_without_lse(kw, sizes):
+    """A plan whose lse nobody reads (no gradient, none returned: ``slot["lse"] is False``) gets out alone (lse None),
+    the float64 oracle's out, rows that see no key (seqlen_q > seqlen_k, causal) 0 included."""
+    q, k, v = torch.randn(2, 37, 4, 24), torch.randn(2, 29, 2, 24), torch.randn(2, 29, 2, 24)
+    params = make_params(24, **kw)
+    out, lse = TorchBackend(*sizes).forward(q, k, v, params, {"lse": False})
+    ref, _ = attention_ref(q.double(), k.double(), v.double(), **kw)
+    assert lse is None
+    assert_matches(out, ref)
+    if kw.get("causal"):
+        assert (out[:, :8] == 0).all()  # the first 8 rows (bottom-right causal, 37 queries over 29 keys) see no key

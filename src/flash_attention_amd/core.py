@@ -73,6 +73,8 @@ class Plan:
         self.params = params
         self.problem = problem
         self.slot: dict = {}
+        if self.kernel and not problem.needs_grad and not params.return_lse:
+            self.slot["lse"] = False  # nothing reads the lse of this signature's calls (KernelBackend.forward)
         self.check_values = check_values  # read cu_seqlens values before each call
         self.max_seqlen = max_seqlen  # (max_seqlen_q, max_seqlen_k) as validated
         # q, k or v has a last dim that is not contiguous (its stride is part of the key): copied per call

@@ -69,6 +69,8 @@ class KernelBackend(Backend):
     Shapes: dense q [b, sq, h, d], k/v [b, sk, hk, d|dv] -> out [b, sq, h, dv], lse [b, h, sq];
     varlen (params.cu_seqlens_q set) q [total_q, h, d], k/v [total_k, hk, d|dv]
     -> out [total_q, h, dv], lse [h, total_q]. lse is fp32, natural log, +inf on empty rows.
+    ``slot`` (the plan's dict, or None) with ``slot["lse"] is False``: the caller discards the lse (no gradient, none
+    returned), which a backend may then leave out (return None for it) where that saves work.
     """
 
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:

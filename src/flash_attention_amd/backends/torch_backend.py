@@ -49,6 +49,8 @@ MAX_HEADDIM = 512
 TILE_ELEMS_CPU = 1 << 17
 TILE_ELEMS_GPU = 1 << 22
 MIN_BLOCK_M = 32
+# softmax with 0, not NaN, on rows whose scores are all -inf (torch >= 2.5; else the one-tile forward's own ops)
+_SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -224,16 +226,19 @@ class _Tiles:
 
 
 def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
-    """Writes out [b, sq, h, dv] and lse [b, h, sq] (views allowed) for one dense slice."""
+    """Writes out [b, sq, h, dv] and lse [b, h, sq] (views allowed; lse None: not wanted, where the one-tile forward
+    serves, else written to a scratch tensor) for one dense slice."""
     T = _Tiles(q, k, v, params, batch_offset, block_m, block_n)
     b, hk, g = T.b, T.hk, T.g
     out5 = out.unflatten(2, (hk, g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, dv]
-    lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
     if T.block_m >= T.sq:
         blocks = list(T.key_blocks(0, T.sq))
         if len(blocks) == 1:
-            _forward_tile(T, out5, lse4, *blocks[0])
+            _forward_tile(T, out5, None if lse is None else lse.unflatten(1, (hk, g)), *blocks[0])
             return
+    if lse is None:
+        lse = torch.empty((b, T.h, T.sq), dtype=_lse_dtype(q.dtype), device=q.device)
+    lse4 = lse.unflatten(1, (hk, g))  # [b, hk, g, sq]
     for m0, m1 in T.query_blocks():
         bm = m1 - m0
         qt = T.q_tile(m0, m1)
@@ -273,25 +278,32 @@ def _forward_tile(T: _Tiles, out5, lse4, n0: int, n1: int, partial: bool):
     """_forward_dense where every query sees only keys [n0, n1), one tile: the softmax of whole score rows, with none
     of the online loop's rescaling, in about half its ops (what a small call costs on the host, a decoding step with
     sq = 1 among them; issue 10). Rows that see no key get out 0 and lse +inf (with sinks: lse = sink), as from the
-    loop."""
+    loop. lse4 None (no lse wanted) and no sinks: torch's safe softmax, one op (0 on rows that see no key)."""
     b, hk, g, sq = T.b, T.hk, T.g, T.sq
     s, _ = T.scores(T.q_tile(0, sq), T.kv_tile(T.k4, n0, n1), 0, sq, n0, n1, partial)  # [b, hk, g, sq, bn]
-    row_max = s.amax(dim=-1, keepdim=True)  # [b, hk, g, sq, 1]; -inf where nothing is visible
-    if T.sinks is not None:  # the sink is one more logit of the denominator
-        row_max = torch.maximum(row_max, T.sinks)
-    shift = torch.nan_to_num(row_max, nan=math.nan, posinf=math.inf, neginf=0.0)  # 0 where -inf: exp gives 0
-    p = s.sub_(shift).exp_()
-    row_sum = p.sum(dim=-1, keepdim=True)
-    if T.sinks is not None:
-        row_sum.add_((T.sinks - shift).exp_())
+    if lse4 is None and T.sinks is None and _SAFE_SOFTMAX is not None:
+        p, row_sum = _SAFE_SOFTMAX(s, -1), None
+    else:
+        row_max = s.amax(dim=-1, keepdim=True)  # [b, hk, g, sq, 1]; -inf where nothing is visible
+        if T.sinks is not None:  # the sink is one more logit of the denominator
+            row_max = torch.maximum(row_max, T.sinks)
+        shift = torch.nan_to_num(row_max, nan=math.nan, posinf=math.inf, neginf=0.0)  # 0 where -inf: exp gives 0
+        p = s.sub_(shift).exp_()
+        row_sum = p.sum(dim=-1, keepdim=True)
+        if T.sinks is not None:
+            row_sum.add_((T.sinks - shift).exp_())
     if T.bh is not None:
         p.mul_(T.dropout_scale(0, sq, n0, n1))
     out = torch.bmm(p.view(b * hk, g * sq, n1 - n0), T.kv_tile(T.v4, n0, n1).reshape(b * hk, n1 - n0, T.dv))
     out = out.view(b, hk, g, sq, T.dv)
+    if row_sum is None:
+        out5.copy_(out)
+        return
     # a row's sum is >= 1 where it sees a key (its max gives exp(0) = 1) and 0 where it sees none (its out is 0):
     # clamping at 1 changes only the latter, and log(row_sum) >= 0 but there, where |log 0| gives the lse +inf
     out5.copy_(out.div_(row_sum.clamp_min(1.0)))
-    lse4.copy_(row_sum.log_().abs_().add_(shift).squeeze(-1))
+    if lse4 is not None:
+        lse4.copy_(row_sum.log_().abs_().add_(shift).squeeze(-1))
 
 
 def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, block_m, block_n, dlse=None,
@@ -395,16 +407,16 @@ class TorchBackend(KernelBackend):
         enabled = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
         try:
-            return self._forward(q, k, v, params)
+            return self._forward(q, k, v, params, slot is None or slot.get("lse", True))
         finally:
             torch._C._set_grad_enabled(enabled)
 
-    def _forward(self, q, k, v, params: AttnParams):
+    def _forward(self, q, k, v, params: AttnParams, need_lse: bool):
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
             b, sq = q.shape[0], q.shape[1]
             out = torch.empty((b, sq, h, dv), dtype=_out_dtype(q.dtype), device=q.device)
-            lse = torch.empty((b, h, sq), dtype=_lse_dtype(q.dtype), device=q.device)
+            lse = torch.empty((b, h, sq), dtype=_lse_dtype(q.dtype), device=q.device) if need_lse else None
             _forward_dense(q, k, v, out, lse, params, 0, self.block_m, self.block_n)
             return out, lse
         total_q = q.shape[0]
