@@ -233,6 +233,49 @@ def test_sdpa_heads_first_keeps_nan_in_nan_out():
         assert callable(next(iter(core._PLANS.values())).heads)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
+    """A masked call SDPA serves (Hugging Face's padded batches), repeated: from its second call the plan's backend
+    takes q, k, v heads first as they are (``run_heads_first``, not ``run`` on views). Each call matches the oracle:
+    a sequence whose keys are all hidden gives 0 (and gradient 0), a NaN in a key the mask hides changes nothing, a
+    NaN in a query row gives NaN in that row alone (CONTRACT.md)."""
+    from flash_attention_amd.backends.sdpa_backend import SdpaBackend
+
+    seen = []
+    for name in ("run", "run_heads_first"):
+        real = getattr(SdpaBackend, name)
+        monkeypatch.setattr(SdpaBackend, name,
+                            lambda self, *a, real=real, name=name: seen.append(name) or real(self, *a))
+    b, sq, sk, h, hk, d = 3, 5, 11, 4, 2, 16
+    mask = torch.ones(b, 1, 1, sk, dtype=torch.bool)
+    mask[0, ..., 7:] = False
+    mask[1] = False  # sequence 1: every key hidden
+    core.clear_plans()
+    with fa.use_backend("sdpa"):
+        for call in range(3):
+            q, k, v = _heads_first(b, sq, sk, h, hk, d)
+            if not grad:
+                q, k, v = (t.detach() for t in (q, k, v))
+            if call == 2:
+                with torch.no_grad():
+                    k[0, 1, 9] = float("nan")  # a hidden key of sequence 0
+                    q[2, 3, 4] = float("nan")  # query row 4, head 3 of sequence 2
+            seen.clear()
+            out = core.attention_heads_first(q, k, v, attn_bias=mask)
+            assert seen == (["run"] if call == 0 else ["run_heads_first"])
+            ref, _ = attention_ref(*(t.detach().double().transpose(1, 2) for t in (q, k, v)), attn_bias=mask)
+            bad = torch.zeros(b, sq, h, dtype=torch.bool)
+            if call == 2:
+                bad[2, 4, 3] = True
+            assert torch.isnan(out[bad]).all() and not torch.isnan(out[~bad]).any()
+            torch.testing.assert_close(out[~bad].detach().double(), ref[~bad], atol=2e-5, rtol=2e-5)
+            assert (out[1] == 0).all()
+            if grad and call < 2:
+                dq, dk, dv = torch.autograd.grad(out.sum(), (q, k, v))
+                assert (dq[1] == 0).all() and (dk[1] == 0).all() and (dv[1] == 0).all()
+    core.clear_plans()
+
+
 def test_kernel_backend_without_grad_takes_the_views():
     """A kernel-style backend (torch) without gradients: the forward on the views, the values of attention()."""
     q, k, v = _heads_first(2, 13, 17, 4, 2, 8)

@@ -577,6 +577,12 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                 heads_key = plan = None
             if plan is not None and plan.heads:
                 return plan.heads(q, k, v)
+            if plan is not None and plan.problem.bias and plan.heads is False and not plan.kernel \
+                    and not plan.copy_last_dim:  # a run-style plan with a mask of each call's own: q, k, v as they are
+                served = plan.backend.run_heads_first(
+                    q, k, v, _call_params(plan, q, k, None, None, None, None, attn_bias, sinks), plan.slot)
+                if served is not None:
+                    return served[0]
             with _BELOW_AUTOGRAD():  # views the autograd graph does not record (tracked views of q, k, v all the same)
                 views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     except AttributeError:  # not tensors: attention()'s validation names the argument
@@ -598,6 +604,13 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
         if needs_grad:  # for q, k, v only: one node
             return _APPLY_HEADS(q, k, v, (plan, params, views))
         return plan.backend.forward(*views, params, plan.slot)[0]
+    if heads is False and not plan.kernel and not plan.copy_last_dim:
+        # a run-style plan with tensors of its own per call (a mask): attention()'s steps for it, without planning
+        # again; run records the gradient itself, so where one is recorded it gets views autograd tracks
+        if needs_grad:
+            views = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        params = _call_params(plan, views[0], views[1], None, None, None, None, attn_bias, sinks)
+        return plan.backend.run(*views, params, plan.slot)[0]
     out = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
                     window_size, softcap, None, False, False, None, None, None, None, False, attn_bias, sinks)
     if heads is None:  # the plan's first call here: attention() has prepared the backend (its slot)

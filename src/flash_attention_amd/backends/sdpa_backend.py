@@ -106,6 +106,13 @@ class SdpaBackend(Backend):
             out = _nan_rows_cpu(q, k, out, params.causal, lse)
         return out, None
 
+    def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None):
+        """``run`` of a call with a bool mask on q, k, v heads first (``_run_masked`` takes them as they are: the
+        integration's masked calls, a decoding step of a padded batch among them); None for the others."""
+        if params.attn_bias is None:
+            return None
+        return _run_masked(q, k, v, params, slot, heads_first=True), None
+
     def direct(self, problem: Problem, params: AttnParams, slot: dict):
         """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on, one
         a fused GPU op took ``_gpu_runner``'s: the op with the plan's options bound (no ``run`` / ``_out`` frames)."""
@@ -169,14 +176,17 @@ class _MaskPrep:
     then set to 0, CONTRACT.md), and ``additive(dtype)`` is ``visible`` as the additive mask SDPA's
     kernels read (0 / -inf; F.scaled_dot_product_attention converts a bool mask so on every call).
     Fixed-size GPU ops (no host synchronisation), once per mask tensor: a model passes the same mask to
-    every layer (``_mask_prep`` keeps the last key mask, one broadcast over query rows: small)."""
+    every layer (``_mask_prep`` keeps the last key mask, one broadcast over query rows: small).
+    ``hides_rows``: whether ``hidden`` marks any row, read on the CPU (where that costs no synchronisation), so a call
+    whose mask hides no row entirely (a decoding step's) skips setting them to 0; True elsewhere."""
 
-    __slots__ = ("mask", "version", "visible", "hidden", "_additive")
+    __slots__ = ("mask", "version", "visible", "hidden", "hides_rows", "_additive")
 
     def __init__(self, mask: torch.Tensor):
         self.mask, self.version = mask, mask._version
         self.hidden = ~mask.any(-1, keepdim=True)
         self.visible = mask | self.hidden
+        self.hides_rows = not mask.is_cpu or torch.compiler.is_compiling() or bool(self.hidden.any())
         self._additive: dict = {}
 
     def additive(self, dtype: torch.dtype) -> torch.Tensor:
@@ -201,8 +211,10 @@ def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
     return last
 
 
-def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
-    """A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the prepared
+def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: bool = False):
+    """q, k, v [b, s, h, d] ([b, h, s, d] with heads_first) -> out [b, sq, h, dv].
+
+    A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the prepared
     additive mask with no row hidden entirely, then 0 in the rows the mask hides entirely (their gradient
     is 0 too: the masked_fill's backward zeroes them, and a row's dP and delta are then 0).
 
@@ -213,15 +225,26 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
     its math path, the call runs inside ``sdpa_kernel`` restricted to the fused kernels.
 
     NaN: SDPA adds the mask to the scores, so a NaN in a key the mask hides would reach every row of its
-    (sequence, head) (NaN + -inf). On the CPU (a NaN is found by the sums of q and k, no synchronisation)
-    such keys are read as 0 and the rows that do read a NaN are set to NaN (``_nan_rows_masked_cpu``);
-    on GPUs that check would synchronise, so there the NaN reaches those rows (CONTRACT.md)."""
+    (sequence, head) (NaN + -inf). On the CPU such keys are read as 0 and the rows that do read a NaN are set
+    to NaN (``_nan_rows_masked_cpu``), in a second pass taken only where the first one's output has a NaN: a NaN
+    in q or k always leaves one there (in its row; in every row of its sequence and head), and the sum of the
+    output, [b, h, sq, dv], costs less than those of q and k (a decoding step: 2 us against 9). On GPUs that
+    check would synchronise, so there the NaN reaches those rows (CONTRACT.md)."""
     prep = _mask_prep(params.attn_bias)
-    nan_in = (q.device.type == "cpu" and not torch.compiler.is_compiling()
-              and math.isnan(q.sum().item() + k.sum().item()))
-    k_read = torch.where(torch.isnan(k), 0.0, k) if nan_in else k
-    qt, kt, vt = q.transpose(1, 2), k_read.transpose(1, 2), v.transpose(1, 2)
-    bias, gqa = prep.additive(q.dtype), _heads(q) != _heads(k)
+    qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    out = _masked_sdpa(qt, kt, vt, params, slot, prep)
+    if q.device.type == "cpu" and not torch.compiler.is_compiling() and math.isnan(out.sum().item()):
+        if math.isnan(q.sum().item() + k.sum().item()):
+            out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep)
+            out = _nan_rows_masked_cpu(qt.transpose(1, 2), kt.transpose(1, 2), out, prep.visible)
+    if prep.hides_rows:
+        out = out.masked_fill(prep.hidden, 0.0)
+    return out.transpose(1, 2)
+
+
+def _masked_sdpa(qt, kt, vt, params: AttnParams, slot: dict | None, prep: _MaskPrep):
+    """SDPA of qt, kt, vt [b, h, s, d] over prep's additive mask -> out [b, h, sq, dv]."""
+    bias, gqa = prep.additive(qt.dtype), qt.shape[1] != kt.shape[1]
     if torch.compiler.is_compiling():
         # traced: torch's own choice, as eager calls take it (the same kernel, so the same rounding); for
         # every call supports() admits it is fused (fp16 / bf16 on CUDA with a head dim SDPA's kernels take,
@@ -234,15 +257,11 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None):
             if slot is not None:
                 slot["mask_fused"] = fused
     if fused:
-        out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
-                                             scale=params.softmax_scale, enable_gqa=gqa)
-    else:
-        with _fused_kernels(q.device.type):
-            out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
-                                                 scale=params.softmax_scale, enable_gqa=gqa)
-    if nan_in:
-        out = _nan_rows_masked_cpu(q, k, out, prep.visible)
-    return out.masked_fill(prep.hidden, 0.0).transpose(1, 2)
+        return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
+                                              scale=params.softmax_scale, enable_gqa=gqa)
+    with _fused_kernels(qt.device.type):
+        return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, dropout_p=params.dropout_p,
+                                              scale=params.softmax_scale, enable_gqa=gqa)
 
 
 def _torch_picks_fused(qt, kt, vt, bias, dropout_p: float, gqa: bool) -> bool:
