@@ -44,9 +44,11 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 MAX_HEADDIM = 512
 # Elements of one score tile summed over batch and heads (a query block is sized to fill
 # it): bounds the working set to a few such tiles whatever the sequence length. On the CPU
-# a small tile stays in cache (2**17 fp32 = 512 KiB, measured fastest); on a GPU a large one
-# keeps the number of launched ops down.
-TILE_ELEMS_CPU = 1 << 17
+# a tile of 2**18 fp32 (1 MiB) measured fastest (session 52, this repository's 2-core machine, softcap 30,
+# forward + backward: 0.70-0.88x the time of 2**17's tiles at b=2 s=256 h=4/2 d=64 causal, b=1 s=1k h=8 d=64
+# causal, b=4 s=512 h=8 d=64, b=1 s=2k h=8 d=128 causal; 2**19 faster on the third, slower on the second:
+# benchmarks/results/run49); on a GPU a large one keeps the number of launched ops down.
+TILE_ELEMS_CPU = 1 << 18
 TILE_ELEMS_GPU = 1 << 22
 MIN_BLOCK_M = 32
 # softmax with 0, not NaN, on rows whose scores are all -inf (torch >= 2.5; else the one-tile forward's own ops)
