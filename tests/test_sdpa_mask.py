@@ -35,33 +35,48 @@ def _masks(b, h, sq, sk, seed):
     return {"keys": keys.to(DEVICE), "full": full.to(DEVICE)}
 
 
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("kind", ["keys", "full"])
 @pytest.mark.parametrize("shape", [(3, 37, 37, 4, 4, 32), (3, 17, 45, 4, 2, 64), (2, 64, 64, 2, 1, 16)])
-def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape):
+def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal):
+    """Causal too on the CPU, where the causal band is merged into the mask (bottom-right: sq < sk leaves each
+    query more keys)."""
+    if causal and DEVICE != "cpu":
+        pytest.skip("a causal masked call is merged into one mask on the CPU only")
     b, sq, sk, h, hk, d = shape
     q, k, v = _inputs(b, sq, sk, h, hk, d, seed=sum(shape))
     mask = _masks(b, h, sq, sk, seed=len(kind))[kind]
     if DEVICE == "cpu":  # the default CPU route for such calls
-        assert "-> sdpa (auto)" in fa.explain(q, k, v, attn_bias=mask)
-    with fa.use_backend("sdpa"):
-        out = fa.flash_attn_func(q, k, v, attn_bias=mask)
+        assert "-> sdpa (auto)" in fa.explain(q, k, v, attn_bias=mask, causal=causal)
+    for _ in range(2):  # the second call reuses the first one's preparation of the key mask
+        with fa.use_backend("sdpa"):
+            out = fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal)
     dout = torch.randn_like(out)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, _ = attention_ref(q64, k64, v64, attn_bias=mask)
+    ref, _ = attention_ref(q64, k64, v64, attn_bias=mask, causal=causal)
     grads = torch.autograd.grad(ref, (q64, k64, v64), dout.double())
-    hidden = ~mask.expand(b, h, sq, sk).any(-1).transpose(1, 2)  # [b, sq, h]
+    seen = mask.expand(b, h, sq, sk)
+    if causal:
+        seen = seen & (torch.arange(sk, device=DEVICE)[None, :] <= torch.arange(sq, device=DEVICE)[:, None] + sk - sq)
+    hidden = ~seen.any(-1).transpose(1, 2)  # [b, sq, h]
     assert hidden.any()
     assert (out[hidden] == 0).all() and (dq[hidden] == 0).all()
     for name, x, r in (("out", out, ref), ("dq", dq, grads[0]), ("dk", dk, grads[1]), ("dv", dv, grads[2])):
         assert_matches(x, r, name=name, fp32_tol=2e-5, lowp_tol=2e-2)
 
 
-def test_sdpa_bool_mask_declines_causal_and_float_bias():
+def test_sdpa_bool_mask_declines_causal_and_float_bias(monkeypatch):
+    """A causal masked call: declined on a GPU, and on the CPU past CAUSAL_MASK_ELEMS_CPU elements of the merged
+    mask (here 2 x 16 x 16 = 512 against a limit set to 511)."""
     q, k, v = _inputs(2, 16, 16, 2, 2, 16, seed=1)
     mask = _masks(2, 2, 16, 16, seed=2)["keys"]
+    monkeypatch.setattr(sdpa_backend, "CAUSAL_MASK_ELEMS_CPU", 511)
     with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="attn_mask or is_causal"):
         fa.flash_attn_func(q, k, v, attn_bias=mask, causal=True)
+    monkeypatch.setattr(sdpa_backend, "CAUSAL_MASK_ELEMS_CPU", 512)
+    if DEVICE == "cpu":
+        assert "-> sdpa (auto)" in fa.explain(q, k, v, attn_bias=mask, causal=True)
     with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="float attn_bias"):
         fa.flash_attn_func(q, k, v, attn_bias=torch.zeros(2, 1, 1, 16, device=DEVICE, dtype=q.dtype))
 

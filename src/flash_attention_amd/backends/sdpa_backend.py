@@ -70,8 +70,9 @@ class SdpaBackend(Backend):
             (p.offsets, "diag / dropout offsets are not expressible in SDPA"),
             (p.bias == "float", "a float attn_bias through SDPA's attn_mask gives NaN on a row it hides entirely "
                                 "(contract: 0), and SDPA returns no dbias"),
-            (p.bias == "bool" and p.causal, "a bool attn_bias with causal: SDPA takes attn_mask or is_causal, not "
-                                            "both (the causal mask would be materialised)"),
+            (p.bias == "bool" and p.causal and not _merges_causal(p),
+             "a bool attn_bias with causal: SDPA takes attn_mask or is_causal, not both, and the causal mask would be "
+             f"materialised (merged into the mask only on the CPU, eager, up to {CAUSAL_MASK_ELEMS_CPU} elements)"),
             (p.has_sinks, "SDPA has no attention sinks"),
             (p.fp8, "FP8 inputs with descale factors: SDPA has no descales (triton / torch serve them)"),
             (p.has_window, "sliding window is not expressible without a materialised mask"),
@@ -169,6 +170,19 @@ class SdpaBackend(Backend):
         return out.transpose(1, 2)
 
 
+# Merged causal masks on the CPU (_MaskPrep's band): up to this many elements (the mask's batch x heads x seqlen_q x
+# seqlen_k) SDPA's CPU kernel over the merged mask took 0.70-0.81x the forward + backward time of the torch backend
+# (session 52: b=4 s=512 h=4/2 d=64 and b=1 s=1k h=8 d=64 at 2**20; b=2 s=256 h=4/2 0.55x); from 2**21 it was
+# 0.85-1.07x (benchmarks/results/run49).
+CAUSAL_MASK_ELEMS_CPU = 1 << 20
+
+
+def _merges_causal(p: Problem) -> bool:
+    """Whether a causal call with a bool mask is served with the causal band merged into the mask (_MaskPrep)."""
+    b, h = p.bias_shape[0], p.bias_shape[1]
+    return p.device_type == "cpu" and not p.compiling and b * h * p.seqlen_q * p.seqlen_k <= CAUSAL_MASK_ELEMS_CPU
+
+
 class _MaskPrep:
     """A bool mask [b|1, h|1, sq|1, sk] as SDPA takes it without NaN and without per-call conversions:
     ``hidden`` [b|1, h|1, sq|1, 1] marks the rows it hides entirely, ``visible`` is the mask with those
@@ -178,12 +192,17 @@ class _MaskPrep:
     Fixed-size GPU ops (no host synchronisation), once per mask tensor: a model passes the same mask to
     every layer (``_mask_prep`` keeps the last key mask, one broadcast over query rows: small).
     ``hides_rows``: whether ``hidden`` marks any row, read on the CPU (where that costs no synchronisation), so a call
-    whose mask hides no row entirely (a decoding step's) skips setting them to 0; True elsewhere."""
+    whose mask hides no row entirely (a decoding step's) skips setting them to 0; True elsewhere.
+    ``band`` (seqlen_q, seqlen_k) or None: a causal call's (``_merges_causal``), whose bottom-right causal band is
+    merged into the mask (key j visible to query i where j <= i + seqlen_k - seqlen_q)."""
 
-    __slots__ = ("mask", "version", "visible", "hidden", "hides_rows", "_additive")
+    __slots__ = ("mask", "version", "band", "visible", "hidden", "hides_rows", "_additive")
 
-    def __init__(self, mask: torch.Tensor):
-        self.mask, self.version = mask, mask._version
+    def __init__(self, mask: torch.Tensor, band: tuple | None = None):
+        self.mask, self.version, self.band = mask, mask._version, band
+        if band is not None:
+            sq, sk = band
+            mask = mask & torch.ones(sq, sk, dtype=torch.bool, device=mask.device).tril_(sk - sq)
         self.hidden = ~mask.any(-1, keepdim=True)
         self.visible = mask | self.hidden
         self.hides_rows = not mask.is_cpu or torch.compiler.is_compiling() or bool(self.hidden.any())
@@ -200,12 +219,12 @@ class _MaskPrep:
 _LAST_MASK: list[_MaskPrep] = []
 
 
-def _mask_prep(mask: torch.Tensor) -> _MaskPrep:
+def _mask_prep(mask: torch.Tensor, band: tuple | None = None) -> _MaskPrep:
     if torch.compiler.is_compiling():  # traced: the preparation is part of the graph
-        return _MaskPrep(mask)
+        return _MaskPrep(mask, band)
     last = _LAST_MASK[0] if _LAST_MASK else None
-    if last is None or last.mask is not mask or last.version != mask._version:
-        last = _MaskPrep(mask)
+    if last is None or last.mask is not mask or last.version != mask._version or last.band != band:
+        last = _MaskPrep(mask, band)
         if mask.shape[2] == 1:  # kept only where it is small: a mask per query row is prepared per call
             _LAST_MASK[:] = [last]
     return last
@@ -230,7 +249,8 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     in q or k always leaves one there (in its row; in every row of its sequence and head), and the sum of the
     output, [b, h, sq, dv], costs less than those of q and k (a decoding step: 2 us against 9). On GPUs that
     check would synchronise, so there the NaN reaches those rows (CONTRACT.md)."""
-    prep = _mask_prep(params.attn_bias)
+    sq, sk = (q.shape[2], k.shape[2]) if heads_first else (q.shape[1], k.shape[1])
+    prep = _mask_prep(params.attn_bias, (sq, sk) if params.causal else None)
     qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     out = _masked_sdpa(qt, kt, vt, params, slot, prep)
     if q.device.type == "cpu" and not torch.compiler.is_compiling() and math.isnan(out.sum().item()):
