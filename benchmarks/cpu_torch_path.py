@@ -1,16 +1,20 @@
-"""The PyTorch path (the ``torch`` backend) on the CPU where it serves real models (issue 10: "a model that gets faster
-when they switch to it"): the calls SDPA cannot take (softcap, sinks, windows with a padding mask), as Hugging Face's
-Gemma 2 and GPT-OSS make them, against the same math in plain PyTorch as transformers' eager attention does it.
+"""Hugging Face's masked and option-carrying calls on the CPU (issue 10: "a model that gets faster when they switch to
+it"): the calls SDPA cannot take (softcap, sinks, windows with a padding mask: the ``torch`` backend), as Gemma 2 and
+GPT-OSS make them, against the same math in plain PyTorch as transformers' eager attention does it; and Llama's
+padded-batch calls (a key mask, causal in the prefill: SDPA through us) against transformers' sdpa call (raw
+``F.scaled_dot_product_attention`` with the bool mask, the prefill's causal mask already merged, as HF builds it once
+per forward).
 
 Two tables, printed as markdown (``--json PATH`` also writes the figures):
 
 1. Host time per call (median and min of ``--loops`` loops of ``--calls`` calls, microseconds; paths interleaved,
    rotated order): ours (``core.attention_heads_first``, the integration's call, or ``flash_attn_func``) beside eager
    (transformers' eager attention for the model, written out here: repeat K/V, matmul, scale, softcap, mask, softmax,
-   matmul) and, with ``--compare MODULE``, an older copy of the library (``benchmarks/base_pkg.sh``).
+   matmul; for Llama, transformers' sdpa call) and, with ``--compare MODULE``, an older copy of the library
+   (``benchmarks/base_pkg.sh``).
 2. Greedy generation with Hugging Face transformers (random weights, float32, left-padded prompts): tokens/s of eager
    and ``fa_amd`` (and the older copy's ``fa_amd_base``), ``--rounds`` rounds, implementations rotated each round; the
-   tokens are checked equal to eager's.
+   tokens are checked equal to eager's (Llama: sdpa too).
 
     PYTHONPATH=src python benchmarks/cpu_torch_path.py [--calls 2000] [--loops 9] [--rounds 5]
         [--compare flash_attention_amd_base] [--json PATH]
@@ -35,7 +39,15 @@ DECODE = (
     ("GPT-OSS decode: b=4 h=8/1 d=32 sk=65, sinks, window 64, mask", (4, 8, 1, 32), 1, 65,
      dict(sinks=True, window_size=(63, 0))),
     ("GPT-OSS prefill: b=2 h=8/1 d=32 s=64, causal, sinks, mask", (2, 8, 64, 32), 1, 64, dict(sinks=True, causal=True)),
+    ("Llama decode: b=4 h=4/2 d=64 sk=65, mask", (4, 4, 1, 64), 2, 65, dict(sdpa=True)),
+    ("Llama prefill: b=4 h=4/2 d=64 s=64, causal, mask", (4, 4, 64, 64), 2, 64, dict(sdpa=True, causal=True)),
 )
+
+
+def _hf_sdpa(q, k, v, mask, causal=False):
+    """transformers' sdpa attention for Llama: its bool mask (the causal band merged in, built once per forward),
+    enable_gqa -> out [b, sq, h, d]."""
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).transpose(1, 2)
 
 
 def _eager(q, k, v, mask, softcap=0.0, sinks=None, window_size=(-1, -1), causal=False):
@@ -74,14 +86,25 @@ def call_paths(libs: dict, case) -> dict:
     kw = dict(opts)
     if kw.pop("sinks", False):
         kw["sinks"] = torch.randn(h, generator=g)
-    paths = {"eager": lambda: _eager(q, k, v, mask, **kw)}
+    if kw.pop("sdpa", False):
+        merged = mask
+        if kw.get("causal"):
+            merged = mask & torch.ones(sq, sk, dtype=torch.bool).tril_(sk - sq)
+        paths = {"eager": lambda: _hf_sdpa(q, k, v, merged)}
+    else:
+        paths = {"eager": lambda: _eager(q, k, v, mask, **kw)}
     for name, lib in libs.items():
         fn = lib.core.attention_heads_first
         paths[name] = lambda fn=fn: fn(q, k, v, attn_bias=mask, **kw)
     ref = _eager(q.double(), k.double(), v.double(), mask, **{n: (t.double() if torch.is_tensor(t) else t)
                                                                 for n, t in kw.items()})
+    seen = mask.expand(b, 1, sq, sk)
+    if kw.get("causal"):
+        seen = seen & torch.ones(sq, sk, dtype=torch.bool).tril_(sk - sq)
+    rows = seen.any(-1).transpose(1, 2).expand(b, sq, h)  # [b, sq, h]: the rows that see a key (the others differ
+    # by design: 0 from us, NaN or uniform weights from transformers' paths)
     for name, f in paths.items():  # the same result before anything is timed
-        err = (f().double() - ref).norm() / ref.norm()
+        err = (f()[rows].double() - ref[rows]).norm() / ref[rows].norm()
         assert err < 1e-5, (name, float(err))
     return paths
 
@@ -102,12 +125,15 @@ def time_paths(paths: dict, calls: int, loops: int) -> dict:
     return {n: (statistics.median(s), min(s)) for n, s in samples.items()}
 
 
-GEN = (("Gemma 2", models.hf_gemma2, models.GEMMA2_SMALL), ("GPT-OSS", models.hf_gpt_oss, models.GPTOSS_SMALL))
+GEN = (("Gemma 2", models.hf_gemma2, models.GEMMA2_SMALL), ("GPT-OSS", models.hf_gpt_oss, models.GPTOSS_SMALL),
+       ("Llama", models.hf_llama, models.LLAMA_SMALL))
 
 
-def generation(impls: list[str], rounds: int, b=4, prompt=64, new=32) -> list:
+def generation(all_impls: list[str], rounds: int, b=4, prompt=64, new=32) -> list:
     rows = []
     for name, build, cfg in GEN:
+        # transformers has no sdpa path for Gemma 2 and GPT-OSS
+        impls = [i for i in all_impls if i != "sdpa" or name == "Llama"]
         torch.manual_seed(0)
         model = build(dict(cfg), prompt + new, "cpu", torch.float32).eval()
         batch = models.padded_batch(b, prompt, cfg["vocab_size"], "cpu", padded=True, side="left", min_frac=0.5,
@@ -147,6 +173,7 @@ def main() -> None:
     print(f"## Host time per call, us: median (min) of {a.loops} loops of {a.calls} calls, paths interleaved\n")
     names = ["ours"] + (["base"] if a.compare else []) + ["eager"]
     print("| call | served by | " + " | ".join(names) + " | ours / eager (time) |")
+    # (eager: transformers' own call for the model: its eager math, for Llama its sdpa call)
     print("|---" * (len(names) + 3) + "|")
     result = {"calls": {}, "generation": {}}
     for case in DECODE:
@@ -155,22 +182,23 @@ def main() -> None:
         _, (b, h, sq, d), hk, sk, opts = case
         served = flash_attention_amd.explain(torch.empty(b, sq, h, d), torch.empty(b, sk, hk, d),
                                              torch.empty(b, sk, hk, d), attn_bias=torch.ones(b, 1, 1, sk, dtype=bool),
-                                             **{n: (torch.zeros(h) if n == "sinks" else o) for n, o in opts.items()})
+                                             **{n: (torch.zeros(h) if n == "sinks" else o) for n, o in opts.items()
+                                                if n != "sdpa"})
         served = served.splitlines()[0].split(" -> ")[-1]
         cells = " | ".join(f"{t[n][0]:.1f} ({t[n][1]:.1f})" for n in names)
         print(f"| {case[0]} | {served} | {cells} | {t['ours'][0] / t['eager'][0]:.2f}x |")
         result["calls"][case[0]] = t
-    impls = ["eager", "fa_amd"] + (["fa_amd_base"] if a.compare else [])
+    impls = ["eager", "sdpa", "fa_amd"] + (["fa_amd_base"] if a.compare else [])
     if a.compare:
         models.register_hf()
         importlib.import_module(a.compare + ".integrations.hf").register()
     print(f"\n## Greedy generation, tokens/s: median (min-max) of {a.rounds} rounds, implementations rotated\n")
-    print("| model | " + " | ".join(impls) + " | fa_amd / eager | same tokens as eager |")
+    print("| model | " + " | ".join(impls) + " | fa_amd / the faster of eager and sdpa | same tokens as eager |")
     print("|---" * (len(impls) + 3) + "|")
     for label, tps, same in generation(impls, a.rounds):
-        cells = " | ".join(f"{tps[i][0]:.0f} ({tps[i][1]:.0f}-{tps[i][2]:.0f})" for i in impls)
-        print(f"| {label} | {cells} | {tps['fa_amd'][0] / tps['eager'][0]:.2f}x | "
-              f"{', '.join(i for i in impls if same[i])} |")
+        cells = " | ".join(f"{tps[i][0]:.0f} ({tps[i][1]:.0f}-{tps[i][2]:.0f})" if i in tps else "-" for i in impls)
+        best = max(tps[i][0] for i in ("eager", "sdpa") if i in tps)
+        print(f"| {label} | {cells} | {tps['fa_amd'][0] / best:.2f}x | {', '.join(i for i in same if same[i])} |")
         result["generation"][label] = {"tokens_per_s": tps, "same_tokens": same}
     if a.json:
         with open(a.json, "w") as f:
