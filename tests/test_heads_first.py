@@ -236,7 +236,8 @@ def test_sdpa_heads_first_keeps_nan_in_nan_out():
 @pytest.mark.parametrize("grad", [False, True])
 def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
     """A masked call SDPA serves (Hugging Face's padded batches), repeated: from its second call the plan's backend
-    takes q, k, v heads first as they are (``run_heads_first``, not ``run`` on views). Each call matches the oracle:
+    takes q, k, v heads first as they are (``run_heads_first``, not ``run`` on views), with each call's own mask
+    (a new one on the third call). Each call matches the oracle:
     a sequence whose keys are all hidden gives 0 (and gradient 0), a NaN in a key the mask hides changes nothing, a
     NaN in a query row gives NaN in that row alone (CONTRACT.md)."""
     from flash_attention_amd.backends.sdpa_backend import SdpaBackend
@@ -260,6 +261,8 @@ def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
                 with torch.no_grad():
                     k[0, 1, 9] = float("nan")  # a hidden key of sequence 0
                     q[2, 3, 4] = float("nan")  # query row 4, head 3 of sequence 2
+                mask = mask.clone()  # a new mask of the same shape (the next batch's): this one, not the plan's
+                mask[2, ..., 8:] = False
             seen.clear()
             out = core.attention_heads_first(q, k, v, attn_bias=mask)
             assert seen == (["run"] if call == 0 else ["run_heads_first"])

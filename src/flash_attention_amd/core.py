@@ -579,8 +579,11 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                 return plan.heads(q, k, v)
             if plan is not None and plan.problem.bias and plan.heads is False and not plan.kernel \
                     and not plan.copy_last_dim:  # a run-style plan with a mask of each call's own: q, k, v as they are
-                served = plan.backend.run_heads_first(
-                    q, k, v, _call_params(plan, q, k, None, None, None, None, attn_bias, sinks), plan.slot)
+                if plan.params.dropout_p == 0 and attn_bias.dim() == 4:  # the mask is all the call brings
+                    served = plan.backend.run_heads_first(q, k, v, plan.params, plan.slot, attn_bias)
+                else:
+                    served = plan.backend.run_heads_first(
+                        q, k, v, _call_params(plan, q, k, None, None, None, None, attn_bias, sinks), plan.slot)
                 if served is not None:
                     return served[0]
             with _BELOW_AUTOGRAD():  # views the autograd graph does not record (tracked views of q, k, v all the same)

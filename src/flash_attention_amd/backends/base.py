@@ -54,9 +54,10 @@ class Backend:
         [b, sq, h, dv], or None: asked once per plan that ``direct`` is asked for, after its first call."""
         return None
 
-    def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None):
+    def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None, attn_bias=None):
         """``run`` for q [b, h, sq, d], k / v [b, hk, sk, d] (heads first) -> (out [b, sq, h, dv], lse or None)
-        where the backend takes them as they are, else None (the caller transposes them for ``run``)."""
+        where the backend takes them as they are, else None (the caller transposes them for ``run``). attn_bias (4-D)
+        where given is the call's, in place of params.attn_bias (the plan's params then serve as they are)."""
         return None
 
     def supports_decode(self, problem: Problem) -> str | None:

@@ -107,12 +107,13 @@ class SdpaBackend(Backend):
             out = _nan_rows_cpu(q, k, out, params.causal, lse)
         return out, None
 
-    def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None):
+    def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None, attn_bias=None):
         """``run`` of a call with a bool mask on q, k, v heads first (``_run_masked`` takes them as they are: the
         integration's masked calls, a decoding step of a padded batch among them); None for the others."""
-        if params.attn_bias is None:
+        mask = params.attn_bias if attn_bias is None else attn_bias
+        if mask is None:
             return None
-        return _run_masked(q, k, v, params, slot, heads_first=True), None
+        return _run_masked(q, k, v, params, slot, heads_first=True, mask=mask), None
 
     def direct(self, problem: Problem, params: AttnParams, slot: dict):
         """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on, one
@@ -230,8 +231,9 @@ def _mask_prep(mask: torch.Tensor, band: tuple | None = None) -> _MaskPrep:
     return last
 
 
-def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: bool = False):
-    """q, k, v [b, s, h, d] ([b, h, s, d] with heads_first) -> out [b, sq, h, dv].
+def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: bool = False, mask=None):
+    """q, k, v [b, s, h, d] ([b, h, s, d] with heads_first) -> out [b, sq, h, dv]; mask: the bool mask, else
+    params.attn_bias.
 
     A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the prepared
     additive mask with no row hidden entirely, then 0 in the rows the mask hides entirely (their gradient
@@ -250,10 +252,10 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     output, [b, h, sq, dv], costs less than those of q and k (a decoding step: 2 us against 9). On GPUs that
     check would synchronise, so there the NaN reaches those rows (CONTRACT.md)."""
     sq, sk = (q.shape[2], k.shape[2]) if heads_first else (q.shape[1], k.shape[1])
-    prep = _mask_prep(params.attn_bias, (sq, sk) if params.causal else None)
+    prep = _mask_prep(params.attn_bias if mask is None else mask, (sq, sk) if params.causal else None)
     qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     out = _masked_sdpa(qt, kt, vt, params, slot, prep)
-    if q.device.type == "cpu" and not torch.compiler.is_compiling() and math.isnan(out.sum().item()):
+    if q.is_cpu and not torch.compiler.is_compiling() and math.isnan(out.sum().item()):
         if math.isnan(q.sum().item() + k.sum().item()):
             out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep)
             out = _nan_rows_masked_cpu(qt.transpose(1, 2), kt.transpose(1, 2), out, prep.visible)
