@@ -141,7 +141,7 @@ def generation(all_impls: list[str], rounds: int, b=4, prompt=64, new=32) -> lis
         gc = model.generation_config
         gc.pad_token_id, gc.eos_token_id, gc.bos_token_id = 0, None, None
         inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        tps, tokens = {i: [] for i in impls}, {}
+        tps, tokens, ratios = {i: [] for i in impls}, {}, []
         for r in range(rounds + 1):  # round 0 warms up
             for impl in impls[r % len(impls):] + impls[:r % len(impls)]:
                 models.set_impl(model, impl)
@@ -152,9 +152,12 @@ def generation(all_impls: list[str], rounds: int, b=4, prompt=64, new=32) -> lis
                 if r:
                     tps[impl].append(b * new / dt)
                 tokens[impl] = out
+            if r:  # this round's fa_amd over the faster of eager and sdpa (paired: a drifting host slows both)
+                ratios.append(tps["fa_amd"][-1] / max(tps[i][-1] for i in ("eager", "sdpa") if i in tps))
         same = {i: torch.equal(tokens[i], tokens["eager"]) for i in impls}
         rows.append((f"{name}: {models.describe(cfg)}; b={b}, prompts {prompt // 2}-{prompt} left-padded, {new} new",
-                     {i: (statistics.median(v), min(v), max(v)) for i, v in tps.items()}, same))
+                     {i: (statistics.median(v), min(v), max(v)) for i, v in tps.items()}, same,
+                     (statistics.median(ratios), min(ratios), max(ratios))))
     return rows
 
 
@@ -193,13 +196,14 @@ def main() -> None:
         models.register_hf()
         importlib.import_module(a.compare + ".integrations.hf").register()
     print(f"\n## Greedy generation, tokens/s: median (min-max) of {a.rounds} rounds, implementations rotated\n")
-    print("| model | " + " | ".join(impls) + " | fa_amd / the faster of eager and sdpa | same tokens as eager |")
+    print("| model | " + " | ".join(impls) + " | fa_amd / the faster of eager and sdpa, median (min-max) of the "
+          "rounds' ratios | same tokens as eager |")
     print("|---" * (len(impls) + 3) + "|")
-    for label, tps, same in generation(impls, a.rounds):
+    for label, tps, same, ratio in generation(impls, a.rounds):
         cells = " | ".join(f"{tps[i][0]:.0f} ({tps[i][1]:.0f}-{tps[i][2]:.0f})" if i in tps else "-" for i in impls)
-        best = max(tps[i][0] for i in ("eager", "sdpa") if i in tps)
-        print(f"| {label} | {cells} | {tps['fa_amd'][0] / best:.2f}x | {', '.join(i for i in same if same[i])} |")
-        result["generation"][label] = {"tokens_per_s": tps, "same_tokens": same}
+        print(f"| {label} | {cells} | {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}) | "
+              f"{', '.join(i for i in same if same[i])} |")
+        result["generation"][label] = {"tokens_per_s": tps, "same_tokens": same, "ratio": ratio}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
