@@ -45,9 +45,9 @@ MAX_HEADDIM = 512
 # Elements of one score tile summed over batch and heads (a query block is sized to fill
 # it): bounds the working set to a few such tiles whatever the sequence length. On the CPU
 # a tile of 2**18 fp32 (1 MiB) measured fastest (session 52, this repository's 2-core machine, softcap 30,
-# forward + backward: 0.72-0.95x the time of 2**17's tiles at b=2 s=256 h=4/2 d=64 causal, b=1 s=1k h=8 d=64
-# causal, b=4 s=512 h=8 d=64, b=1 s=2k h=8 d=128 causal; 2**19 faster on the third, slower on the first two:
-# benchmarks/results/run49/cpu_tile_size*); on a GPU a large one keeps the number of launched ops down.
+# forward + backward: 0.72-0.89x the time of 2**17's tiles at b=2 s=256 h=4/2 d=64 causal, b=1 s=1k h=8 d=64
+# causal, b=1 s=2k h=8 d=128 causal, 0.95-1.01x at b=4 s=512 h=8 d=64; 2**19 faster on that one, slower on the
+# first two: benchmarks/results/run49/cpu_tile_size*); on a GPU a large one keeps the number of launched ops down.
 TILE_ELEMS_CPU = 1 << 18
 TILE_ELEMS_GPU = 1 << 22
 MIN_BLOCK_M = 32
