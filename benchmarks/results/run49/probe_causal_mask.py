@@ -3,23 +3,16 @@ mask, heads first (Hugging Face's call), through the library as its dispatcher s
 backend) against SDPA's CPU kernel over the causal band merged into the mask, with that mask built once (as the rule's
 preparation is, per mask tensor) or on every call. Run on the tree before 8d0254b: PYTHONPATH=src python <this file>."""
 import math
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from flash_attention_amd import core
 
-
-def median_ms(f, reps=7):
-    f()
-    f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return sorted(ts)[len(ts) // 2] * 1e3
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from cpu_tile_size import median_ms  # noqa: E402
 
 
 def merged(mask, s):
@@ -44,8 +37,9 @@ def probe(b, s, h, hk, d):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=a, enable_gqa=True).masked_fill(hid, 0).transpose(1, 2)
         o.backward(torch.ones_like(o))
 
-    print((b, s, h, hk, d), b * s * s, "ours", round(median_ms(ours), 2), "sdpa, mask once",
-          round(median_ms(lambda: sdpa(False)), 2), "sdpa, mask per call", round(median_ms(lambda: sdpa(True)), 2))
+    once, per_call = median_ms(lambda: sdpa(False), 7), median_ms(lambda: sdpa(True), 7)
+    print((b, s, h, hk, d), b * s * s, "ours", round(median_ms(ours, 7), 2), "sdpa, mask once", round(once, 2),
+          "sdpa, mask per call", round(per_call, 2))
 
 
 for shape in [(2, 256, 4, 2, 64), (4, 512, 4, 2, 64), (1, 1024, 8, 8, 64), (2, 1024, 8, 2, 128), (1, 1536, 8, 8, 64)]:
