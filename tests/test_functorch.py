@@ -54,8 +54,10 @@ def test_grad_transform_equals_autograd(backend):
             assert_matches(g, t.grad.double(), name=name, **low)
         else:
             torch.testing.assert_close(g, t.grad, rtol=1e-12, atol=1e-12)
+    # dbias and dsinks are float32 but come from bf16 products on a GPU: bf16's bound for them too
+    oracle_tol = dict(low, fp32_tol=2e-2) if low else {}
     for g, r, name in zip(grads, _oracle(q, k, v, bias, sinks), ("dq", "dbias", "dsinks")):
-        assert_matches(g, r, name=name, **low)
+        assert_matches(g, r, name=name, **oracle_tol)
     gq = torch.func.grad(lambda a: _loss(a, k, v, bias, sinks, backend))(q)  # bias and sinks held constant
     torch.testing.assert_close(gq, grads[0], rtol=1e-2 if low else 1e-12, atol=1e-2 if low else 1e-12)
     assert not bias.requires_grad
