@@ -233,11 +233,13 @@ def test_sdpa_heads_first_keeps_nan_in_nan_out():
         assert callable(next(iter(core._PLANS.values())).heads)
 
 
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("grad", [False, True])
-def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
-    """A masked call SDPA serves (Hugging Face's padded batches), repeated: from its second call the plan's backend
-    takes q, k, v heads first as they are (``run_heads_first``, not ``run`` on views), with each call's own mask
-    (a new one on the third call). Each call matches the oracle:
+def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, causal, monkeypatch):
+    """A masked call SDPA serves (Hugging Face's padded batches), repeated: on its second call the plan's backend
+    takes q, k, v heads first as they are (``run_heads_first``, not ``run`` on views), from the third on the function
+    it then handed over (``Plan.masked``: neither), with each call's own mask (a new one on the third call). Each call
+    matches the oracle:
     a sequence whose keys are all hidden gives 0 (and gradient 0), a NaN in a key the mask hides changes nothing, a
     NaN in a query row gives NaN in that row alone (CONTRACT.md)."""
     from flash_attention_amd.backends.sdpa_backend import SdpaBackend
@@ -253,7 +255,7 @@ def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
     mask[1] = False  # sequence 1: every key hidden
     core.clear_plans()
     with fa.use_backend("sdpa"):
-        for call in range(3):
+        for call in range(4):
             q, k, v = _heads_first(b, sq, sk, h, hk, d)
             if not grad:
                 q, k, v = (t.detach() for t in (q, k, v))
@@ -264,16 +266,20 @@ def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, monkeypatch):
                 mask = mask.clone()  # a new mask of the same shape (the next batch's): this one, not the plan's
                 mask[2, ..., 8:] = False
             seen.clear()
-            out = core.attention_heads_first(q, k, v, attn_bias=mask)
-            assert seen == (["run"] if call == 0 else ["run_heads_first"])
-            ref, _ = attention_ref(*(t.detach().double().transpose(1, 2) for t in (q, k, v)), attn_bias=mask)
+            scale = 0.3 if causal else None  # (a scale of its own in one of the two)
+            out = core.attention_heads_first(q, k, v, softmax_scale=scale, causal=causal, attn_bias=mask)
+            assert seen == (["run"] if call == 0 else ["run_heads_first"] if call == 1 else [])
+            if call > 0:
+                assert callable(next(iter(core._PLANS.values())).masked)
+            ref, _ = attention_ref(*(t.detach().double().transpose(1, 2) for t in (q, k, v)), softmax_scale=scale,
+                                   causal=causal, attn_bias=mask)
             bad = torch.zeros(b, sq, h, dtype=torch.bool)
             if call == 2:
                 bad[2, 4, 3] = True
             assert torch.isnan(out[bad]).all() and not torch.isnan(out[~bad]).any()
             torch.testing.assert_close(out[~bad].detach().double(), ref[~bad], atol=2e-5, rtol=2e-5)
             assert (out[1] == 0).all()
-            if grad and call < 2:
+            if grad and call != 2:
                 dq, dk, dv = torch.autograd.grad(out.sum(), (q, k, v))
                 assert (dq[1] == 0).all() and (dk[1] == 0).all() and (dv[1] == 0).all()
     core.clear_plans()

@@ -62,7 +62,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim", "fixed", "direct", "heads")
+                 "copy_last_dim", "fixed", "direct", "heads", "masked")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -89,6 +89,11 @@ class Plan:
         # the same for q, k, v given heads first (attention_heads_first): the backend's heads_first(...), asked after
         # the plan's first call through attention_heads_first
         self.heads = self.direct
+        # a run-style plan with a bool mask of each call's own and no dropout: after its first call through
+        # attention_heads_first's masked route (a 4-D mask), the backend's masked_heads_first(...), a function
+        # (q, k, v, mask) -> out, or False where it has none; False for every other plan
+        self.masked = None if (problem.bias == "bool" and not self.kernel and not copy_last_dim
+                               and params.dropout_p == 0) else False
 
 
 # Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
@@ -577,10 +582,14 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                 heads_key = plan = None
             if plan is not None and plan.heads:
                 return plan.heads(q, k, v)
+            if plan is not None and plan.masked:
+                return plan.masked(q, k, v, attn_bias)
             if plan is not None and plan.problem.bias and plan.heads is False and not plan.kernel \
                     and not plan.copy_last_dim:  # a run-style plan with a mask of each call's own: q, k, v as they are
                 if plan.params.dropout_p == 0 and attn_bias.dim() == 4:  # the mask is all the call brings
                     served = plan.backend.run_heads_first(q, k, v, plan.params, plan.slot, attn_bias)
+                    if served is not None and plan.masked is None:
+                        plan.masked = plan.backend.masked_heads_first(plan.problem, plan.params, plan.slot) or False
                 else:
                     served = plan.backend.run_heads_first(
                         q, k, v, _call_params(plan, q, k, None, None, None, None, attn_bias, sinks), plan.slot)

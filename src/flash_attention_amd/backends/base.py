@@ -54,6 +54,12 @@ class Backend:
         [b, sq, h, dv], or None: asked once per plan that ``direct`` is asked for, after its first call."""
         return None
 
+    def masked_heads_first(self, problem: Problem, params: AttnParams, slot: dict):
+        """A function ``(q, k, v, mask) -> out [b, sq, h, dv]`` for the later calls of a plan with a bool mask (4-D,
+        each call's own) and no dropout that ``run_heads_first`` has served once, q, k, v heads first: that method
+        with the plan's params bound; or None to keep ``run_heads_first``. Asked once per such plan."""
+        return None
+
     def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None, attn_bias=None):
         """``run`` for q [b, h, sq, d], k / v [b, hk, sk, d] (heads first) -> (out [b, sq, h, dv], lse or None)
         where the backend takes them as they are, else None (the caller transposes them for ``run``). attn_bias (4-D)

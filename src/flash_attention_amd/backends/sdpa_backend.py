@@ -115,6 +115,12 @@ class SdpaBackend(Backend):
             return None
         return _run_masked(q, k, v, params, slot, heads_first=True, mask=mask), None
 
+    def masked_heads_first(self, problem: Problem, params: AttnParams, slot: dict):
+        """``_masked_runner``'s function where the plan's first masked call took a fused kernel (``mask_fused``)."""
+        if params.dropout_p != 0 or problem.bias != "bool" or not slot.get("mask_fused"):
+            return None
+        return _masked_runner(problem, params, slot)
+
     def direct(self, problem: Problem, params: AttnParams, slot: dict):
         """A plan whose signature the CPU flash op took (``_out``) runs ``_cpu_runner``'s function from then on, one
         a fused GPU op took ``_gpu_runner``'s: the op with the plan's options bound (no ``run`` / ``_out`` frames)."""
@@ -256,12 +262,44 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     out = _masked_sdpa(qt, kt, vt, params, slot, prep)
     if q.is_cpu and not torch.compiler.is_compiling() and math.isnan(out.sum().item()):
-        if math.isnan(q.sum().item() + k.sum().item()):
-            out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep)
-            out = _nan_rows_masked_cpu(qt.transpose(1, 2), kt.transpose(1, 2), out, prep.visible)
+        out = _nan_pass(qt, kt, vt, out, params, slot, prep)
     if prep.hides_rows:
         out = out.masked_fill(prep.hidden, 0.0)
     return out.transpose(1, 2)
+
+
+def _nan_pass(qt, kt, vt, out, params: AttnParams, slot: dict | None, prep: _MaskPrep):
+    """``_run_masked``'s second pass on the CPU, for an output [b, h, sq, dv] that holds a NaN: where q or k holds one,
+    the keys' NaN read as 0 and the rows that see one set to NaN (a NaN in the output alone: out as it is)."""
+    if math.isnan(qt.sum().item() + kt.sum().item()):
+        out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep)
+        out = _nan_rows_masked_cpu(qt.transpose(1, 2), kt.transpose(1, 2), out, prep.visible)
+    return out
+
+
+def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
+    """``_run_masked`` of q, k, v heads first with the plan's params bound, for a plan whose masked calls SDPA's own
+    choice serves with a fused kernel (``slot["mask_fused"]``, asked on its first call): (q, k, v, mask) -> out
+    [b, sq, h, dv], with fewer frames and lookups a call (a padded batch's decoding step on the CPU, issue 10). On the
+    CPU the scale is left to SDPA where its default rounds to the same value (``_default_scale``). Eager calls only (the
+    caller's route is taken neither while tracing nor under functorch transforms)."""
+    band = (problem.seqlen_q, problem.seqlen_k) if params.causal else None
+    dtype, cpu = problem.dtype, problem.device_type == "cpu"
+    kw = dict(enable_gqa=problem.nheads != problem.nheads_k)
+    if not (cpu and _default_scale(params.softmax_scale, problem.headdim, dtype)):
+        kw["scale"] = params.softmax_scale
+    sdpa, prepare = F.scaled_dot_product_attention, _mask_prep
+
+    def run(q, k, v, mask):
+        prep = prepare(mask, band)
+        out = sdpa(q, k, v, attn_mask=prep.additive(dtype), **kw)
+        if cpu and math.isnan(out.sum().item()):
+            out = _nan_pass(q, k, v, out, params, slot, prep)
+        if prep.hides_rows:
+            out = out.masked_fill(prep.hidden, 0.0)
+        return out.transpose(1, 2)
+
+    return run
 
 
 def _masked_sdpa(qt, kt, vt, params: AttnParams, slot: dict | None, prep: _MaskPrep):
@@ -338,8 +376,7 @@ def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False, dtype: t
     either way."""
     op = _op("_scaled_dot_product_flash_attention_for_cpu")
     causal, scale = p.causal, p.softmax_scale
-    default_scale = scale == 1.0 / math.sqrt(headdim) or (dtype != torch.float64
-                                                          and _as_float(scale) == _as_float(1.0 / math.sqrt(headdim)))
+    default_scale = _default_scale(scale, headdim, dtype)
     tail = (0.0, True) if causal else ()  # dropout_p, is_causal
 
     if heads_first:
@@ -364,6 +401,14 @@ def _cpu_runner(p: AttnParams, headdim: int, heads_first: bool = False, dtype: t
             return _nan_rows_cpu(q, k, out, causal, lse)
 
     return run
+
+
+def _default_scale(scale: float, headdim: int, dtype: torch.dtype) -> bool:
+    """Whether SDPA's CPU kernels, left their default scale (``1 / sqrt(headdim)`` in double precision), compute with
+    the same value as with ``scale``: exactly that double, or for fp16 / bf16 / fp32 inputs (whose kernel holds the
+    scale as a float) the same float (see ``_cpu_runner``)."""
+    default = 1.0 / math.sqrt(headdim)
+    return scale == default or (dtype != torch.float64 and _as_float(scale) == _as_float(default))
 
 
 def _as_float(x: float) -> float:
