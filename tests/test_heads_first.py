@@ -323,6 +323,40 @@ def test_sdpa_heads_first_on_a_gpu(grad, causal):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("grad", [True, False])
+def test_sdpa_masked_heads_first_on_a_gpu(grad):
+    """A masked heads-first call SDPA serves on a GPU, repeated with fresh inputs and each call's own mask: from the
+    third call the plan's masked function (``Plan.masked``); every call within bf16 rounding of the float64 oracle, a
+    sequence whose keys are all hidden 0 (gradients too), and no host synchronisation from the second call on."""
+    core.clear_plans()
+    b, sq, sk, h, hk, d = 3, 7, 40, 4, 2, 64
+    with fa.use_backend("sdpa"):
+        for call in range(4):
+            torch.manual_seed(call)
+            q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16).requires_grad_(grad)
+            k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16).requires_grad_(grad)
+                    for _ in range(2))
+            mask = torch.ones(b, 1, 1, sk, dtype=torch.bool, device="cuda")
+            mask[0, ..., 30 - call:] = False
+            mask[1] = False  # every key of sequence 1 hidden
+            torch.cuda.set_sync_debug_mode("error" if call else "default")
+            try:
+                out = core.attention_heads_first(q, k, v, attn_bias=mask)
+                grads = torch.autograd.grad(out.float().square().sum(), (q, k, v)) if grad else ()
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            plan = next(iter(core._PLANS.values()))
+            assert callable(plan.masked) == (call > 0)
+            ref, _ = attention_ref(*(t.detach().double().transpose(1, 2) for t in (q, k, v)), attn_bias=mask)
+            assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+            assert (out[1] == 0).all()
+            for g in grads:
+                assert torch.isfinite(g).all() and (g[1] == 0).all()
+    core.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("grad", [True, False])
 @pytest.mark.parametrize("causal", [True, False])
 def test_sdpa_gpu_direct_path_equals_the_first_call(grad, causal):
     """flash_attn_func served by SDPA's fused GPU op: from a plan's second call on, its direct function (the op with
