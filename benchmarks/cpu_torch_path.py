@@ -168,6 +168,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--compare", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cases", default="", help="only the calls whose name starts with one of these (comma separated;"
+                    " --rounds 0: no generation table)")
     a = ap.parse_args()
     libs = {"ours": flash_attention_amd}
     if a.compare:
@@ -180,6 +182,8 @@ def main() -> None:
     print("|---" * (len(names) + 3) + "|")
     result = {"calls": {}, "generation": {}}
     for case in DECODE:
+        if a.cases and not case[0].startswith(tuple(a.cases.split(","))):
+            continue
         paths = call_paths(libs, case)
         t = time_paths(paths, a.calls, a.loops)
         _, (b, h, sq, d), hk, sk, opts = case
@@ -192,14 +196,17 @@ def main() -> None:
         print(f"| {case[0]} | {served} | {cells} | {t['ours'][0] / t['eager'][0]:.2f}x |")
         result["calls"][case[0]] = t
     impls = ["eager", "sdpa", "fa_amd"] + (["fa_amd_base"] if a.compare else [])
-    if a.compare:
+    if a.rounds == 0:
+        impls = []
+    elif a.compare:
         models.register_hf()
         importlib.import_module(a.compare + ".integrations.hf").register()
-    print(f"\n## Greedy generation, tokens/s: median (min-max) of {a.rounds} rounds, implementations rotated\n")
-    print("| model | " + " | ".join(impls) + " | fa_amd / the faster of eager and sdpa, median (min-max) of the "
-          "rounds' ratios | same tokens as eager |")
-    print("|---" * (len(impls) + 3) + "|")
-    for label, tps, same, ratio in generation(impls, a.rounds):
+    if impls:
+        print(f"\n## Greedy generation, tokens/s: median (min-max) of {a.rounds} rounds, implementations rotated\n")
+        print("| model | " + " | ".join(impls) + " | fa_amd / the faster of eager and sdpa, median (min-max) of the "
+              "rounds' ratios | same tokens as eager |")
+        print("|---" * (len(impls) + 3) + "|")
+    for label, tps, same, ratio in (generation(impls, a.rounds) if impls else ()):
         cells = " | ".join(f"{tps[i][0]:.0f} ({tps[i][1]:.0f}-{tps[i][2]:.0f})" if i in tps else "-" for i in impls)
         print(f"| {label} | {cells} | {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}) | "
               f"{', '.join(i for i in same if same[i])} |")
