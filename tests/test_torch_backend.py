@@ -402,3 +402,33 @@ def test_forward_without_lse(kw, sizes):
     assert_matches(out, ref)
     if kw.get("causal"):
         assert (out[:, :8] == 0).all()  # the first 8 rows (bottom-right causal, 37 queries over 29 keys) see no key
+
+
+def test_plain_softmax_only_where_every_row_sees_a_key():
+    """The one-tile forward without lse, a bool mask reused call after call (a decoding step's layers): from the
+    second call with a mask whose every row keeps a key the plain softmax (``_keeps_a_key``), the safe one elsewhere.
+    Every call gives the float64 oracle's out, and a row the mask hides entirely 0, not NaN: after the mask changes in
+    place (its version), for a new mask, and under a window that leaves a row only hidden keys."""
+    from flash_attention_amd.backends import torch_backend
+
+    q, k, v = torch.randn(3, 1, 4, 16), torch.randn(3, 20, 2, 16), torch.randn(3, 20, 2, 16)
+    mask = torch.ones(3, 1, 1, 20, dtype=torch.bool)
+    mask[0, ..., :5] = False
+    backend = TorchBackend()
+    for call, window in enumerate([(-1, -1)] * 5 + [(3, 0)] * 2):
+        if call == 2:
+            mask[1] = False  # in place: sequence 1 sees no key (read on the next call)
+        if call == 4:
+            mask = mask.clone()  # a new mask
+        if call == 5:
+            mask = torch.ones(3, 1, 1, 20, dtype=torch.bool)
+            mask[2, ..., 15:] = False  # with the window's 4 last keys, sequence 2 sees none
+        params = make_params(16, window_size=window)._replace(attn_bias=mask)
+        out, lse = backend.forward(q, k, v, params, {"lse": False})
+        ref, _ = attention_ref(q.double(), k.double(), v.double(), window_size=window, attn_bias=mask)
+        hidden = torch.tensor([False, call in (2, 3, 4), call >= 5])
+        assert lse is None and not torch.isnan(out).any()
+        assert (out[hidden] == 0).all()
+        assert_matches(out[~hidden], ref[~hidden])
+        if call == 1:
+            assert torch_backend._MASK_ROWS[2] is True  # read on the second call: the plain softmax served it
