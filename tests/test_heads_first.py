@@ -285,14 +285,44 @@ def test_sdpa_masked_repeat_takes_heads_first_tensors(grad, causal, monkeypatch)
     core.clear_plans()
 
 
-def test_kernel_backend_without_grad_takes_the_views():
-    """A kernel-style backend (torch) without gradients: the forward on the views, the values of attention()."""
-    q, k, v = _heads_first(2, 13, 17, 4, 2, 8)
-    with fa.use_backend("torch"), torch.no_grad():
-        out = core.attention_heads_first(q, k, v, 0.0, None, True)
-        ref = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
-    assert out.grad_fn is None
-    torch.testing.assert_close(out, ref, atol=0, rtol=0)
+@pytest.mark.parametrize("sq, opts", [
+    (13, dict(causal=True)),
+    (1, dict(softcap=5.0, mask=True)),
+    (1, dict(sinks=True, window_size=(6, 0), mask=True)),
+    (300, dict(causal=True)),  # more than one tile: the views' forward
+], ids=["causal", "decode_softcap_mask", "decode_sinks_window_mask", "tiles"])
+def test_torch_backend_without_grad_heads_first(sq, opts, monkeypatch):
+    """The torch backend without gradients, repeated: where a call fits one tile its plan's forward of heads-first
+    tensors serves it from the first repeat (``Plan.heads_kernel``: no views), else the forward on the views; every
+    call gives the values of attention() on the transposed tensors, bitwise, and the float64 oracle's."""
+    from flash_attention_amd.backends.torch_backend import TorchBackend
+
+    served = []
+    real = TorchBackend.forward_heads_first
+    monkeypatch.setattr(TorchBackend, "forward_heads_first",
+                        lambda self, *a: served.append(real(self, *a) is not None) or real(self, *a))
+    b, sk, h, hk, d = 2, 17 if sq < 300 else 300, 4, 2, 8
+    core.clear_plans()
+    for call in range(3):
+        q, k, v = (t.detach() for t in _heads_first(b, sq, sk, h, hk, d))
+        kw = dict(causal=opts.get("causal", False), softcap=opts.get("softcap", 0.0),
+                  window_size=opts.get("window_size", (-1, -1)))
+        if opts.get("mask"):
+            kw["attn_bias"] = torch.ones(b, 1, 1, sk, dtype=torch.bool)
+            kw["attn_bias"][0, ..., : 4 + call] = False
+        if opts.get("sinks"):
+            kw["sinks"] = torch.randn(h)
+        served.clear()
+        with fa.use_backend("torch"), torch.no_grad():
+            out = core.attention_heads_first(q, k, v, **kw)
+            ref = core.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), **kw)
+        assert out.grad_fn is None and out.shape == (b, sq, h, d)
+        assert served == ([] if call == 0 else [sq < 300])
+        torch.testing.assert_close(out, ref, atol=0, rtol=0)
+        oracle, _ = attention_ref(*(t.double().transpose(1, 2) for t in (q, k, v)), **{
+            n: (t.double() if torch.is_tensor(t) and t.is_floating_point() else t) for n, t in kw.items()})
+        assert (out.double() - oracle).abs().max().item() < 1e-5
+    core.clear_plans()
 
 
 @pytest.mark.gpu

@@ -62,7 +62,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim", "fixed", "direct", "heads", "masked")
+                 "copy_last_dim", "fixed", "direct", "heads", "masked", "heads_kernel")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -94,6 +94,11 @@ class Plan:
         # (q, k, v, mask) -> out, or False where it has none; False for every other plan
         self.masked = None if (problem.bias == "bool" and not self.kernel and not copy_last_dim
                                and params.dropout_p == 0) else False
+        # a kernel-style backend's forward of heads-first tensors (KernelBackend.forward_heads_first), for the plans
+        # of calls without gradient or lse: attention_heads_first tries it before it makes views; else None
+        self.heads_kernel = backend.forward_heads_first if (
+            self.kernel and not problem.needs_grad and not params.return_lse and not problem.is_varlen
+            and not copy_last_dim) else None
 
 
 # Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
@@ -584,6 +589,12 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                 return plan.heads(q, k, v)
             if plan is not None and plan.masked:
                 return plan.masked(q, k, v, attn_bias)
+            if plan is not None and plan.heads_kernel is not None:
+                params = plan.params if plan.fixed else _call_params(plan, q, k, None, None, None, None, attn_bias,
+                                                                     sinks)  # (q, k: what they read is layout-free)
+                out = plan.heads_kernel(q, k, v, params, plan.slot)
+                if out is not None:
+                    return out
             if plan is not None and plan.problem.bias and plan.heads is False and not plan.kernel \
                     and not plan.copy_last_dim:  # a run-style plan with a mask of each call's own: q, k, v as they are
                 if plan.params.dropout_p == 0 and attn_bias.dim() == 4:  # the mask is all the call brings

@@ -88,6 +88,10 @@ class KernelBackend(Backend):
     def forward(self, q, k, v, params: AttnParams, slot: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
+    # forward_heads_first(q, k, v, params, slot) -> out [b, sq, h, dv] or None: a backend's forward of heads-first
+    # tensors without gradient or lse, where it has one (torch_backend.py; core.Plan.heads_kernel)
+    forward_heads_first = None
+
     accumulates_dq = False  # True: backward also takes dq_accum (see TritonBackend, launch/bwd.py run_backward)
 
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):

@@ -95,9 +95,13 @@ class _Tiles:
     q5 [b, hk, g, sq, d], k4/v4 [b, hk, sk, d|dv] are views of the caller's tensors.
     """
 
-    def __init__(self, q, k, v, params: AttnParams, batch_offset: int, block_m, block_n):
-        b, sq, h, d = q.shape
-        sk, hk = k.shape[1], k.shape[2]
+    def __init__(self, q, k, v, params: AttnParams, batch_offset: int, block_m, block_n, heads_first=False):
+        if heads_first:  # q [b, h, sq, d], k / v [b, hk, sk, d|dv]
+            b, h, sq, d = q.shape
+            hk, sk = k.shape[1], k.shape[2]
+        else:
+            b, sq, h, d = q.shape
+            sk, hk = k.shape[1], k.shape[2]
         self.b, self.sq, self.sk, self.h, self.hk, self.g = b, sq, sk, h, hk, h // hk
         self.d, self.dv = d, v.shape[-1]
         self.cdt = _compute_dtype(q.dtype)
@@ -109,9 +113,12 @@ class _Tiles:
         self.left = params.window_left
         self.right = 0 if params.causal else params.window_right
         self.batch_offset = batch_offset
-        self.q5 = q.unflatten(2, (hk, self.g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
-        self.k4 = k.permute(0, 2, 1, 3)  # [b, hk, sk, d]
-        self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
+        if heads_first:
+            self.q5, self.k4, self.v4 = q.unflatten(1, (hk, self.g)), k, v
+        else:
+            self.q5 = q.unflatten(2, (hk, self.g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
+            self.k4 = k.permute(0, 2, 1, 3)  # [b, hk, sk, d]
+            self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
         self.block_n = max(1, min(block_n, max(sk, 1)))
         if block_m is None:
             tile = TILE_ELEMS_CPU if self.device.type == "cpu" else TILE_ELEMS_GPU
@@ -436,6 +443,28 @@ class TorchBackend(KernelBackend):
         torch._C._set_grad_enabled(False)
         try:
             return self._forward(q, k, v, params, slot is None or slot.get("lse", True))
+        finally:
+            torch._C._set_grad_enabled(enabled)
+
+    def forward_heads_first(self, q, k, v, params: AttnParams, slot: dict):
+        """``forward``'s out [b, sq, h, dv] of q [b, h, sq, d], k / v [b, hk, sk, d|dv] (heads first, as
+        ``core.attention_heads_first`` gets them; no gradient, no lse: ``slot["lse"] is False``) where the call is
+        dense and fits one tile (``_forward_tile``), read without views to the flash_attn layout and back (a decoding
+        step's call: issue 10); None for the others (the caller takes views for ``forward``)."""
+        if params.is_varlen or slot.get("lse", True) is not False:
+            return None
+        T = _Tiles(q, k, v, params, 0, self.block_m, self.block_n, heads_first=True)
+        if T.block_m < T.sq:
+            return None
+        blocks = list(T.key_blocks(0, T.sq))
+        if len(blocks) != 1:
+            return None
+        enabled = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            out = torch.empty((T.b, T.sq, T.h, T.dv), dtype=_out_dtype(q.dtype), device=q.device)
+            _forward_tile(T, out.unflatten(2, (T.hk, T.g)).permute(0, 2, 3, 1, 4), None, *blocks[0])
+            return out
         finally:
             torch._C._set_grad_enabled(enabled)
 
