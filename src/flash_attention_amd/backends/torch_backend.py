@@ -54,6 +54,18 @@ MIN_BLOCK_M = 32
 # softmax with 0, not NaN, on rows whose scores are all -inf (torch >= 2.5; else the one-tile forward's own ops)
 _SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
 _MASK_ROWS: list = []  # [the last bool mask seen, its version, whether each of its rows keeps a key (None: not read)]
+_HIDDEN: list = []  # [the last bool mask seen, its version, its complement]
+
+
+def _hidden(mask: torch.Tensor) -> torch.Tensor:
+    """~mask (True where a key is hidden), made once per mask and version (the layers of a decoding step share one
+    mask); made per call while tracing."""
+    if torch.compiler.is_compiling():
+        return ~mask
+    last = _HIDDEN
+    if not (last and last[0] is mask and last[1] == mask._version):
+        last[:] = [mask, mask._version, ~mask]
+    return last[2]
 
 
 def _keeps_a_key(mask: torch.Tensor) -> bool:
@@ -135,9 +147,11 @@ class _Tiles:
             self.q_scale = params.q_descale[rows].to(self.cdt).view(b, hk, 1, 1, 1)
             self.k_scale = params.k_descale[rows].to(self.cdt).view(b, hk, 1, 1)
             self.v_scale = params.v_descale[rows].to(self.cdt).view(b, hk, 1, 1)
-        self.bias = None  # [b|1, hk|1, g|1, sq|1, sk|1] view of the 4-D bias view
+        self.bias = None  # [b|1, hk|1, g|1, sq|1, sk|1] view of the 4-D bias view (a bool mask: its complement)
         if params.attn_bias is not None:
             bias = params.attn_bias
+            if bias.dtype == torch.bool:
+                bias = _hidden(bias)  # True = hidden
             if bias.shape[0] != 1 and (batch_offset != 0 or bias.shape[0] != b):
                 bias = bias[batch_offset:batch_offset + b]
             bias = bias.unflatten(1, (hk, self.g)) if bias.shape[1] != 1 else bias.unsqueeze(1)
@@ -214,10 +228,10 @@ class _Tiles:
             i = torch.arange(m0, m1, device=self.device)[:, None] + self.diag  # [bm, 1]
             j = torch.arange(n0, n1, device=self.device)[None, :]  # [1, bn]
             s.addcmul_(self.neg_slopes, (i - j).abs().to(self.cdt))
-        if self.bias is not None:  # after ALiBi; a bool bias is a mask
+        if self.bias is not None:  # after ALiBi; a bool bias is a mask (held as its complement: True = hidden)
             bias = self.bias_tile(m0, m1, n0, n1)
             if bias.dtype == torch.bool:
-                s.masked_fill_(~bias, -math.inf)
+                s.masked_fill_(bias, -math.inf)
             else:
                 s.add_(bias.to(self.cdt))
         if partial:
