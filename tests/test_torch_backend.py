@@ -432,3 +432,29 @@ def test_plain_softmax_only_where_every_row_sees_a_key():
         assert_matches(out[~hidden], ref[~hidden])
         if call == 1:
             assert torch_backend._MASK_ROWS[2] is True  # read on the second call: the plain softmax served it
+
+
+@pytest.mark.parametrize("sinks", [False, True])
+def test_one_tile_merged_mask_band_and_sinks_without_lse(sinks):
+    """The one-tile forward without lse: a bool mask and a causal / window band hidden by one fill of their union,
+    kept per mask, version and tile (``_merged``), and the sinks as one more logit of a softmax: the float64 oracle's
+    out on every call, the same mask reused and changed in place, with other lengths (another tile), another
+    grouping of heads and a window; rows that see no key (more queries than keys, causal) 0."""
+    mask = torch.ones(2, 1, 1, 24, dtype=torch.bool)
+    mask[0, ..., :6] = False
+    mask[1, ..., 20:] = False
+    backend = TorchBackend()
+    cases = [(24, 2, dict(causal=True)), (24, 2, dict(causal=True)), (24, 2, dict(causal=True)),
+             (30, 2, dict(causal=True)), (24, 4, dict(causal=True)), (24, 4, dict(window_size=(5, 0)))]
+    for call, (sq, hk, kw) in enumerate(cases):
+        if call == 2:
+            mask[1, ..., :3] = False  # in place: the union made for this mask and tile is stale
+        q, k, v = torch.randn(2, sq, 4, 16), torch.randn(2, 24, hk, 16), torch.randn(2, 24, hk, 16)
+        params = make_params(16, **kw)._replace(attn_bias=mask, sinks=torch.randn(4) if sinks else None)
+        out, lse = backend.forward(q, k, v, params, {"lse": False})
+        ref, _ = attention_ref(q.double(), k.double(), v.double(), attn_bias=mask,
+                               sinks=None if params.sinks is None else params.sinks.double(), **kw)
+        assert lse is None
+        assert_matches(out, ref)
+        if sq > 24:
+            assert (out[:, :6] == 0).all()  # the first 6 rows (bottom-right causal, 30 queries over 24 keys)

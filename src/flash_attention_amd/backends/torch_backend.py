@@ -55,6 +55,20 @@ MIN_BLOCK_M = 32
 _SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
 _MASK_ROWS: list = []  # [the last bool mask seen, its version, whether each of its rows keeps a key (None: not read)]
 _HIDDEN: list = []  # [the last bool mask seen, its version, its complement]
+_MERGED: list = []  # [the last bool mask merged, its version, the tile's key, the union of hidden keys]
+_BANDS: dict = {}  # (rows, cols, upper, lower, device) -> the window band's hidden [rows, cols] (a few per model)
+
+
+def _merged(mask: torch.Tensor, hidden: torch.Tensor, band: torch.Tensor, tile: tuple) -> torch.Tensor:
+    """hidden | band (a bool mask's complement, as the tile reads it, and the window band's hidden keys), made once
+    per mask, version and tile (the layers of a forward pass share them: a prefill's causal calls); per call while
+    tracing."""
+    if torch.compiler.is_compiling():
+        return hidden | band
+    last = _MERGED
+    if not (last and last[0] is mask and last[1] == mask._version and last[2] == tile):
+        last[:] = [mask, mask._version, tile, hidden | band]
+    return last[3]
 
 
 def _hidden(mask: torch.Tensor) -> torch.Tensor:
@@ -211,9 +225,11 @@ class _Tiles:
             t = t * (self.k_scale if t4 is self.k4 else self.v_scale)
         return t
 
-    def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False):
+    def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False, merge=False):
         """Scores [b, hk, g, bm, bn] (-inf where hidden) and, with softcap and keep_tanh,
-        the tanh tile the backward pass needs (else None)."""
+        the tanh tile the backward pass needs (else None). merge (the one-tile forward): a bool mask and the window's
+        band hidden by one fill, their union kept per mask (``_merged``; a broadcast bool fill costs about 1 ns an
+        element on the CPU machine, twice for two)."""
         b, hk, rows, d = qt.shape  # bmm on 3-D views (copies only where a view cannot be): matmul's 4-D wrapping costs
         s = torch.bmm(qt.reshape(b * hk, rows, d), kt.reshape(b * hk, n1 - n0, d).transpose(1, 2))
         s = s.view(b, hk, self.g, m1 - m0, n1 - n0)
@@ -231,6 +247,12 @@ class _Tiles:
         if self.bias is not None:  # after ALiBi; a bool bias is a mask (held as its complement: True = hidden)
             bias = self.bias_tile(m0, m1, n0, n1)
             if bias.dtype == torch.bool:
+                if partial and merge:
+                    s.masked_fill_(_merged(self.params.attn_bias, bias, self.hidden(m0, m1, n0, n1),
+                                           (bias.shape, self.batch_offset, m0, m1, n0, n1, self.diag, self.left,
+                                            self.right)),
+                                   -math.inf)
+                    return s, t
                 s.masked_fill_(bias, -math.inf)
             else:
                 s.add_(bias.to(self.cdt))
@@ -241,12 +263,22 @@ class _Tiles:
     def hidden(self, m0, m1, n0, n1):
         """[bm, bn] bool, true where key j (n0 + col) lies outside the window of query i (m0 + row), which sits at key
         i + diag: j < i + diag - left or j > i + diag + right. Made as the band's complement by tril_ / triu_."""
-        band = torch.ones(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
-        if self.right >= 0:  # keep col <= row + (m0 + diag + right - n0)
-            band.tril_(m0 + self.diag + self.right - n0)
-        if self.left >= 0:  # keep col >= row + (m0 + diag - left - n0)
-            band.triu_(m0 + self.diag - self.left - n0)
-        return band.logical_not_()
+        upper = m0 + self.diag + self.right - n0 if self.right >= 0 else None  # keep col <= row + upper
+        lower = m0 + self.diag - self.left - n0 if self.left >= 0 else None  # keep col >= row + lower
+        key = (m1 - m0, n1 - n0, upper, lower, self.device)
+        band = None if torch.compiler.is_compiling() else _BANDS.get(key)  # (read only: a fill's mask)
+        if band is None:
+            band = torch.ones(m1 - m0, n1 - n0, dtype=torch.bool, device=self.device)
+            if upper is not None:
+                band.tril_(upper)
+            if lower is not None:
+                band.triu_(lower)
+            band.logical_not_()
+            if not torch.compiler.is_compiling():
+                if len(_BANDS) >= 64:
+                    _BANDS.clear()
+                _BANDS[key] = band
+        return band
 
     def bias_tile(self, m0, m1, n0, n1):
         """The bias [b|1, hk|1, g|1, bm|1, bn|1] over queries [m0, m1) and keys [n0, n1) (a view)."""
@@ -323,8 +355,13 @@ def _forward_tile(T: _Tiles, out5, lse4, n0: int, n1: int, partial: bool):
     loop. lse4 None (no lse wanted) and no sinks: torch's safe softmax, one op (0 on rows that see no key), or its plain
     softmax where every row sees a key (``_keeps_a_key``)."""
     b, hk, g, sq = T.b, T.hk, T.g, T.sq
-    s, _ = T.scores(T.q_tile(0, sq), T.kv_tile(T.k4, n0, n1), 0, sq, n0, n1, partial)  # [b, hk, g, sq, bn]
-    if lse4 is None and T.sinks is None and _SAFE_SOFTMAX is not None:
+    s, _ = T.scores(T.q_tile(0, sq), T.kv_tile(T.k4, n0, n1), 0, sq, n0, n1, partial, merge=True)  # [b, hk, g, sq, bn]
+    if lse4 is None and T.sinks is not None:
+        # the sink as one more logit of each row (so none is empty): softmax's fused kernel over [s, sink], where
+        # exp_ of the -inf the masks leave costs up to 10x a finite element's on the CPU machine
+        p = torch.cat([s, T.sinks.expand(b, hk, g, sq, 1)], -1).softmax(-1)[..., :-1]
+        row_sum = None
+    elif lse4 is None and _SAFE_SOFTMAX is not None:
         mask = T.params.attn_bias  # (its rows over every key: the tile's where it spans them, dense)
         if not partial and n0 == 0 and n1 == T.sk and not T.params.is_varlen and (
                 mask is None or (mask.dtype == torch.bool and _keeps_a_key(mask))):
