@@ -73,8 +73,8 @@ def _merged(mask: torch.Tensor, hidden: torch.Tensor, band: torch.Tensor, tile: 
 
 def _hidden(mask: torch.Tensor) -> torch.Tensor:
     """~mask (True where a key is hidden), made once per mask and version (the layers of a decoding step share one
-    mask); made per call while tracing."""
-    if torch.compiler.is_compiling():
+    mask); made per call while tracing, and for masks of more than a CPU tile's elements (not kept alive here)."""
+    if torch.compiler.is_compiling() or mask.numel() > TILE_ELEMS_CPU:
         return ~mask
     last = _HIDDEN
     if not (last and last[0] is mask and last[1] == mask._version):
