@@ -1,7 +1,7 @@
 """What a one-tile prefill tile costs in the torch backend's ops on the CPU (issue 10; GPT-OSS's prefill shape,
 scores [2, 1, 8, 64, 64] float32): two broadcast bool fills (a padding mask, the causal band) against one fill of their
-union and against adding a float mask; exp_ of a masked tile (-inf where hidden) against a finite one; softmax and
-[scores, sink] through softmax. Minimum of 5 repeats, µs a call.
+union and against adding a float mask; exp and exp2 of a masked tile (-inf where hidden, or a finite value far below
+the scores) against a finite one; softmax and [scores, sink] through softmax. Minimum of 5 repeats, µs a call.
 
     PYTHONPATH=src python benchmarks/cpu_mask_fill_probe.py
 """
@@ -23,6 +23,7 @@ def main() -> None:
     additive = torch.zeros(union.shape).masked_fill_(union, -math.inf)
     masked = s0.clone().masked_fill_(union, -math.inf)
     sink = torch.randn(1, 1, 8, 1, 1)
+    far = {v: s0.masked_fill(band, v) for v in (-20.0, -90.0, -104.0)}  # finite, far below the scores
     s = s0.clone()
 
     def us(fn, n=2000):
@@ -35,13 +36,17 @@ def main() -> None:
         ("add_ of a float mask (clone subtracted)", us(lambda: s0.clone().add_(additive)) - us(lambda: s0.clone())),
         ("exp of the masked tile", us(lambda: masked.exp())),
         ("exp of a finite tile", us(lambda: s0.exp())),
+        ("exp2 of the masked tile", us(lambda: masked.exp2())),
+        ("exp2 of a finite tile", us(lambda: s0.exp2())),
+        *[(f"exp / exp2 of the tile, hidden half {v:g} (no -inf)", us(lambda t=far[v]: t.exp()),
+           us(lambda t=far[v]: t.exp2())) for v in far],
         ("softmax of the masked tile", us(lambda: masked.softmax(-1))),
         ("cat [masked, sink] + softmax", us(lambda: torch.cat([masked, sink.expand(2, 1, 8, 64, 1)], -1).softmax(-1))),
     ]
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads; scores {tuple(s0.shape)} float32\n")
     print("| op | µs |\n|---|---|")
-    for name, t in rows:
-        print(f"| {name} | {t:.1f} |")
+    for name, *t in rows:
+        print(f"| {name} | {' / '.join(f'{x:.1f}' for x in t)} |")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ TILE_ELEMS_GPU = 1 << 22
 MIN_BLOCK_M = 32
 # softmax with 0, not NaN, on rows whose scores are all -inf (torch >= 2.5; else the one-tile forward's own ops)
 _SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
+# exp(x) as exp2(x * log2(e)) on the score tiles: on this repository's CPU machine torch.exp takes 9x a finite tile's
+# time on a tile whose hidden half is -inf and 40-80x where results underflow (-90, -104: a row's far keys), where
+# exp2 stays at 1.0-1.7x a finite tile's exp for every input (benchmarks/results/run50/cpu_mask_fill_probe.md)
+_LOG2E = 1.0 / math.log(2.0)
 _MASK_ROWS: list = []  # [the last bool mask seen, its version, whether each of its rows keeps a key (None: not read)]
 _HIDDEN: list = []  # [the last bool mask seen, its version, its complement]
 _MERGED: list = []  # [the last bool mask merged, its version, the tile's key, the union of hidden keys]
@@ -330,7 +334,7 @@ def _forward_dense(q, k, v, out, lse, params, batch_offset, block_m, block_n):
                 new_max = torch.maximum(row_max, new_max)
             # rows with nothing visible yet keep max -inf: shift by 0 so exp gives 0, not NaN
             shift = torch.nan_to_num(new_max, nan=math.nan, posinf=math.inf, neginf=0.0)
-            p = s.sub_(shift).exp_()
+            p = s.sub_(shift).mul_(_LOG2E).exp2_()  # exp (exp2: see _LOG2E)
             alpha = None if row_max is None else torch.exp(row_max - shift)
             row_sum = p.sum(dim=-1, keepdim=True) if alpha is None else row_sum * alpha + p.sum(dim=-1, keepdim=True)
             if T.bh is not None:
@@ -374,7 +378,7 @@ def _forward_tile(T: _Tiles, out5, lse4, n0: int, n1: int, partial: bool):
         if T.sinks is not None:  # the sink is one more logit of the denominator
             row_max = torch.maximum(row_max, T.sinks)
         shift = torch.nan_to_num(row_max, nan=math.nan, posinf=math.inf, neginf=0.0)  # 0 where -inf: exp gives 0
-        p = s.sub_(shift).exp_()
+        p = s.sub_(shift).mul_(_LOG2E).exp2_()  # exp (exp2: see _LOG2E)
         row_sum = p.sum(dim=-1, keepdim=True)
         if T.sinks is not None:
             row_sum.add_((T.sinks - shift).exp_())
@@ -434,7 +438,7 @@ def _backward_dense(dout, q, k, v, out, lse, dq, dk, dv, params, batch_offset, b
             bn = n1 - n0
             kt, vt = T.kv_tile(T.k4, n0, n1), T.kv_tile(T.v4, n0, n1)
             s, t = T.scores(qt, kt, m0, m1, n0, n1, partial, keep_tanh=True)
-            p = s.sub_(row_lse).exp_()  # [b, hk, g, bm, bn]; 0 where hidden (incl. empty rows: lse +inf)
+            p = s.sub_(row_lse).mul_(_LOG2E).exp2_()  # exp: [b, hk, g, bm, bn]; 0 where hidden, empty rows (lse +inf)
             dp = torch.matmul(dot, vt.transpose(-1, -2)).view(b, hk, g, bm, bn)
             if T.bh is not None:
                 z = T.dropout_scale(m0, m1, n0, n1)

@@ -1,0 +1,79 @@
+"""Forward + backward of training-shaped calls on the CPU through ``flash_attn_func`` with the torch backend (the
+backend that serves softcap, sinks and windows there), this tree against an older one importable as
+``flash_attention_amd_base`` (``BASE_SRC=<old src> . benchmarks/base_pkg.sh``), loops taking turns: median (min) ms a
+call over ``--loops`` loops of ``--calls`` calls, float32, 2 threads.
+
+    BASE_SRC=benchmarks/_base53/src . benchmarks/base_pkg.sh
+    PYTHONPATH=src:/tmp/basepkg python benchmarks/cpu_train_calls.py
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import time
+
+import torch
+
+# name, (b, s, h, hk, d), options (mask: a padding mask [b, 1, 1, s] hiding the last quarter of sequence 0's keys)
+CASES = (
+    ("Gemma 2-like: b=2 s=256 h=4/2 d=64, causal, softcap 50, mask", (2, 256, 4, 2, 64),
+     dict(causal=True, softcap=50.0, mask=True)),
+    ("GPT-OSS-like: b=2 s=256 h=8/1 d=32, causal, sinks, window 64", (2, 256, 8, 1, 32),
+     dict(causal=True, sinks=True, window_size=(63, 0))),
+    ("causal: b=1 s=1024 h=8 d=64", (1, 1024, 8, 8, 64), dict(causal=True)),
+)
+
+
+def _call(lib, case):
+    _, (b, s, h, hk, d), opts = case
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(b, s, h, d, generator=g, requires_grad=True)
+    k, v = (torch.randn(b, s, hk, d, generator=g, requires_grad=True) for _ in range(2))
+    kw = {n: o for n, o in opts.items() if n not in ("mask", "sinks")}
+    if opts.get("mask"):
+        kw["attn_bias"] = torch.ones(b, 1, 1, s, dtype=torch.bool)
+        kw["attn_bias"][0, ..., 3 * s // 4:] = False
+    if opts.get("sinks"):
+        kw["sinks"] = torch.randn(h, generator=g, requires_grad=True)
+    leaves = (q, k, v) + ((kw["sinks"],) if "sinks" in kw else ())
+    dout = torch.randn(b, s, h, d, generator=g)
+
+    def call():
+        with lib.use_backend("torch"):
+            out = lib.flash_attn_func(q, k, v, **kw)
+        return torch.autograd.grad(out, leaves, dout)
+    return call
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--loops", type=int, default=15)
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    libs = {"ours": importlib.import_module("flash_attention_amd"),
+            "base": importlib.import_module("flash_attention_amd_base")}
+    print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: forward + backward, "
+          f"ms a call, "
+          f"median (min) of {a.loops} loops of {a.calls} calls, loops taking turns\n")
+    print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
+    for case in CASES:
+        calls = {n: _call(lib, case) for n, lib in libs.items()}
+        got = {n: f() for n, f in calls.items()}
+        for x, y in zip(got["ours"], got["base"]):  # the same gradients
+            assert torch.allclose(x, y, rtol=1e-4, atol=1e-5), case[0]
+        times = {n: [] for n in calls}
+        for r in range(a.loops):
+            for n in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+                t = time.perf_counter()
+                for _ in range(a.calls):
+                    calls[n]()
+                times[n].append((time.perf_counter() - t) / a.calls * 1e3)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        print(f"| {case[0]} | {med['ours']:.2f} ({min(times['ours']):.2f}) | {med['base']:.2f} "
+              f"({min(times['base']):.2f}) | {med['ours'] / med['base']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
