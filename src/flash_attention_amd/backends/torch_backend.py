@@ -231,9 +231,9 @@ class _Tiles:
 
     def scores(self, qt, kt, m0, m1, n0, n1, partial, keep_tanh=False, merge=False):
         """Scores [b, hk, g, bm, bn] (-inf where hidden) and, with softcap and keep_tanh,
-        the tanh tile the backward pass needs (else None). merge (the one-tile forward): a bool mask and the window's
-        band hidden by one fill, their union kept per mask (``_merged``; a broadcast bool fill costs about 1 ns an
-        element on the CPU machine, twice for two)."""
+        the tanh tile the backward pass needs (else None). A bool mask and the window's band are hidden by one fill of
+        their union (a broadcast bool fill costs about 1 ns an element on the CPU machine, twice for two); merge (the
+        one-tile forward): the union kept per mask (``_merged``)."""
         b, hk, rows, d = qt.shape  # bmm on 3-D views (copies only where a view cannot be): matmul's 4-D wrapping costs
         s = torch.bmm(qt.reshape(b * hk, rows, d), kt.reshape(b * hk, n1 - n0, d).transpose(1, 2))
         s = s.view(b, hk, self.g, m1 - m0, n1 - n0)
@@ -251,11 +251,11 @@ class _Tiles:
         if self.bias is not None:  # after ALiBi; a bool bias is a mask (held as its complement: True = hidden)
             bias = self.bias_tile(m0, m1, n0, n1)
             if bias.dtype == torch.bool:
-                if partial and merge:
-                    s.masked_fill_(_merged(self.params.attn_bias, bias, self.hidden(m0, m1, n0, n1),
-                                           (bias.shape, self.batch_offset, m0, m1, n0, n1, self.diag, self.left,
-                                            self.right)),
-                                   -math.inf)
+                if partial:  # the mask and the band in one fill (their union is the size of the mask's tile)
+                    band = self.hidden(m0, m1, n0, n1)
+                    s.masked_fill_(_merged(self.params.attn_bias, bias, band, (
+                        bias.shape, self.batch_offset, m0, m1, n0, n1, self.diag, self.left, self.right))
+                        if merge else bias | band, -math.inf)
                     return s, t
                 s.masked_fill_(bias, -math.inf)
             else:
