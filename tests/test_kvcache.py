@@ -821,3 +821,22 @@ def test_grad_mode_outputs_have_no_graph(backend, rotary):
         results.append((out, lse, kc, vc))
     for x, y in zip(*results):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_a_row_reads_gives_nan_in_that_row(backend):
+    """CONTRACT.md: a NaN in q, or in a key a row sees, gives NaN in that row and no other; a NaN in a cache slot no
+    row sees (past a sequence's keys) changes nothing (before session 53 the torch path turned such rows into 0)."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 1, 4, 16, generator=g).to(DEVICE)
+    k_cache, v_cache = (torch.randn(2, 32, 2, 16, generator=g).to(DEVICE) for _ in range(2))
+    seqlens = torch.tensor([10, 20], dtype=torch.int32, device=DEVICE)
+    q[0, 0, 1, 3] = math.nan  # sequence 0, query head 1
+    k_cache[1, 5, 0, 0] = math.nan  # sequence 1, a key of KV head 0 (query heads 0 and 1) its row sees
+    k_cache[0, 25, 1, 0] = math.nan  # sequence 0, past its 10 keys: no row sees it
+    with fa.use_backend(backend):
+        out = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens)
+    nan_rows = torch.zeros(2, 1, 4, dtype=torch.bool, device=DEVICE)
+    nan_rows[0, 0, 1] = nan_rows[1, 0, 0] = nan_rows[1, 0, 1] = True
+    assert torch.isnan(out).any(-1).equal(nan_rows)
+    assert torch.isnan(out[nan_rows]).all()

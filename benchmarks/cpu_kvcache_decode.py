@@ -1,0 +1,60 @@
+"""``flash_attn_with_kvcache`` decoding steps on the CPU (the torch backend's path there), this tree against an older
+one importable as ``flash_attention_amd_base`` (``BASE_SRC=<old src> . benchmarks/base_pkg.sh``), loops taking turns:
+median (min) µs a call over ``--loops`` loops of ``--calls`` calls, float32, 2 threads. The cache holds more slots than
+the sequences' keys (as a preallocated cache does): the unused slots' scores are -inf.
+
+    PYTHONPATH=src:/tmp/basepkg python benchmarks/cpu_kvcache_decode.py
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import time
+
+import torch
+
+# name, (b, h, hk, d), cache slots, sequence lengths
+CASES = (
+    ("b=4 h=8/2 d=64, 4096 slots, 300-500 keys", (4, 8, 2, 64), 4096, (300, 420, 500, 350)),
+    ("b=1 h=32/8 d=128, 2048 slots, 1000 keys", (1, 32, 8, 128), 2048, (1000,)),
+    ("b=8 h=8/8 d=64, 512 slots, full", (8, 8, 8, 64), 512, (512,) * 8),
+)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--loops", type=int, default=21)
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    libs = {"ours": importlib.import_module("flash_attention_amd"),
+            "base": importlib.import_module("flash_attention_amd_base")}
+    print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: flash_attn_with_kvcache "
+          f"(torch backend), µs a call, median (min) of {a.loops} loops of {a.calls} calls, loops taking turns\n")
+    print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
+    for name, (b, h, hk, d), slots, lens in CASES:
+        g = torch.Generator().manual_seed(0)
+        q = torch.randn(b, 1, h, d, generator=g)
+        k_cache, v_cache = (torch.randn(b, slots, hk, d, generator=g) for _ in range(2))
+        seqlens = torch.tensor(lens, dtype=torch.int32)
+
+        def call(lib):
+            with lib.use_backend("torch"):
+                return lib.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens)
+        calls = {n: (lambda lib=lib: call(lib)) for n, lib in libs.items()}
+        assert torch.allclose(calls["ours"](), calls["base"](), rtol=1e-4, atol=1e-5), name
+        times = {n: [] for n in calls}
+        for r in range(a.loops):
+            for n in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+                t = time.perf_counter()
+                for _ in range(a.calls):
+                    calls[n]()
+                times[n].append((time.perf_counter() - t) / a.calls * 1e6)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        print(f"| {name} | {med['ours']:.1f} ({min(times['ours']):.1f}) | {med['base']:.1f} "
+              f"({min(times['base']):.1f}) | {med['ours'] / med['base']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
