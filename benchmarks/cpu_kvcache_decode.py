@@ -39,9 +39,9 @@ def main() -> None:
         k_cache, v_cache = (torch.randn(b, slots, hk, d, generator=g) for _ in range(2))
         seqlens = torch.tensor(lens, dtype=torch.int32)
 
-        def call(lib):
+        def call(lib, args=(q, k_cache, v_cache, seqlens)):
             with lib.use_backend("torch"):
-                return lib.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens)
+                return lib.flash_attn_with_kvcache(*args[:3], cache_seqlens=args[3])
         calls = {n: (lambda lib=lib: call(lib)) for n, lib in libs.items()}
         assert torch.allclose(calls["ours"](), calls["base"](), rtol=1e-4, atol=1e-5), name
         times = {n: [] for n in calls}
