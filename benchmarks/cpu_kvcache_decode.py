@@ -7,12 +7,8 @@ the sequences' keys (as a preallocated cache does): the unused slots' scores are
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import statistics
-import time
-
 import torch
+from cpu_train_calls import row, start, take_turns  # benchmarks/, the script's own folder
 
 # name, (b, h, hk, d), cache slots, sequence lengths
 CASES = (
@@ -23,16 +19,7 @@ CASES = (
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calls", type=int, default=20)
-    ap.add_argument("--loops", type=int, default=21)
-    a = ap.parse_args()
-    torch.set_num_threads(2)
-    libs = {"ours": importlib.import_module("flash_attention_amd"),
-            "base": importlib.import_module("flash_attention_amd_base")}
-    print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: flash_attn_with_kvcache "
-          f"(torch backend), µs a call, median (min) of {a.loops} loops of {a.calls} calls, loops taking turns\n")
-    print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
+    a, libs = start(__doc__, "flash_attn_with_kvcache (torch backend)", "µs", 20, 21)
     for name, (b, h, hk, d), slots, lens in CASES:
         g = torch.Generator().manual_seed(0)
         q = torch.randn(b, 1, h, d, generator=g)
@@ -44,16 +31,7 @@ def main() -> None:
                 return lib.flash_attn_with_kvcache(*args[:3], cache_seqlens=args[3])
         calls = {n: (lambda lib=lib: call(lib)) for n, lib in libs.items()}
         assert torch.allclose(calls["ours"](), calls["base"](), rtol=1e-4, atol=1e-5), name
-        times = {n: [] for n in calls}
-        for r in range(a.loops):
-            for n in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-                t = time.perf_counter()
-                for _ in range(a.calls):
-                    calls[n]()
-                times[n].append((time.perf_counter() - t) / a.calls * 1e6)
-        med = {n: statistics.median(t) for n, t in times.items()}
-        print(f"| {name} | {med['ours']:.1f} ({min(times['ours']):.1f}) | {med['base']:.1f} "
-              f"({min(times['base']):.1f}) | {med['ours'] / med['base']:.2f}x |")
+        print(row(name, take_turns(calls, a.loops, a.calls, 1e-6), 1))
 
 
 if __name__ == "__main__":

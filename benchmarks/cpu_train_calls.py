@@ -46,33 +46,50 @@ def _call(lib, case):
     return call
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calls", type=int, default=5)
-    ap.add_argument("--loops", type=int, default=15)
+def take_turns(calls: dict, loops: int, per_loop: int, unit: float) -> dict:
+    """{name: [time a call in each loop, in units of ``unit`` seconds]}: loops of per_loop calls of each path, the
+    paths' order reversed every loop (a host whose speed drifts slows both alike)."""
+    times = {n: [] for n in calls}
+    for r in range(loops):
+        for n in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+            t = time.perf_counter()
+            for _ in range(per_loop):
+                calls[n]()
+            times[n].append((time.perf_counter() - t) / per_loop / unit)
+    return times
+
+
+def row(label: str, times: dict, digits: int) -> str:
+    """A markdown row: ours and base as median (min), and ours / base of the medians."""
+    med = {n: statistics.median(t) for n, t in times.items()}
+    cells = " | ".join(f"{med[n]:.{digits}f} ({min(times[n]):.{digits}f})" for n in ("ours", "base"))
+    return f"| {label} | {cells} | {med['ours'] / med['base']:.2f}x |"
+
+
+def start(doc: str, what: str, unit: str, calls: int, loops: int):
+    """(the command line's arguments, {"ours": this tree, "base": the older one}), 2 threads; prints the header and the
+    table's head."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=calls)
+    ap.add_argument("--loops", type=int, default=loops)
     a = ap.parse_args()
     torch.set_num_threads(2)
     libs = {"ours": importlib.import_module("flash_attention_amd"),
             "base": importlib.import_module("flash_attention_amd_base")}
-    print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: forward + backward, "
-          f"ms a call, "
+    print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: {what}, {unit} a call, "
           f"median (min) of {a.loops} loops of {a.calls} calls, loops taking turns\n")
     print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
+    return a, libs
+
+
+def main() -> None:
+    a, libs = start(__doc__, "forward + backward", "ms", 5, 15)
     for case in CASES:
         calls = {n: _call(lib, case) for n, lib in libs.items()}
         got = {n: f() for n, f in calls.items()}
         for x, y in zip(got["ours"], got["base"]):  # the same gradients
             assert torch.allclose(x, y, rtol=1e-4, atol=1e-5), case[0]
-        times = {n: [] for n in calls}
-        for r in range(a.loops):
-            for n in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-                t = time.perf_counter()
-                for _ in range(a.calls):
-                    calls[n]()
-                times[n].append((time.perf_counter() - t) / a.calls * 1e3)
-        med = {n: statistics.median(t) for n, t in times.items()}
-        print(f"| {case[0]} | {med['ours']:.2f} ({min(times['ours']):.2f}) | {med['base']:.2f} "
-              f"({min(times['base']):.2f}) | {med['ours'] / med['base']:.2f}x |")
+        print(row(case[0], take_turns(calls, a.loops, a.calls, 1e-3), 2))
 
 
 if __name__ == "__main__":
