@@ -174,3 +174,33 @@ def test_sdpa_bool_mask_both_kernel_choices(fused, monkeypatch):
     for out in outs:
         assert_matches(out, ref, fp32_tol=2e-5, lowp_tol=2e-2)
     core.clear_plans()
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 9, 1), (2, 3, 7, 1), (1, 4, 5, 1), (4, 1, 1, 1), (1, 1, 6, 1)])
+@pytest.mark.parametrize("pattern", ["none", "prefix", "scattered", "all"])
+def test_hidden_rows_zeroed_in_place_as_masked_fill(shape, pattern):
+    """The CPU's in-place zeroing of hidden rows (``_hidden_runs``: basic indices for a few runs of rows, one advanced
+    index past HIDDEN_RUNS) leaves what masked_fill gives, for every broadcast shape of ``hidden`` and rows hidden as a
+    padded prefill hides them (a prefix per sequence), scattered (more runs than HIDDEN_RUNS) or all of them."""
+    g = torch.Generator().manual_seed(sum(shape) + len(pattern))
+    hidden = torch.zeros(shape, dtype=torch.bool)
+    if pattern == "prefix":
+        for b in range(shape[0]):
+            hidden[b, ..., : b + 1, :] = True
+    elif pattern == "scattered":
+        hidden = torch.rand(shape, generator=g) > 0.5
+        hidden.view(-1)[::2] = True
+    elif pattern == "all":
+        hidden[:] = True
+    prep = sdpa_backend._MaskPrep.__new__(sdpa_backend._MaskPrep)
+    prep.hidden, prep._rows = hidden, None
+    out = torch.randn(*(n if n > 1 else n_out for n, n_out in zip(shape[:3], (3, 4, 9))), 8, generator=g)  # b h sq dv
+    want = out.masked_fill(hidden, 0.0)
+    for _ in range(2):  # the runs are read once, then kept
+        assert torch.equal(prep.zero_hidden_rows(out.clone()), want)
+    rows = hidden[..., 0]  # [b, h, sq]: a run starts at a hidden row whose row before it is not hidden
+    starts = rows & ~torch.nn.functional.pad(rows, (1, 0))[..., :-1]
+    indices = sdpa_backend._hidden_runs(hidden)
+    assert type(indices) is (list if int(starts.sum()) <= sdpa_backend.HIDDEN_RUNS else tuple)
+    if type(indices) is list:
+        assert len(indices) == int(starts.sum())
