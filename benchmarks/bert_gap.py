@@ -171,18 +171,23 @@ def main() -> None:
                     help="the model under torch.compile (one compiled module, each implementation its own graphs "
                          "after the warm-up)")
     ap.add_argument("--compile-mode", default="default", help="--compile's mode (e.g. reduce-overhead: CUDA graphs)")
+    ap.add_argument("--threads-off", action="store_true",
+                    help="autograd's worker threads off (backwards run on this thread)")
     ap.add_argument("--attn-dropout", type=float, default=None, help="attention_probs_dropout_prob (BERT's: 0.1)")
     args = ap.parse_args()
     cfg = dict(models.BERT_BASE, num_hidden_layers=args.layers)
     if args.attn_dropout is not None:
         cfg["attention_probs_dropout_prob"] = args.attn_dropout
     register()
+    if args.threads_off:
+        torch.autograd.set_multithreading_enabled(False)
     what = (f"host us per forward + backward issued while the GPU sleeps {args.sleep_ms:g} ms, median (min-max) of "
             f"{args.rounds} samples taking turns" if args.host else
             f"training step, ms, median (min-max) of {args.rounds} rounds of 5 steps taking turns")
     name = "BERT-base" if args.layers == 12 else f"BERT-base with {args.layers} layers"
     name += f" under torch.compile (mode {args.compile_mode})" if args.compile else ""
     name += f", attention dropout {args.attn_dropout:g}" if args.attn_dropout is not None else ""
+    name += ", autograd threads off" if args.threads_off else ""
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: {name} {what}")
     labels = list(args.impls)
     ratios = [x for x in labels if x != "sdpa"] if "sdpa" in labels else []
