@@ -304,7 +304,7 @@ def test_torch_backend_without_grad_heads_first(sq, opts, monkeypatch):
     b, sk, h, hk, d = 2, 17 if sq < 300 else 300, 4, 2, 8
     core.clear_plans()
     for call in range(3):
-        q, k, v = (t.detach() for t in _heads_first(b, sq, sk, h, hk, d))
+        q, k, v = (t.detach() + 0.1 * call for t in _heads_first(b, sq, sk, h, hk, d))  # each call's own values
         kw = dict(causal=opts.get("causal", False), softcap=opts.get("softcap", 0.0),
                   window_size=opts.get("window_size", (-1, -1)))
         if opts.get("mask"):
@@ -322,6 +322,9 @@ def test_torch_backend_without_grad_heads_first(sq, opts, monkeypatch):
         oracle, _ = attention_ref(*(t.double().transpose(1, 2) for t in (q, k, v)), **{
             n: (t.double() if torch.is_tensor(t) and t.is_floating_point() else t) for n, t in kw.items()})
         assert (out.double() - oracle).abs().max().item() < 1e-5
+        kept = list({id(p): p.slot["tile"] for p in core._PLANS.values() if "tile" in p.slot}.values())
+        if sq < 300 and call > 0:  # the plan keeps its tile constants, none of a call's tensors (a KV cache, a mask)
+            assert len(kept) == 1 and all(getattr(kept[0][0], n) is None for n in kept[0][0]._CALL)
     core.clear_plans()
 
 

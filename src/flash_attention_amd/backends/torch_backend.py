@@ -122,7 +122,9 @@ def _lse_dtype(dtype: torch.dtype) -> torch.dtype:
 class _Tiles:
     """Per-call constants of a dense (one batch slice) problem and the tile helpers.
 
-    q5 [b, hk, g, sq, d], k4/v4 [b, hk, sk, d|dv] are views of the caller's tensors.
+    q5 [b, hk, g, sq, d], k4/v4 [b, hk, sk, d|dv] are views of the caller's tensors. What the shapes, the device and
+    the params' scalars fix is set here; what the call's tensors bring, by ``bind`` (a copy of a kept instance rebinds
+    only that: ``TorchBackend.forward_heads_first``).
     """
 
     def __init__(self, q, k, v, params: AttnParams, batch_offset: int, block_m, block_n, heads_first=False):
@@ -136,29 +138,58 @@ class _Tiles:
         self.d, self.dv = d, v.shape[-1]
         self.cdt = _compute_dtype(q.dtype)
         self.device = q.device
-        self.params = params
         self.scale = params.softmax_scale
         self.softcap = params.softcap
         self.diag = sk - sq + params.diag_offset  # diag_offset: a chunk of a longer sequence (params.py)
         self.left = params.window_left
         self.right = 0 if params.causal else params.window_right
         self.batch_offset = batch_offset
-        if heads_first:
-            self.q5, self.k4, self.v4 = q.unflatten(1, (hk, self.g)), k, v
-        else:
-            self.q5 = q.unflatten(2, (hk, self.g)).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
-            self.k4 = k.permute(0, 2, 1, 3)  # [b, hk, sk, d]
-            self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
+        self.heads_first = heads_first
         self.block_n = max(1, min(block_n, max(sk, 1)))
         if block_m is None:
             tile = TILE_ELEMS_CPU if self.device.type == "cpu" else TILE_ELEMS_GPU
             block_m = max(MIN_BLOCK_M, tile // max(1, b * h * self.block_n))
         self.block_m = max(1, min(block_m, max(sq, 1)))
+        self.bh = None
+        if params.dropout_p > 0:
+            bi = torch.arange(b, device=self.device) + batch_offset
+            bh = bi[:, None] * h + torch.arange(h, device=self.device)  # [b, h]
+            self.bh = bh.view(b, hk, self.g, 1, 1)
+        self.bind(q, k, v, params)
+
+    _CALL = ("params", "q5", "k4", "v4", "neg_slopes", "q_scale", "k_scale", "v_scale", "bias", "sinks")
+
+    def unbound(self) -> _Tiles:
+        """A copy without the call's tensors (what a plan may keep: no reference to a call's q, k, v or mask)."""
+        t = _Tiles.__new__(_Tiles)
+        t.__dict__.update(self.__dict__)
+        for name in self._CALL:
+            setattr(t, name, None)
+        return t
+
+    def bound(self, q, k, v, params: AttnParams) -> _Tiles:
+        """A copy bound to this call's tensors (``bind``): the constants without recomputing them."""
+        t = _Tiles.__new__(_Tiles)
+        t.__dict__.update(self.__dict__)
+        t.bind(q, k, v, params)
+        return t
+
+    def bind(self, q, k, v, params: AttnParams) -> None:
+        """The call's tensors: q, k, v as the tiles read them and what params carries (ALiBi slopes, FP8 descales,
+        the bias or mask, sinks; the dropout key), for q, k, v and params of the shapes and scalars __init__ saw."""
+        b, hk, g, batch_offset = self.b, self.hk, self.g, self.batch_offset
+        self.params = params
+        if self.heads_first:
+            self.q5, self.k4, self.v4 = q.view(b, hk, g, self.sq, self.d), k, v
+        else:
+            self.q5 = q.view(b, self.sq, hk, g, self.d).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
+            self.k4 = k.permute(0, 2, 1, 3)  # [b, hk, sk, d]
+            self.v4 = v.permute(0, 2, 1, 3)  # [b, hk, sk, dv]
         self.neg_slopes = None
         if params.alibi_slopes is not None:
             s = params.alibi_slopes.to(device=self.device, dtype=self.cdt)
-            s = s.view(1, h) if s.dim() == 1 else s[batch_offset:batch_offset + b]
-            self.neg_slopes = -s.reshape(-1, hk, self.g, 1, 1)  # [b|1, hk, g, 1, 1]
+            s = s.view(1, self.h) if s.dim() == 1 else s[batch_offset:batch_offset + b]
+            self.neg_slopes = -s.reshape(-1, hk, g, 1, 1)  # [b|1, hk, g, 1, 1]
         self.q_scale = self.k_scale = self.v_scale = None
         if params.q_descale is not None:  # FP8: tiles are dequantised as they are read (x * descale[b, kv head])
             rows = slice(batch_offset, batch_offset + b)
@@ -172,16 +203,11 @@ class _Tiles:
                 bias = _hidden(bias)  # True = hidden
             if bias.shape[0] != 1 and (batch_offset != 0 or bias.shape[0] != b):
                 bias = bias[batch_offset:batch_offset + b]
-            bias = bias.unflatten(1, (hk, self.g)) if bias.shape[1] != 1 else bias.unsqueeze(1)
+            bias = bias.unflatten(1, (hk, g)) if bias.shape[1] != 1 else bias.unsqueeze(1)
             self.bias = bias if bias.device == self.device else bias.to(self.device)
         self.sinks = None  # [1, hk, g, 1, 1]
         if params.sinks is not None:
-            self.sinks = params.sinks.to(device=self.device, dtype=self.cdt).view(1, hk, self.g, 1, 1)
-        self.bh = None
-        if params.dropout_p > 0:
-            bi = torch.arange(b, device=self.device) + batch_offset
-            bh = bi[:, None] * h + torch.arange(h, device=self.device)  # [b, h]
-            self.bh = bh.view(b, hk, self.g, 1, 1)
+            self.sinks = params.sinks.to(device=self.device, dtype=self.cdt).view(1, hk, g, 1, 1)
 
     def query_blocks(self):
         for m0 in range(0, self.sq, self.block_m):
@@ -508,17 +534,20 @@ class TorchBackend(KernelBackend):
         step's call: issue 10); None for the others (the caller takes views for ``forward``)."""
         if params.is_varlen or slot.get("lse", True) is not False:
             return None
-        T = _Tiles(q, k, v, params, 0, self.block_m, self.block_n, heads_first=True)
-        if T.block_m < T.sq:
-            return None
-        blocks = list(T.key_blocks(0, T.sq))
-        if len(blocks) != 1:
+        kept = slot.get("tile")  # (the plan's _Tiles without a call's tensors, its one key block or None)
+        if kept is None:
+            T = _Tiles(q, k, v, params, 0, self.block_m, self.block_n, heads_first=True)
+            blocks = list(T.key_blocks(0, T.sq)) if T.block_m >= T.sq else []
+            kept = slot["tile"] = (T.unbound(), blocks[0] if len(blocks) == 1 else None)
+        else:
+            T = kept[0].bound(q, k, v, params)
+        if kept[1] is None:
             return None
         enabled = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
         try:
             out = torch.empty((T.b, T.sq, T.h, T.dv), dtype=_out_dtype(q.dtype), device=q.device)
-            _forward_tile(T, out.unflatten(2, (T.hk, T.g)).permute(0, 2, 3, 1, 4), None, *blocks[0])
+            _forward_tile(T, out.view(T.b, T.sq, T.hk, T.g, T.dv).permute(0, 2, 3, 1, 4), None, *kept[1])
             return out
         finally:
             torch._C._set_grad_enabled(enabled)
