@@ -539,9 +539,9 @@ class TorchBackend(KernelBackend):
             T = _Tiles(q, k, v, params, 0, self.block_m, self.block_n, heads_first=True)
             blocks = list(T.key_blocks(0, T.sq)) if T.block_m >= T.sq else []
             kept = slot["tile"] = (T.unbound(), blocks[0] if len(blocks) == 1 else None)
-        else:
+        elif kept[1] is not None:
             T = kept[0].bound(q, k, v, params)
-        if kept[1] is None:
+        if kept[1] is None:  # more than one tile: the caller's views
             return None
         enabled = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
