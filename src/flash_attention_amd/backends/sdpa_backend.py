@@ -252,18 +252,18 @@ def _hidden_runs(hidden: torch.Tensor):
     where there are at most HIDDEN_RUNS runs (a padded batch's prefill: the rows before each sequence's first key),
     else one advanced index over all of them. A dim the mask broadcasts (size 1) takes every index of out's."""
     rows = hidden[..., 0]  # [b|1, h|1, sq|1]
-    runs: list = []
-    for b, h, i in rows.nonzero().tolist():  # in order: a run's rows are consecutive entries
-        if runs and runs[-1][:2] == [b, h] and runs[-1][3] == i:
-            runs[-1][3] = i + 1
-        else:
-            runs.append([b, h, i, i + 1])
-    if len(runs) > HIDDEN_RUNS:
+    before = torch.zeros_like(rows)  # whether the row before is hidden too (same batch and head)
+    before[..., 1:] = rows[..., :-1]
+    after = torch.zeros_like(rows)  # whether the row after is
+    after[..., :-1] = rows[..., 1:]
+    begins = rows & ~before
+    if int(begins.sum()) > HIDDEN_RUNS:
         where = rows.nonzero(as_tuple=True)
         return tuple(slice(None) if rows.shape[d] == 1 else where[d] for d in range(3))
-    whole = [rows.shape[d] == 1 for d in range(3)]
-    return [(slice(None) if whole[0] else b, slice(None) if whole[1] else h, slice(None) if whole[2] else slice(i, j))
-            for b, h, i, j in runs]
+    every = [slice(None) if rows.shape[d] == 1 else None for d in range(3)]  # a broadcast dim: all of out's
+    # each run's first and last rows, in the same (batch, head, row) order
+    return [(every[0] or b, every[1] or h, every[2] or slice(i, j + 1))
+            for (b, h, i), (_, _, j) in zip(begins.nonzero().tolist(), (rows & ~after).nonzero().tolist())]
 
 
 def _nan_in(out: torch.Tensor) -> bool:
