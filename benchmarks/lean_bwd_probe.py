@@ -11,7 +11,8 @@ BERT-base's attention call (b=32 s=128 h=12 d=64, bf16, a key mask, dropout 0.1)
   (dq, dk, dv, delta) and the recorded direct launches with this call's pointers and dropout key put into argument
   lists recorded once (specialised to this call's layout and plan; its gradients are checked equal to ours, bitwise,
   for the same key);
-- ``floor``: a backward that allocates dq, dk, dv and launches nothing (what any Python backward pays).
+- ``floor``: a backward that allocates dq, dk, dv and launches nothing (what any Python backward pays);
+- ``sdpa``: HF's sdpa call (an additive mask, dropout 0.1), SDPA's C++ autograd node.
 
     PYTHONPATH=src:benchmarks python benchmarks/lean_bwd_probe.py [--calls 40 --loops 11]
 """
@@ -141,13 +142,26 @@ def main() -> None:
                 torch._C._set_multithreading_enabled(True)
         return run
 
+    additive = torch.zeros(keys.shape, device="cuda", dtype=torch.bfloat16).masked_fill_(~keys, float("-inf"))
+
+    def sdpa(threads):
+        def run():
+            torch._C._set_multithreading_enabled(threads)
+            try:
+                out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=0.1)
+                torch.autograd.grad(out, (q, k, v), dout.transpose(1, 2))
+            finally:
+                torch._C._set_multithreading_enabled(True)
+        return run
+
     paths = {}
     for threads in (True, False):
         for name, impl in (("ours", real_backward), ("lean", lean), ("floor", floor)):
             paths[f"{name}, threads {'on' if threads else 'off'}"] = with_backward(impl, threads)
+        paths[f"sdpa, threads {'on' if threads else 'off'}"] = sdpa(threads)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: BERT's attention call, host µs forward + "
           f"backward, median (min) of {a.loops} loops of {a.calls}")
-    print_table("backward: ours, lean (the same launches, nothing else), floor (allocations only)",
+    print_table("backward: ours, lean (the same launches, nothing else), floor (allocations only); SDPA",
                 take_turns(paths, a.loops, a.calls))
 
 
