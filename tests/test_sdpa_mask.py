@@ -16,6 +16,18 @@ from helpers import DEVICE, assert_matches
 DTYPE = torch.float32 if DEVICE == "cpu" else torch.bfloat16  # SDPA's fused CUDA kernels: fp16 / bf16
 
 
+@pytest.fixture(autouse=True, params=[True, False] if DEVICE == "cpu" else [False], ids=lambda x: f"native={x}")
+def native(request, monkeypatch):
+    """Every test twice on the CPU: with rows that see no key left to SDPA (``_cpu_zeroes_hidden_rows``: this torch's
+    CPU SDPA gives them 0 itself) and made visible, then set to 0 (the route for a torch that does not)."""
+    if request.param and not sdpa_backend._cpu_zeroes_hidden_rows():
+        pytest.skip("this torch's CPU SDPA does not give rows without a key 0")
+    monkeypatch.setattr(sdpa_backend, "_cpu_zeroes_hidden_rows", lambda: request.param)
+    sdpa_backend._LAST_MASK.clear()
+    yield request.param
+    sdpa_backend._LAST_MASK.clear()
+
+
 def _inputs(b, sq, sk, h, hk, d, seed):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(b, sq, h, d, generator=g)
@@ -38,7 +50,7 @@ def _masks(b, h, sq, sk, seed):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("kind", ["keys", "full"])
 @pytest.mark.parametrize("shape", [(3, 37, 37, 4, 4, 32), (3, 17, 45, 4, 2, 64), (2, 64, 64, 2, 1, 16)])
-def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal):
+def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal, native):
     """Causal too on the CPU, where the causal band is merged into the mask (bottom-right: sq < sk leaves each
     query more keys)."""
     if causal and DEVICE != "cpu":
@@ -54,6 +66,8 @@ def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal):
     with fa.use_backend("sdpa"), torch.no_grad():  # without a gradient (on the CPU its hidden rows zeroed in place)
         for _ in range(2):
             assert torch.equal(fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal), out)
+    if kind == "keys":  # (a key mask's preparation is kept: the route it took)
+        assert sdpa_backend._LAST_MASK[0].native == native
     dout = torch.randn_like(out)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))

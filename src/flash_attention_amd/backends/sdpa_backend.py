@@ -201,9 +201,13 @@ class _MaskPrep:
     ``hides_rows``: whether ``hidden`` marks any row, read on the CPU (where that costs no synchronisation), so a call
     whose mask hides no row entirely (a decoding step's) skips setting them to 0; True elsewhere.
     ``band`` (seqlen_q, seqlen_k) or None: a causal call's (``_merges_causal``), whose bottom-right causal band is
-    merged into the mask (key j visible to query i where j <= i + seqlen_k - seqlen_q)."""
+    merged into the mask (key j visible to query i where j <= i + seqlen_k - seqlen_q).
+    ``native``: eager CPU calls where the installed torch's CPU SDPA gives rows that see no key 0 out and 0 gradients
+    itself (``_cpu_zeroes_hidden_rows``): ``additive`` then hides those rows too (no ``visible``), and only an
+    output that went through ``_nan_pass`` has its hidden rows set to 0 (``needs_zeroing``)."""
 
-    __slots__ = ("mask", "version", "band", "visible", "hidden", "hides_rows", "_additive", "_rows")
+    __slots__ = ("mask", "version", "band", "visible", "hidden", "hides_rows", "native", "_shown", "_additive",
+                 "_rows")
 
     def __init__(self, mask: torch.Tensor, band: tuple | None = None):
         self.mask, self.version, self.band = mask, mask._version, band
@@ -212,7 +216,10 @@ class _MaskPrep:
             mask = mask & torch.ones(sq, sk, dtype=torch.bool, device=mask.device).tril_(sk - sq)
         self.hidden = ~mask.any(-1, keepdim=True)
         self.visible = mask | self.hidden
-        self.hides_rows = not mask.is_cpu or torch.compiler.is_compiling() or bool(self.hidden.any())
+        compiling = torch.compiler.is_compiling()
+        self.hides_rows = not mask.is_cpu or compiling or bool(self.hidden.any())
+        self.native = mask.is_cpu and not compiling and self.hides_rows and _cpu_zeroes_hidden_rows()
+        self._shown = mask if self.native else self.visible  # what additive() shows
         self._additive: dict = {}
         self._rows = None  # the hidden rows as zero_hidden_rows writes them (_hidden_runs), read on first use
 
@@ -233,12 +240,41 @@ class _MaskPrep:
             out[runs] = 0.0
         return out
 
+    def needs_zeroing(self, passed: bool) -> bool:
+        """Whether SDPA's output over ``additive`` still needs its hidden rows set to 0; passed: it went through
+        ``_nan_pass`` (whose rows that read a NaN include hidden ones)."""
+        return self.hides_rows and (passed or not self.native)
+
     def additive(self, dtype: torch.dtype) -> torch.Tensor:
         bias = self._additive.get(dtype)
         if bias is None:
-            bias = self._additive[dtype] = torch.zeros(self.visible.shape, dtype=dtype, device=self.visible.device
-                                                       ).masked_fill_(~self.visible, float("-inf"))
+            shown = self._shown
+            bias = self._additive[dtype] = torch.zeros(shown.shape, dtype=dtype, device=shown.device
+                                                       ).masked_fill_(~shown, float("-inf"))
         return bias
+
+
+@functools.cache
+def _cpu_zeroes_hidden_rows() -> bool:
+    """Whether the installed torch's CPU SDPA gives a row that sees no key (every key -inf in the additive mask) 0 out
+    and 0 gradients, with every other row's values as without that row: asked once per process on a tiny call (torch
+    2.13 does, in its flash kernel and its math path). Then a CPU call need not make such rows visible and set them to
+    0 afterwards (a broadcast masked_fill and its backward: about 1 ms of a 5 ms training call at b=4 s=128 h=8 d=64
+    on this repository's CPU machine, session 54)."""
+    # whatever the caller's context (no_grad, inference_mode, functorch transforms): a plain autograd call
+    with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch():
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(2, 2, 5, 8, generator=g).requires_grad_() for _ in range(3))
+        keys = torch.tensor([[True] * 5, [False] * 5])[:, None, None, :]  # sequence 1 sees no key
+        bias = torch.zeros(keys.shape).masked_fill_(~keys, float("-inf"))
+        try:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+            ref = F.scaled_dot_product_attention(q[:1], k[:1], v[:1])
+        except RuntimeError:
+            return False
+    return bool((out[1] == 0).all() and torch.equal(out[:1], ref) and (grads[0][1] == 0).all()
+                and all(torch.isfinite(t).all() for t in grads))
 
 
 # Up to this many runs of consecutive hidden query rows are zeroed one basic index each (a view and a fill: 4.4 us on
@@ -267,9 +303,10 @@ def _hidden_runs(hidden: torch.Tensor):
 
 
 def _nan_in(out: torch.Tensor) -> bool:
-    """Whether out [b, h, sq, dv] of SDPA over a mask that hides no row entirely holds a NaN that q or k put there, read
-    from its first column: a NaN (or inf) in q or in a key makes a score NaN (even where the mask adds -inf), and a
-    NaN score makes its row's softmax normaliser NaN, so every column of the row is NaN. A NaN from v alone may sit in
+    """Whether out [b, h, sq, dv] of SDPA over a prepared mask holds a NaN that q or k put there, read from its first
+    column: a NaN (or inf) in q or in a key makes a score NaN (even where the mask adds -inf), and a NaN score makes
+    its row's softmax normaliser NaN, so every column of the row is NaN (a row that sees no key may give 0 instead:
+    it is set to 0 either way). A NaN from v alone may sit in
     other columns only; the second pass (``_nan_pass``) leaves such an output as it is anyway. On this repository's
     CPU machine 4.9 us against 7.8 for the sum of a prefill's whole output (b=4 h=4 s=64 d=64, session 54); a decoding
     step's output (one query row) is summed whole (as small as its first column would be, without the view)."""
@@ -314,9 +351,10 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     prep = _mask_prep(params.attn_bias if mask is None else mask, (sq, sk) if params.causal else None)
     qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     out = _masked_sdpa(qt, kt, vt, params, slot, prep)
-    if q.is_cpu and not torch.compiler.is_compiling() and _nan_in(out):
+    passed = q.is_cpu and not torch.compiler.is_compiling() and _nan_in(out)
+    if passed:
         out = _nan_pass(qt, kt, vt, out, params, slot, prep)
-    if prep.hides_rows:
+    if prep.needs_zeroing(passed):
         out = prep.zero_hidden_rows(out)
     return out.transpose(1, 2)
 
@@ -348,9 +386,10 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
         if prep is None or prep.mask is not mask or prep.version != mask._version or prep.band != band:
             prep = prepare(mask, band)
         out = sdpa(q, k, v, attn_mask=prep.additive(dtype), **kw)
-        if cpu and _nan_in(out):
+        passed = cpu and _nan_in(out)
+        if passed:
             out = _nan_pass(q, k, v, out, params, slot, prep)
-        if prep.hides_rows:
+        if prep.needs_zeroing(passed):
             out = prep.zero_hidden_rows(out, eager=True)
         return out.transpose(1, 2)
 
