@@ -2,7 +2,8 @@
 "a model that gets faster when they switch to it"): forward + backward of ``core.attention_heads_first`` (the HF
 integration's call) against transformers' sdpa call (raw ``F.scaled_dot_product_attention`` with the bool mask, the
 causal band merged in, ``enable_gqa``), and this tree against an older one importable as ``flash_attention_amd_base``
-(``BASE_SRC=<old src> . benchmarks/base_pkg.sh``), loops taking turns: median (min) µs a call, float32, 2 threads.
+(``BASE_SRC=<old src> . benchmarks/base_pkg.sh``), loops taking turns after 50 calls of each path
+(``cpu_torch_path.time_paths``): median (min) µs a call, float32, 2 threads.
 
     PYTHONPATH=src:/tmp/basepkg python benchmarks/cpu_sdpa_train.py [--calls 5 --loops 31]
 """
@@ -10,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from cpu_torch_path import time_paths  # benchmarks/, the script's own folder
 
 # (b, s, h, hk, d): each batch's sequence 0 left-padded by a quarter of s
 SHAPES = ((1, 64, 4, 2, 64), (4, 128, 8, 4, 64), (2, 512, 8, 2, 64))
@@ -61,20 +61,11 @@ def main() -> None:
     names = ["ours", *(["base"] if "base" in libs else []), "hf sdpa"]
     print("| call | " + " | ".join(names) + " | ours / hf sdpa (median) |\n|---|" + "---|" * (len(names) + 1))
     for shape in SHAPES:
-        paths = _paths(libs, *shape)
-        times = {n: [] for n in paths}
-        order = list(paths)
-        for r in range(a.loops):
-            for n in order[r % len(order):] + order[:r % len(order)]:
-                t = time.perf_counter()
-                for _ in range(a.calls):
-                    paths[n]()
-                times[n].append((time.perf_counter() - t) / a.calls * 1e6)
-        med = {n: statistics.median(t) for n, t in times.items()}
+        res = time_paths(_paths(libs, *shape), a.calls, a.loops)  # {name: (median, min)}
         b, s, h, hk, d = shape
-        cells = " | ".join(f"{med[n]:.0f} ({min(times[n]):.0f})" for n in names)
-        print(f"| b={b} s={s} h={h}/{hk} d={d}, causal, padding mask | {cells} | {med['ours'] / med['hf sdpa']:.2f}x |",
-              flush=True)
+        cells = " | ".join(f"{res[n][0]:.0f} ({res[n][1]:.0f})" for n in names)
+        print(f"| b={b} s={s} h={h}/{hk} d={d}, causal, padding mask | {cells} | "
+              f"{res['ours'][0] / res['hf sdpa'][0]:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":
