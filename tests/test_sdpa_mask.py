@@ -63,7 +63,7 @@ def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal, native):
     for _ in range(2):  # the second call reuses the first one's preparation of the key mask
         with fa.use_backend("sdpa"):
             out = fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal)
-    with fa.use_backend("sdpa"), torch.no_grad():  # without a gradient (on the CPU its hidden rows zeroed in place)
+    with fa.use_backend("sdpa"), torch.no_grad():  # without a gradient (CPU: hidden rows zeroed in place, or by SDPA)
         for _ in range(2):
             assert torch.equal(fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal), out)
     if kind == "keys":  # (a key mask's preparation is kept: the route it took)

@@ -306,10 +306,10 @@ def _nan_in(out: torch.Tensor) -> bool:
     """Whether out [b, h, sq, dv] of SDPA over a prepared mask holds a NaN that q or k put there, read from its first
     column: a NaN (or inf) in q or in a key makes a score NaN (even where the mask adds -inf), and a NaN score makes
     its row's softmax normaliser NaN, so every column of the row is NaN (a row that sees no key may give 0 instead:
-    it is set to 0 either way). A NaN from v alone may sit in
-    other columns only; the second pass (``_nan_pass``) leaves such an output as it is anyway. On this repository's
-    CPU machine 4.9 us against 7.8 for the sum of a prefill's whole output (b=4 h=4 s=64 d=64, session 54); a decoding
-    step's output (one query row) is summed whole (as small as its first column would be, without the view)."""
+    it is set to 0 either way). A NaN from v alone may sit in other columns only; the second pass (``_nan_pass``)
+    leaves such an output as it is anyway. On this repository's CPU machine 4.9 us against 7.8 for the sum of a
+    prefill's whole output (b=4 h=4 s=64 d=64, session 54); a decoding step's output (one query row) is summed whole
+    (as small as its first column would be, without the view)."""
     return math.isnan((out if out.shape[2] == 1 else out.select(-1, 0)).sum().item())
 
 
