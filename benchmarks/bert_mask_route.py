@@ -24,10 +24,9 @@ import torch.nn.functional as F
 import flash_attention_amd as fa
 
 
-def bert_inputs(b: int, s: int, grad: bool, heads_first: bool = False):
-    """BERT-base's attention inputs (h=12, d=64, bf16, seeded by s): q, k, v [b, s, h, d] ([b, h, s, d] with
-    heads_first), a bool key mask [b, 1, 1, s] of lengths uniform in [s/4, s], and an upstream gradient."""
-    h, d = 12, 64
+def bert_inputs(b: int, s: int, grad: bool, heads_first: bool = False, h: int = 12, d: int = 64):
+    """BERT-base's attention inputs (h=12, d=64 unless given, bf16, seeded by s): q, k, v [b, s, h, d] ([b, h, s, d]
+    with heads_first), a bool key mask [b, 1, 1, s] of lengths uniform in [s/4, s], and an upstream gradient."""
     g = torch.Generator(device="cuda").manual_seed(s)
     shape = (b, h, s, d) if heads_first else (b, s, h, d)
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(grad)
@@ -48,8 +47,8 @@ def grad_mode(fn, train: bool):
     return call
 
 
-def _call_fns(b: int, s: int, train: bool):
-    q, k, v, keys, dout = bert_inputs(b, s, train)
+def _call_fns(b: int, s: int, train: bool, h: int = 12, d: int = 64):
+    q, k, v, keys, dout = bert_inputs(b, s, train, h=h, d=d)
     additive = torch.where(keys, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16)
     p = 0.1 if train else 0.0
 
@@ -126,7 +125,9 @@ def main() -> None:
     ap.add_argument("--compare", default="", help="an importable older copy of the library: models only, "
                                                   "fa_amd against fa_amd_base, both routed automatically")
     ap.add_argument("--json", default="")
+    ap.add_argument("--heads-dim", default="12:64", help="calls: heads:head dim (BERT-base's 12:64)")
     args = ap.parse_args()
+    h, d = map(int, args.heads_dim.split(":"))
     shapes = [tuple(map(int, x.split(":"))) for x in args.shapes]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; wall us per call (calls) / ms per step "
           "(models), median (min-max) of rounds taking turns", flush=True)
@@ -135,8 +136,8 @@ def main() -> None:
           "|---|---|---|---|---|---|---|")
     for train in (True, False) if not args.no_calls else ():
         for s, b in shapes:
-            res = _turns(_call_fns(b, s, train), n=30, rounds=args.rounds)
-            mode = "train fwd+bwd, dropout 0.1" if train else "inference fwd"
+            res = _turns(_call_fns(b, s, train, h, d), n=30, rounds=args.rounds)
+            mode = ("train fwd+bwd, dropout 0.1" if train else "inference fwd") + f", h={h} d={d}"
             rows.append(dict(kind="call", mode=mode, s=s, b=b, **{k: v[0] for k, v in res.items()}))
             cell = {k: f"{v[0]:.1f} ({v[1]:.1f}-{v[2]:.1f})" for k, v in res.items()}
             print(f"| {mode} | {s} | {b} | {cell['triton']} | {cell['sdpa']} | {cell['hf-sdpa']} | "

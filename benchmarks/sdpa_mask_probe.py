@@ -70,7 +70,7 @@ def _ours_parts(b: int, s: int) -> None:
     keys = (torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda"))
     keys = keys[:, None, None, :]
     prep = sdpa_backend._mask_prep(keys)
-    bias = prep.additive(torch.bfloat16)
+    bias = prep.additive(torch.bfloat16, False)
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
 
     def ours():

@@ -9,23 +9,38 @@ import pytest
 import torch
 
 import flash_attention_amd as fa
+from flash_attention_amd import core
 from flash_attention_amd.backends import sdpa_backend
 from flash_attention_amd.reference import attention_ref
 from helpers import DEVICE, assert_matches
 
 DTYPE = torch.float32 if DEVICE == "cpu" else torch.bfloat16  # SDPA's fused CUDA kernels: fp16 / bf16
+_GPU_ZEROES = sdpa_backend._gpu_zeroes_hidden_rows  # (the fixture below may replace it)
 
 
-@pytest.fixture(autouse=True, params=[True, False] if DEVICE == "cpu" else [False], ids=lambda x: f"native={x}")
+@pytest.fixture(autouse=True, params=[True, False], ids=lambda x: f"native={x}")
 def native(request, monkeypatch):
-    """Every test twice on the CPU: with rows that see no key left to SDPA (``_cpu_zeroes_hidden_rows``: this torch's
-    CPU SDPA gives them 0 itself) and made visible, then set to 0 (the route for a torch that does not)."""
-    if request.param and not sdpa_backend._cpu_zeroes_hidden_rows():
-        pytest.skip("this torch's CPU SDPA does not give rows without a key 0")
-    monkeypatch.setattr(sdpa_backend, "_cpu_zeroes_hidden_rows", lambda: request.param)
+    """Every test twice: with rows that see no key left to SDPA (where this torch's SDPA gives them 0 itself: on the
+    CPU ``_cpu_zeroes_hidden_rows``, on a GPU ``_gpu_zeroes_hidden_rows``, asked per kind of call) and made visible,
+    then set to 0 (the route for a torch that does not)."""
+    if DEVICE == "cpu":
+        if request.param and not sdpa_backend._cpu_zeroes_hidden_rows():
+            pytest.skip("this torch's CPU SDPA does not give rows without a key 0")
+        monkeypatch.setattr(sdpa_backend, "_cpu_zeroes_hidden_rows", lambda: request.param)
+    elif not request.param:
+        monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", lambda *a: False)
+    core.clear_plans()  # (a GPU plan keeps its answer: mask_native)
     sdpa_backend._LAST_MASK.clear()
     yield request.param
     sdpa_backend._LAST_MASK.clear()
+    core.clear_plans()
+
+
+def _native(native: bool, q, k) -> bool:
+    """The route a call on q, k [b, s, h, d] takes under the fixture's parameter (a GPU's answer per kind of call)."""
+    if DEVICE == "cpu" or not native:
+        return native
+    return sdpa_backend._gpu_zeroes_hidden_rows(q.device, q.dtype, q.shape[-1], False, q.shape[2] != k.shape[2])
 
 
 def _inputs(b, sq, sk, h, hk, d, seed):
@@ -66,8 +81,8 @@ def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal, native):
     with fa.use_backend("sdpa"), torch.no_grad():  # without a gradient (CPU: hidden rows zeroed in place, or by SDPA)
         for _ in range(2):
             assert torch.equal(fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal), out)
-    if kind == "keys":  # (a key mask's preparation is kept: the route it took)
-        assert sdpa_backend._LAST_MASK[0].native == native
+    if kind == "keys":  # (a key mask's preparation is kept: the route it took, the additive mask it read)
+        assert list(sdpa_backend._LAST_MASK[0]._additive) == [(DTYPE, _native(native, q, k))]
     dout = torch.randn_like(out)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
@@ -218,3 +233,45 @@ def test_hidden_rows_zeroed_in_place_as_masked_fill(shape, pattern):
     assert type(indices) is (list if int(starts.sum()) <= sdpa_backend.HIDDEN_RUNS else tuple)
     if type(indices) is list:
         assert len(indices) == int(starts.sum())
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="SDPA's fused GPU kernels")
+def test_gpu_rows_without_a_key_with_dropout(native):
+    """BERT's training call (a key mask, dropout) through the sdpa backend: a sequence without a key gives 0 out and 0
+    gradients on both routes; where SDPA's kernels give them 0 themselves (the probe, asked with dropout) the route
+    reads the mask as it is (no fill: SDPA's own node makes out), and on sm90 such a call at d=64 goes to sdpa."""
+    q, k, v = _inputs(3, 40, 40, 4, 4, 64, seed=5)
+    keys = _masks(3, 4, 40, 40, seed=6)["keys"]  # sequence 2: length 0
+    routed = native and sdpa_backend._gpu_zeroes_hidden_rows(q.device, q.dtype, 64, True, False)
+    with fa.use_backend("sdpa"):
+        out = fa.flash_attn_func(q, k, v, dropout_p=0.1, attn_bias=keys)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
+    assert (out[2] == 0).all() and (dq[2] == 0).all() and (out[:2] != 0).any()
+    assert all(torch.isfinite(t).all() for t in (out, dq, dk, dv))
+    made_by = out.grad_fn.next_functions[0][0].name()  # (out: a transposed view)
+    assert ("MaskedFill" in made_by) == (not routed), made_by
+    if torch.cuda.get_device_capability() == (9, 0):
+        core.clear_plans()
+        expect = "-> sdpa (auto)" if routed else "-> triton (auto)"
+        assert expect in fa.explain(q, k, v, dropout_p=0.1, attn_bias=keys)
+
+
+def test_gpu_probe_asked_once_per_plan_and_never_while_capturing(monkeypatch):
+    """_native: a GPU call's answer is asked once and kept in its plan's slot, never while a CUDA graph is being
+    captured (nothing kept then: the next call asks); the probe is asked per device index and kind of call."""
+    asked = []
+    monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", _GPU_ZEROES)
+    monkeypatch.setattr(sdpa_backend, "_gpu_probe", lambda *a: asked.append(a) or True)
+    capturing = [True]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    qt, kt = torch.empty(2, 8, 16, 64, device="meta"), torch.empty(2, 2, 16, 64, device="meta")
+    params = fa.core.validated_params(torch.empty(2, 16, 8, 64), torch.empty(2, 16, 2, 64),
+                                      torch.empty(2, 16, 2, 64), dropout_p=0.1)
+    slot = {}
+    assert sdpa_backend._gpu_zeroes_hidden_rows(torch.device("cuda", 1), torch.float16, 64, True, True) is False
+    assert sdpa_backend._native(None, qt, kt, params, slot) is False and slot == {} and asked == []
+    capturing[0] = False
+    monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 1)))
+    assert sdpa_backend._native(None, qt, kt, params, slot) is True and slot == {"mask_native": True}
+    assert asked == [(1, torch.float32, 64, True, True)]
+    assert sdpa_backend._native(None, qt, kt, params, slot) is True and len(asked) == 1

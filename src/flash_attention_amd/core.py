@@ -492,7 +492,8 @@ def _call_params(plan: Plan, q, k, alibi_slopes, cu_seqlens_q, cu_seqlens_k, see
         if plan.problem.fp8 and _values_readable(q.device):
             check_descale_values(dict(zip(("q_descale", "k_descale", "v_descale"), descales)))
         changes.update(q_descale=descales[0], k_descale=descales[1], v_descale=descales[2])
-    if params.dropout_p > 0:
+    if params.dropout_p > 0 and (plan.kernel or params.return_lse):  # (the run-style backends draw their own masks;
+        # a call that returns S_dmask reads the seed: probs.py)
         if seed is None:
             seed = _capture_key(plan, q)
         changes["seed"] = new_seed() if seed is None else seed

@@ -202,6 +202,19 @@ _MASKED_CALLS = "bool-masked call: triton first (measured faster than the sdpa b
 _MASKED_TRACED = ("bool-masked call traced by torch.compile: sdpa first (compiled BERT-base steps measured faster "
                   "with it: host-bound; dispatch.py)")
 _MASKED_TRACED_HEADDIM = (64,)
+# Session 55: where SDPA's kernels give the rows a mask hides entirely 0 themselves (the sdpa backend's
+# zeroes_hidden_rows, asked once per kind of call: torch 2.11's cuDNN and memory-efficient kernels do,
+# benchmarks/results/run52/h200_a_hidden_rows.md), the sdpa backend's masked route is SDPA's own call, with no rows made
+# visible and no masked_fill after it. Then BERT's eager training calls (key mask, dropout 0.1, d=64) go to sdpa first:
+# through our API with each backend forced, taking turns on an H200 (run52/h200_b_route_d64.md), triton took 1.00-1.18x
+# the sdpa backend's wall time per forward + backward at s=128-1024; whole BERT-base steps 0.89-0.98x the faster of
+# eager and sdpa on triton against 0.94-1.04x on sdpa, and the e2e suite's BERT rows read 1.04 / 1.03 / 1.00 / 1.06x
+# with sdpa serving them (run52/h200_b_e2e_bert.md; session 54, on triton: 0.89 / 0.96 / 0.97 / 1.02x). Not the
+# forward alone (triton 0.72-0.75x the sdpa backend's time at d=64 without grads), not d=128 (h=16, s=512 / 2048:
+# triton 0.84-0.86x with grads and dropout, 0.78-0.88x without grads, run52/h200_b_route_d128.md).
+_MASKED_SDPA = ("bool-masked training call with dropout: sdpa first (SDPA gives the rows the mask hides 0 itself; "
+                "measured faster; dispatch.py)")
+_MASKED_SDPA_HEADDIM = (64,)
 _SDPA_FIRST_NVIDIA = {"arch": ("sm90",), "headdim": (64, 80, 96, 128, 160, 192, 256),
                       "gqa_headdim": (64, 80, 96, 128, 160, 192, 256), "dropout_headdim": (64, 128)}
 SMALL_CALL_FLOP = 4.5e9
@@ -275,9 +288,17 @@ def _masked_traced(problem: Problem) -> bool:
             and problem.headdim_v == problem.headdim)
 
 
+def _masked_sdpa_first(problem: Problem) -> bool:
+    p = problem
+    return (p.bias == "bool" and not p.causal and not p.compiling and p.arch in _SDPA_FIRST_NVIDIA["arch"]
+            and p.needs_grad and p.dropout_p > 0 and p.headdim == p.headdim_v and p.headdim in _MASKED_SDPA_HEADDIM
+            and registry()["sdpa"].available() is None and registry()["sdpa"].zeroes_hidden_rows(p))
+
+
 def _sdpa_measured_faster(problem: Problem) -> bool:
-    if problem.bias:  # masked calls stay with triton (_MASKED_CALLS), but traced ones at d=64 (_MASKED_TRACED)
-        return _masked_traced(problem)
+    if problem.bias:  # masked calls stay with triton (_MASKED_CALLS), but traced ones at d=64 (_MASKED_TRACED) and
+        # eager ones SDPA gives the contract's zeros itself (_MASKED_SDPA)
+        return _masked_traced(problem) or _masked_sdpa_first(problem)
     if problem.has_window or problem.softcap > 0 or problem.has_alibi or problem.has_sinks:
         return False  # the rules were measured on plain calls (and SDPA declines these: triton goes first anyway)
     if _triton_first_forward(problem):
@@ -368,6 +389,8 @@ def order_rule(problem: Problem) -> str:
 def _order_rule_sdpa(problem: Problem) -> str:
     if _masked_traced(problem):
         return "sm90, " + _MASKED_TRACED
+    if _masked_sdpa_first(problem):
+        return "sm90, " + _MASKED_SDPA
     if problem.bias == "bool" and not problem.causal and problem.arch in _SDPA_FIRST_NVIDIA["arch"]:
         return "sm90, " + _MASKED_CALLS
     if _triton_first_forward(problem):

@@ -99,6 +99,18 @@ class SdpaBackend(Backend):
                 return reason
         return None
 
+    def zeroes_hidden_rows(self, p: Problem) -> bool:
+        """Whether this backend's masked calls of this kind leave the rows their mask hides entirely to SDPA's kernels,
+        which give them 0 (``_cpu_zeroes_hidden_rows``, ``_gpu_zeroes_hidden_rows``; a CUDA call asked on the current
+        device): SDPA's own call and autograd nodes, no rows made visible and no fill afterwards (the dispatcher's
+        masked-call rule reads it)."""
+        if p.compiling or p.bias != "bool":
+            return False
+        if p.device_type == "cpu":
+            return _cpu_zeroes_hidden_rows()
+        return p.device_type == "cuda" and torch.cuda.is_available() and _gpu_zeroes_hidden_rows(
+            torch.device("cuda"), p.dtype, p.headdim, p.dropout_p > 0, p.nheads != p.nheads_k)
+
     def run(self, q, k, v, params: AttnParams, slot: dict | None = None):
         if params.attn_bias is not None:
             return _run_masked(q, k, v, params, slot), None
@@ -194,7 +206,7 @@ class _MaskPrep:
     """A bool mask [b|1, h|1, sq|1, sk] as SDPA takes it without NaN and without per-call conversions:
     ``hidden`` [b|1, h|1, sq|1, 1] marks the rows it hides entirely, ``visible`` is the mask with those
     rows made visible (SDPA's softmax over no key is NaN; over all keys it is finite; their output is
-    then set to 0, CONTRACT.md), and ``additive(dtype)`` is ``visible`` as the additive mask SDPA's
+    then set to 0, CONTRACT.md), and ``additive(dtype, False)`` is ``visible`` as the additive mask SDPA's
     kernels read (0 / -inf; F.scaled_dot_product_attention converts a bool mask so on every call).
     Fixed-size GPU ops (no host synchronisation), once per mask tensor: a model passes the same mask to
     every layer (``_mask_prep`` keeps the last key mask, one broadcast over query rows: small).
@@ -203,23 +215,23 @@ class _MaskPrep:
     ``band`` (seqlen_q, seqlen_k) or None: a causal call's (``_merges_causal``), whose bottom-right causal band is
     merged into the mask (key j visible to query i where j <= i + seqlen_k - seqlen_q).
     ``native``: eager CPU calls where the installed torch's CPU SDPA gives rows that see no key 0 out and 0 gradients
-    itself (``_cpu_zeroes_hidden_rows``): ``additive`` then hides those rows too (no ``visible``), and only an
-    output that went through ``_nan_pass`` has its hidden rows set to 0 (``needs_zeroing``)."""
+    itself (``_cpu_zeroes_hidden_rows``); a GPU call asks ``_native`` (``_gpu_zeroes_hidden_rows``). A native call's
+    ``additive`` hides those rows too (no ``visible``), and only an output that went through ``_nan_pass`` has its
+    hidden rows set to 0 (``needs_zeroing``)."""
 
-    __slots__ = ("mask", "version", "band", "visible", "hidden", "hides_rows", "native", "_shown", "_additive",
-                 "_rows")
+    __slots__ = ("mask", "version", "band", "seen", "visible", "hidden", "hides_rows", "native", "_additive", "_rows")
 
     def __init__(self, mask: torch.Tensor, band: tuple | None = None):
         self.mask, self.version, self.band = mask, mask._version, band
         if band is not None:
             sq, sk = band
             mask = mask & torch.ones(sq, sk, dtype=torch.bool, device=mask.device).tril_(sk - sq)
+        self.seen = mask  # with the band merged
         self.hidden = ~mask.any(-1, keepdim=True)
         self.visible = mask | self.hidden
         compiling = torch.compiler.is_compiling()
         self.hides_rows = not mask.is_cpu or compiling or bool(self.hidden.any())
         self.native = mask.is_cpu and not compiling and self.hides_rows and _cpu_zeroes_hidden_rows()
-        self._shown = mask if self.native else self.visible  # what additive() shows
         self._additive: dict = {}
         self._rows = None  # the hidden rows as zero_hidden_rows writes them (_hidden_runs), read on first use
 
@@ -240,17 +252,19 @@ class _MaskPrep:
             out[runs] = 0.0
         return out
 
-    def needs_zeroing(self, passed: bool) -> bool:
-        """Whether SDPA's output over ``additive`` still needs its hidden rows set to 0; passed: it went through
-        ``_nan_pass`` (whose rows that read a NaN include hidden ones)."""
-        return self.hides_rows and (passed or not self.native)
+    def needs_zeroing(self, passed: bool, native: bool) -> bool:
+        """Whether SDPA's output over ``additive(dtype, native)`` still needs its hidden rows set to 0; passed: it
+        went through ``_nan_pass`` (whose rows that read a NaN include hidden ones)."""
+        return self.hides_rows and (passed or not native)
 
-    def additive(self, dtype: torch.dtype) -> torch.Tensor:
-        bias = self._additive.get(dtype)
+    def additive(self, dtype: torch.dtype, native: bool) -> torch.Tensor:
+        """The additive mask (0 / -inf) SDPA reads: of the mask itself where SDPA gives hidden rows 0 (native), else of
+        ``visible``."""
+        bias = self._additive.get((dtype, native))
         if bias is None:
-            shown = self._shown
-            bias = self._additive[dtype] = torch.zeros(shown.shape, dtype=dtype, device=shown.device
-                                                       ).masked_fill_(~shown, float("-inf"))
+            shown = self.seen if native else self.visible
+            bias = self._additive[dtype, native] = torch.zeros(shown.shape, dtype=dtype, device=shown.device
+                                                               ).masked_fill_(~shown, float("-inf"))
         return bias
 
 
@@ -275,6 +289,74 @@ def _cpu_zeroes_hidden_rows() -> bool:
             return False
     return bool((out[1] == 0).all() and torch.equal(out[:1], ref) and (grads[0][1] == 0).all()
                 and all(torch.isfinite(t).all() for t in grads))
+
+
+def _gpu_zeroes_hidden_rows(device: torch.device, dtype: torch.dtype, headdim: int, dropout: bool, gqa: bool) -> bool:
+    """``_cpu_zeroes_hidden_rows`` for SDPA's fused kernels on a GPU (CUDA, or ROCm's build of torch): whether every
+    fused kernel that takes a call of this dtype, head dim, dropout (on or off) and GQA (or not) gives a row that sees
+    no key 0 out and 0 gradients, every gradient finite, and (without dropout) the other rows' values as without it.
+    Asked once per device and kind of call (``_gpu_probe``: a few tiny calls, whose values it reads: a host
+    synchronisation on the first masked call of that kind, allowed under ``torch.cuda.set_sync_debug_mode``); False
+    without asking while a CUDA graph is being captured (nothing can be read then) or traced. torch 2.11's cuDNN and
+    memory-efficient kernels do, at head dims 64 and 128, bf16 and fp16, with and without dropout (session 55, H200:
+    benchmarks/sdpa_hidden_rows_probe.py, benchmarks/results/run52/)."""
+    if torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _gpu_probe(index, dtype, headdim, dropout, gqa)
+
+
+@functools.cache
+def _gpu_probe(index: int, dtype: torch.dtype, headdim: int, dropout: bool, gqa: bool) -> bool:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    mode = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(0)  # (the reads below synchronise once, on purpose)
+    try:
+        with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
+                torch.cuda.device(index):
+            g = torch.Generator(device="cuda").manual_seed(0)
+            q = torch.randn(2, 4, 40, headdim, device="cuda", dtype=dtype, generator=g).requires_grad_()
+            k, v = (torch.randn(2, 2 if gqa else 4, 40, headdim, device="cuda", dtype=dtype, generator=g
+                                ).requires_grad_() for _ in range(2))
+            keys = torch.tensor([[True] * 29 + [False] * 11, [False] * 40], device="cuda")[:, None, None, :]
+            bias = torch.zeros(keys.shape, device="cuda", dtype=dtype).masked_fill_(~keys, float("-inf"))
+            p = 0.1 if dropout else 0.0
+            took = False
+            for kernel in (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION):
+                try:
+                    with sdpa_kernel([kernel]):
+                        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, enable_gqa=gqa)
+                        grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+                        ref = None if dropout else F.scaled_dot_product_attention(
+                            q[:1], k[:1], v[:1], attn_mask=bias[:1], enable_gqa=gqa)
+                except RuntimeError:  # this kernel does not take the call
+                    continue
+                took = True
+                if not ((out[1] == 0).all() and (grads[0][1] == 0).all()
+                        and all(torch.isfinite(t).all() for t in grads) and (ref is None or torch.equal(out[:1], ref))):
+                    return False
+            return took
+    finally:
+        torch.cuda.set_sync_debug_mode(mode)
+
+
+def _native(prep: _MaskPrep, qt: torch.Tensor, kt: torch.Tensor, params: AttnParams, slot: dict | None) -> bool:
+    """Whether a call on qt, kt [b, h, s, d] leaves the rows its mask hides to SDPA (``_MaskPrep``'s ``native``); a GPU
+    plan's answer is kept in its slot (``mask_native``) once asked outside tracing and CUDA graph capture."""
+    if qt.is_cpu:
+        return prep.native
+    if torch.compiler.is_compiling():
+        return False
+    native = slot.get("mask_native") if slot is not None else None
+    if native is None:
+        if torch.cuda.is_current_stream_capturing():
+            return False
+        native = _gpu_zeroes_hidden_rows(qt.device, qt.dtype, qt.shape[-1], params.dropout_p > 0,
+                                         qt.shape[1] != kt.shape[1])
+        if slot is not None:
+            slot["mask_native"] = native
+    return native
 
 
 # Up to this many runs of consecutive hidden query rows are zeroed one basic index each (a view and a fill: 4.4 us on
@@ -333,7 +415,8 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
 
     A call with a bool attn_bias (not causal; supports() declines the rest): SDPA over the prepared
     additive mask with no row hidden entirely, then 0 in the rows the mask hides entirely (their gradient
-    is 0 too: the masked_fill's backward zeroes them, and a row's dP and delta are then 0).
+    is 0 too: the masked_fill's backward zeroes them, and a row's dP and delta are then 0). Where SDPA's kernels give
+    such rows 0 out and 0 gradients themselves (``_native``), SDPA over the mask as it is, nothing after it.
 
     Kernel choice: torch's own, outside ``sdpa_kernel``, where it is a fused kernel for this call (asked
     once per call signature, ``torch._fused_sdp_choice``; cuDNN for BERT's calls on an H100). That context
@@ -350,11 +433,12 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     sq, sk = (q.shape[2], k.shape[2]) if heads_first else (q.shape[1], k.shape[1])
     prep = _mask_prep(params.attn_bias if mask is None else mask, (sq, sk) if params.causal else None)
     qt, kt, vt = (q, k, v) if heads_first else (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-    out = _masked_sdpa(qt, kt, vt, params, slot, prep)
+    native = _native(prep, qt, kt, params, slot)
+    out = _masked_sdpa(qt, kt, vt, params, slot, prep, native)
     passed = q.is_cpu and not torch.compiler.is_compiling() and _nan_in(out)
     if passed:
         out = _nan_pass(qt, kt, vt, out, params, slot, prep)
-    if prep.needs_zeroing(passed):
+    if prep.needs_zeroing(passed, native):
         out = prep.zero_hidden_rows(out)
     return out.transpose(1, 2)
 
@@ -363,7 +447,7 @@ def _nan_pass(qt, kt, vt, out, params: AttnParams, slot: dict | None, prep: _Mas
     """``_run_masked``'s second pass on the CPU, for an output [b, h, sq, dv] that holds a NaN: where q or k holds one,
     the keys' NaN read as 0 and the rows that see one set to NaN (a NaN in the output alone: out as it is)."""
     if math.isnan(qt.sum().item() + kt.sum().item()):
-        out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep)
+        out = _masked_sdpa(qt, torch.where(torch.isnan(kt), 0.0, kt), vt, params, slot, prep, prep.native)
         out = _nan_rows_masked_cpu(qt.transpose(1, 2), kt.transpose(1, 2), out, prep.visible)
     return out
 
@@ -380,25 +464,27 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
     if not (cpu and _default_scale(params.softmax_scale, problem.headdim, dtype)):
         kw["scale"] = params.softmax_scale
     sdpa, prepare, last = F.scaled_dot_product_attention, _mask_prep, _LAST_MASK
+    gpu_native = bool(slot.get("mask_native"))  # (asked by the plan's earlier calls, _run_masked)
 
     def run(q, k, v, mask):
         prep = last[0] if last else None  # _mask_prep's lookup without its tracing check (never traced here)
         if prep is None or prep.mask is not mask or prep.version != mask._version or prep.band != band:
             prep = prepare(mask, band)
-        out = sdpa(q, k, v, attn_mask=prep.additive(dtype), **kw)
+        native = prep.native if cpu else gpu_native
+        out = sdpa(q, k, v, attn_mask=prep.additive(dtype, native), **kw)
         passed = cpu and _nan_in(out)
         if passed:
             out = _nan_pass(q, k, v, out, params, slot, prep)
-        if prep.needs_zeroing(passed):
+        if prep.needs_zeroing(passed, native):
             out = prep.zero_hidden_rows(out, eager=True)
         return out.transpose(1, 2)
 
     return run
 
 
-def _masked_sdpa(qt, kt, vt, params: AttnParams, slot: dict | None, prep: _MaskPrep):
+def _masked_sdpa(qt, kt, vt, params: AttnParams, slot: dict | None, prep: _MaskPrep, native: bool):
     """SDPA of qt, kt, vt [b, h, s, d] over prep's additive mask -> out [b, h, sq, dv]."""
-    bias, gqa = prep.additive(qt.dtype), qt.shape[1] != kt.shape[1]
+    bias, gqa = prep.additive(qt.dtype, native), qt.shape[1] != kt.shape[1]
     if torch.compiler.is_compiling():
         # traced: torch's own choice, as eager calls take it (the same kernel, so the same rounding); for
         # every call supports() admits it is fused (fp16 / bf16 on CUDA with a head dim SDPA's kernels take,
