@@ -250,6 +250,15 @@ def test_gpu_rows_without_a_key_with_dropout(native):
     assert all(torch.isfinite(t).all() for t in (out, dq, dk, dv))
     made_by = out.grad_fn.next_functions[0][0].name()  # (out: a transposed view)
     assert ("MaskedFill" in made_by) == (not routed), made_by
+    qh, kh, vh = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))  # as Hugging Face holds them
+    with fa.use_backend("sdpa"):
+        for _ in range(3):  # the third call takes the plan's masked_heads_first function (Plan.masked)
+            out = core.attention_heads_first(qh, kh, vh, 0.1, None, False, (-1, -1), 0.0, keys, None)
+    assert any(plan.masked for plan in core._PLANS.values())
+    dq, dk, dv = torch.autograd.grad(out, (qh, kh, vh), torch.randn_like(out))
+    assert (out[2] == 0).all() and (dq[2] == 0).all() and (out[:2] != 0).any()
+    assert all(torch.isfinite(t).all() for t in (out, dq, dk, dv))
+    assert ("MaskedFill" in out.grad_fn.next_functions[0][0].name()) == (not routed)
     if torch.cuda.get_device_capability() == (9, 0):
         core.clear_plans()
         expect = "-> sdpa (auto)" if routed else "-> triton (auto)"

@@ -89,11 +89,10 @@ class Plan:
         # the same for q, k, v given heads first (attention_heads_first): the backend's heads_first(...), asked after
         # the plan's first call through attention_heads_first
         self.heads = self.direct
-        # a run-style plan with a bool mask of each call's own and no dropout: after its first call through
-        # attention_heads_first's masked route (a 4-D mask), the backend's masked_heads_first(...), a function
-        # (q, k, v, mask) -> out, or False where it has none; False for every other plan
-        self.masked = None if (problem.bias == "bool" and not self.kernel and not copy_last_dim
-                               and params.dropout_p == 0) else False
+        # a run-style plan with a bool mask of each call's own: after its first call through attention_heads_first's
+        # masked route (a 4-D mask), the backend's masked_heads_first(...), a function (q, k, v, mask) -> out, or
+        # False where it has none; False for every other plan
+        self.masked = None if (problem.bias == "bool" and not self.kernel and not copy_last_dim) else False
         # a kernel-style backend's forward of heads-first tensors (KernelBackend.forward_heads_first), for the plans
         # of calls without gradient or lse: attention_heads_first tries it before it makes views; else None
         self.heads_kernel = backend.forward_heads_first if (
@@ -598,7 +597,7 @@ def attention_heads_first(q, k, v, dropout_p=0.0, softmax_scale=None, causal=Fal
                     return out
             if plan is not None and plan.problem.bias and plan.heads is False and not plan.kernel \
                     and not plan.copy_last_dim:  # a run-style plan with a mask of each call's own: q, k, v as they are
-                if plan.params.dropout_p == 0 and attn_bias.dim() == 4:  # the mask is all the call brings
+                if attn_bias.dim() == 4:  # the mask is all the call brings (a run-style backend draws its own dropout)
                     served = plan.backend.run_heads_first(q, k, v, plan.params, plan.slot, attn_bias)
                     if served is not None and plan.masked is None:
                         plan.masked = plan.backend.masked_heads_first(plan.problem, plan.params, plan.slot) or False

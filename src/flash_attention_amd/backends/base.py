@@ -56,8 +56,9 @@ class Backend:
 
     def masked_heads_first(self, problem: Problem, params: AttnParams, slot: dict):
         """A function ``(q, k, v, mask) -> out [b, sq, h, dv]`` for the later calls of a plan with a bool mask (4-D,
-        each call's own) and no dropout that ``run_heads_first`` has served once, q, k, v heads first: that method
-        with the plan's params bound; or None to keep ``run_heads_first``. Asked once per such plan."""
+        each call's own) that ``run_heads_first`` has served once, q, k, v heads first: that method with the plan's
+        params bound (dropout drawn by the backend itself); or None to keep ``run_heads_first``. Asked once per such
+        plan."""
         return None
 
     def run_heads_first(self, q, k, v, params: AttnParams, slot: dict | None = None, attn_bias=None):

@@ -129,7 +129,7 @@ class SdpaBackend(Backend):
 
     def masked_heads_first(self, problem: Problem, params: AttnParams, slot: dict):
         """``_masked_runner``'s function where the plan's first masked call took a fused kernel (``mask_fused``)."""
-        if params.dropout_p != 0 or problem.bias != "bool" or not slot.get("mask_fused"):
+        if problem.bias != "bool" or not slot.get("mask_fused"):
             return None
         return _masked_runner(problem, params, slot)
 
@@ -461,6 +461,8 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
     band = (problem.seqlen_q, problem.seqlen_k) if params.causal else None
     dtype, cpu = problem.dtype, problem.device_type == "cpu"
     kw = dict(enable_gqa=problem.nheads != problem.nheads_k)
+    if params.dropout_p:  # (a GPU's: the CPU's SDPA declines dropout, supports())
+        kw["dropout_p"] = params.dropout_p
     if not (cpu and _default_scale(params.softmax_scale, problem.headdim, dtype)):
         kw["scale"] = params.softmax_scale
     sdpa, prepare, last = F.scaled_dot_product_attention, _mask_prep, _LAST_MASK
