@@ -11,4 +11,7 @@ step d_e2e_bert.txt 120 python3 -m flash_attention_amd bench --suite e2e --devic
 grep "^|" "$OUT/${N}_d_e2e_bert.md"
 step d_gpu_suite.txt 330 python3 -m pytest -q -rf -n 8 -p no:cacheprovider -m gpu tests
 tail -5 "$OUT/${N}_d_gpu_suite.txt"
+step d_mask_tests.txt 120 python3 -m pytest -q -rf -n 8 -p no:cacheprovider tests/test_sdpa_mask.py \
+  tests/test_heads_first.py tests/test_dispatch.py tests/test_sync.py
+tail -3 "$OUT/${N}_d_mask_tests.txt"
 for f in "$OUT"/*; do echo "== $f"; grep -E "^rc|Error" "$f" | cut -c1-300 | head -5; done
