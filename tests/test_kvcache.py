@@ -237,7 +237,7 @@ def test_repeated_calls_replay_the_planned_launch(name, monkeypatch):
     appended cache rows included. Signatures that do not qualify keep ``_run`` on every call."""
     from flash_attention_amd import kvcache
 
-    monkeypatch.setattr(kvcache, "_reads_values_ok", lambda device: False)
+    monkeypatch.setattr(kvcache, "_reads_values_ok", lambda device, debug=None: False)
     runs = []
     real_run = kvcache._run
     monkeypatch.setattr(kvcache, "_run", lambda *a, **k: runs.append(1) or real_run(*a, **k))

@@ -49,10 +49,12 @@ def _int_tensor(name, t, shape):
         raise ValueError(f"{name} has {_shape(t)}; allowed: {tuple(shape)}")
 
 
-def _reads_values_ok(device: torch.device) -> bool:
+def _reads_values_ok(device: torch.device, debug: bool | None = None) -> bool:
+    """Whether this call may read tensor values (its checks): always on the CPU, on a GPU in debug mode outside CUDA
+    graph capture. debug: FLASH_ATTENTION_DEBUG as the caller's plan read it (its key holds it), else read here."""
     if device.type == "cpu":
         return True
-    if not config.debug():
+    if not (config.debug() if debug is None else debug):
         return False
     return not (device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
@@ -143,11 +145,12 @@ class _Plan:
     """What validation derives from a call's metadata (shapes, dtypes, devices, strides, scalars)."""
 
     __slots__ = ("softmax_scale", "capacity", "seqlen_new", "q_consecutive", "left", "right", "problem", "params",
-                 "num_splits", "backend", "launched", "slot", "grad_free", "replay")
+                 "num_splits", "backend", "launched", "slot", "grad_free", "replay", "debug")
 
     def __init__(self, **kw):
         for name, value in kw.items():
             setattr(self, name, value)
+        self.debug = config.debug()  # FLASH_ATTENTION_DEBUG as the plan's key holds it (dispatch.forcing_key)
         self.slot: dict = {}  # the backend's launch plans for this call signature
         self.replay = None  # the backend's replay of this signature's launch (set after a first call: _run)
 
@@ -334,8 +337,12 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
             and type(softmax_scale) in _PLAIN and type(causal) in _PLAIN and type(softcap) in _PLAIN
             and type(num_splits) in _PLAIN and type(return_softmax_lse) in _PLAIN):
         return None
-    try:
-        return (_meta(q), _meta(k_cache), _meta(v_cache), None if k is None else _meta(k),
+    if not (type(q) is _Tensor and type(k_cache) is _Tensor and type(v_cache) is _Tensor):
+        return None
+    try:  # (q and the caches inline: no _meta frame for the three tensors every call passes)
+        return (q.shape, q.dtype, q.device, q.stride(), k_cache.shape, k_cache.dtype, k_cache.device,
+                k_cache.stride(), v_cache.shape, v_cache.dtype, v_cache.device, v_cache.stride(),
+                None if k is None else _meta(k),
                 None if v is None else _meta(v), None if rotary_cos is None else _meta(rotary_cos),
                 None if rotary_sin is None else _meta(rotary_sin),
                 None if cache_seqlens is None else _meta(cache_seqlens),
@@ -345,7 +352,7 @@ def _plan_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, 
                 None if alibi_slopes is None else _meta(alibi_slopes),
                 type(softmax_scale), softmax_scale, type(causal), causal, type(window_size[0]), window_size[0],
                 type(window_size[1]), window_size[1], type(softcap), softcap, type(num_splits), num_splits,
-                type(return_softmax_lse), return_softmax_lse, dispatch.forced(), config.debug(),
+                type(return_softmax_lse), return_softmax_lse, dispatch.forcing_key(),
                 torch.is_grad_enabled(), None if sinks is None else _meta(sinks))
     except TypeError:  # not a plain tensor
         return None
@@ -412,7 +419,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             if len(_plans) >= _PLAN_LIMIT:
                 _plans.clear()
             _plans[key] = plan
-    if plan.replay is not None and not _reads_values_ok(q.device):  # a repeated call: the planned launch
+    if plan.replay is not None and not _reads_values_ok(q.device, plan.debug):  # a repeated call: the planned launch
         out, lse = plan.replay(q, k_cache, v_cache, cache_seqlens, plan.params, block_table, cache_batch_idx,
                                cache_leftpad, k, v)
         return (out, lse) if return_softmax_lse else out
