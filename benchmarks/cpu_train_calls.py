@@ -1,7 +1,8 @@
 """Forward + backward of training-shaped calls on the CPU through ``flash_attn_func`` with the torch backend (the
 backend that serves softcap, sinks and windows there), this tree against an older one importable as
-``flash_attention_amd_base`` (``BASE_SRC=<old src> . benchmarks/base_pkg.sh``), loops taking turns: median (min) ms a
-call over ``--loops`` loops of ``--calls`` calls, float32, 2 threads.
+``flash_attention_amd_base`` (``BASE_SRC=<old src> . benchmarks/base_pkg.sh``) and transformers' eager attention math
+(``eager``: repeat_kv, scores, softcap, a min-value mask, softmax, P V, through autograd), loops taking turns: median
+(min) ms a call over ``--loops`` loops of ``--calls`` calls, float32, 2 threads.
 
     BASE_SRC=benchmarks/_base53/src . benchmarks/base_pkg.sh
     PYTHONPATH=src:/tmp/basepkg python benchmarks/cpu_train_calls.py
@@ -43,7 +44,28 @@ def _call(lib, case):
         with lib.use_backend("torch"):
             out = lib.flash_attn_func(q, k, v, **kw)
         return torch.autograd.grad(out, leaves, dout)
-    return call
+
+    def eager():  # transformers' eager attention math: repeat_kv, the scores, softcap, the mask, softmax, P V
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+        kt, vt = (t.repeat_interleave(h // hk, dim=1) for t in (kt, vt))
+        s = torch.matmul(qt, kt.transpose(-1, -2)) * d ** -0.5
+        if kw.get("softcap"):
+            s = torch.tanh(s / kw["softcap"]) * kw["softcap"]
+        i, j = torch.arange(s.shape[-2])[:, None], torch.arange(s.shape[-1])[None, :]
+        seen = torch.ones(s.shape[-2:], dtype=torch.bool)
+        if kw.get("causal"):
+            seen = seen & (j <= i)
+        if "window_size" in kw and kw["window_size"][0] >= 0:
+            seen = seen & (j >= i - kw["window_size"][0])
+        if "attn_bias" in kw:
+            seen = seen & kw["attn_bias"]
+        s = s.masked_fill(~seen, torch.finfo(s.dtype).min)
+        if "sinks" in kw:
+            p = torch.cat([s, kw["sinks"].view(1, h, 1, 1).expand(b, h, s.shape[2], 1)], -1).softmax(-1)[..., :-1]
+        else:
+            p = s.softmax(-1)
+        return torch.autograd.grad(torch.matmul(p, vt).transpose(1, 2), leaves, dout)
+    return call, eager
 
 
 def take_turns(calls: dict, loops: int, per_loop: int, unit: float) -> dict:
@@ -60,13 +82,16 @@ def take_turns(calls: dict, loops: int, per_loop: int, unit: float) -> dict:
 
 
 def row(label: str, times: dict, digits: int) -> str:
-    """A markdown row: ours and base as median (min), and ours / base of the medians."""
+    """A markdown row: ours and base (and eager where timed) as median (min), and ours / base (ours / eager) of the
+    medians."""
     med = {n: statistics.median(t) for n, t in times.items()}
-    cells = " | ".join(f"{med[n]:.{digits}f} ({min(times[n]):.{digits}f})" for n in ("ours", "base"))
-    return f"| {label} | {cells} | {med['ours'] / med['base']:.2f}x |"
+    names = [n for n in ("ours", "base", "eager") if n in times]
+    cells = " | ".join(f"{med[n]:.{digits}f} ({min(times[n]):.{digits}f})" for n in names)
+    ratios = f"{med['ours'] / med['base']:.2f}x" + (f" | {med['ours'] / med['eager']:.2f}x" if "eager" in med else "")
+    return f"| {label} | {cells} | {ratios} |"
 
 
-def start(doc: str, what: str, unit: str, calls: int, loops: int):
+def start(doc: str, what: str, unit: str, calls: int, loops: int, eager: bool = False):
     """(the command line's arguments, {"ours": this tree, "base": the older one}), 2 threads; prints the header and the
     table's head."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
@@ -78,17 +103,22 @@ def start(doc: str, what: str, unit: str, calls: int, loops: int):
             "base": importlib.import_module("flash_attention_amd_base")}
     print(f"# CPU, {torch.get_num_threads()} threads, float32, torch {torch.__version__}: {what}, {unit} a call, "
           f"median (min) of {a.loops} loops of {a.calls} calls, loops taking turns\n")
-    print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
+    if eager:
+        print("| call | ours | base | eager | ours / base | ours / eager (median) |\n|---|---|---|---|---|---|")
+    else:
+        print("| call | ours | base | ours / base (median) |\n|---|---|---|---|")
     return a, libs
 
 
 def main() -> None:
-    a, libs = start(__doc__, "forward + backward", "ms", 5, 15)
+    a, libs = start(__doc__, "forward + backward", "ms", 5, 15, eager=True)
     for case in CASES:
-        calls = {n: _call(lib, case) for n, lib in libs.items()}
+        calls = {n: _call(lib, case)[0] for n, lib in libs.items()}
+        calls["eager"] = _call(libs["ours"], case)[1]
         got = {n: f() for n, f in calls.items()}
-        for x, y in zip(got["ours"], got["base"]):  # the same gradients
-            assert torch.allclose(x, y, rtol=1e-4, atol=1e-5), case[0]
+        for name in ("base", "eager"):  # the same gradients
+            for x, y in zip(got["ours"], got[name]):
+                assert torch.allclose(x, y, rtol=1e-4, atol=1e-5), (case[0], name)
         print(row(case[0], take_turns(calls, a.loops, a.calls, 1e-3), 2))
 
 

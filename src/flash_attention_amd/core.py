@@ -62,7 +62,7 @@ class Plan:
     """Everything a call signature needs that does not depend on tensor values."""
 
     __slots__ = ("backend", "kernel", "lean", "params", "problem", "slot", "check_values", "max_seqlen",
-                 "copy_last_dim", "fixed", "direct", "heads", "masked", "heads_kernel")
+                 "copy_last_dim", "fixed", "direct", "heads", "masked", "heads_kernel", "saving")
 
     def __init__(self, backend, params: AttnParams, problem: Problem, check_values: bool, max_seqlen,
                  copy_last_dim: bool = False):
@@ -98,6 +98,11 @@ class Plan:
         self.heads_kernel = backend.forward_heads_first if (
             self.kernel and not problem.needs_grad and not params.return_lse and not problem.is_varlen
             and not copy_last_dim) else None
+        # a lean training call on the CPU: the backend's forward_saving, which keeps what its backward would recompute
+        # (the torch backend's probabilities, as eager attention keeps them: torch_saved.py) where the call signature
+        # qualifies; None for every other plan
+        self.saving = getattr(backend, "forward_saving", None) if (
+            self.kernel and self.lean and problem.needs_grad and problem.device_type == "cpu") else None
 
 
 # Dispatch below the autograd keys (not below view tracking): views made under it are what torch.no_grad() makes (no
@@ -220,16 +225,24 @@ def _refuse_vmap(what: str):
 
 def _lean_forward(ctx, q, k, v, plan, params):
     """The forward of a node that returns out alone (``_OutFn``, ``_HeadsFirstFn``), saving what its backward
-    reads (lse: an intermediate)."""
+    reads (lse: an intermediate; with the plan's ``saving`` forward, what that kept instead)."""
+    ctx.plan, ctx.params, ctx.kept = plan, params, None
+    ctx.set_materialize_grads(False)
+    if plan.saving is not None:
+        served = plan.saving(q, k, v, params, plan.slot)
+        if served is not None:
+            out, ctx.kept = served
+            ctx.save_for_backward(q, k, v, out)  # (q, k, v: their version check; the kept tiles read them)
+            return out
     out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     ctx.save_for_backward(q, k, v, out, lse)
-    ctx.plan, ctx.params = plan, params
-    ctx.set_materialize_grads(False)
     return out
 
 
 def _lean_backward(ctx, dout):
     """(dq, dk, dv) of such a node, in the layout of the tensors its forward computed on."""
+    if ctx.kept is not None:
+        return ctx.plan.backend.backward_saved(dout, ctx.saved_tensors[3], ctx.kept)
     q, k, v, out, lse = ctx.saved_tensors
     return ctx.plan.backend.backward(dout, q, k, v, out, lse, ctx.params, None, ctx.plan.slot)[:3]
 

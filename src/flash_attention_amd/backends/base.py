@@ -93,6 +93,11 @@ class KernelBackend(Backend):
     # tensors without gradient or lse, where it has one (torch_backend.py; core.Plan.heads_kernel)
     forward_heads_first = None
 
+    # forward_saving(q, k, v, params, slot) -> (out, kept) or None, and backward_saved(dout, out, kept) -> (dq, dk, dv):
+    # a backend's training path that keeps what its backward reads instead of recomputing it, where it has one
+    # (torch_saved.py; core.Plan.saving)
+    forward_saving = None
+
     accumulates_dq = False  # True: backward also takes dq_accum (see TritonBackend, launch/bwd.py run_backward)
 
     def backward(self, dout, q, k, v, out, lse, params: AttnParams, dlse=None, slot: dict | None = None):

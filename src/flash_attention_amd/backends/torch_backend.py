@@ -552,6 +552,20 @@ class TorchBackend(KernelBackend):
         finally:
             torch._C._set_grad_enabled(enabled)
 
+    def forward_saving(self, q, k, v, params: AttnParams, slot: dict):
+        """A CPU training call's forward that keeps its probabilities for ``backward_saved`` -> (out, kept), or None
+        where the call signature does not qualify (torch_saved.py)."""
+        from .torch_saved import forward_saving
+
+        return forward_saving(self, q, k, v, params, slot)
+
+    @staticmethod
+    def backward_saved(dout, out, kept) -> tuple:
+        """(dq, dk, dv) of a call ``forward_saving`` served, from what it kept (torch_saved.py)."""
+        from .torch_saved import backward_saved
+
+        return backward_saved(dout, out, kept)
+
     def _forward(self, q, k, v, params: AttnParams, need_lse: bool):
         h, dv = q.shape[-2], v.shape[-1]
         if not params.is_varlen:
