@@ -4,20 +4,37 @@ against the recomputing backward (its twin), rows that see no key, the signature
 the version check on q, k, v."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
 from flash_attention_amd.backends import torch_saved
+from flash_attention_amd.philox import new_seed
 from flash_attention_amd.reference import attention_ref
 from helpers import assert_matches
+
+
+@pytest.fixture(autouse=True)
+def _poison(monkeypatch):
+    """torch.empty / empty_like return NaN-filled float tensors while a test runs (every output element is written)."""
+    empty, empty_like = torch.empty, torch.empty_like
+
+    def poisoned(t):
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(empty(*a, **kw)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(empty_like(*a, **kw)))
+
 
 CASES = {
     "softcap, causal, mask, gqa": (dict(causal=True, softcap=5.0), True, (3, 37, 4, 2, 16)),
     "window": (dict(window_size=(7, 3)), False, (2, 45, 4, 4, 32)),
     "alibi, causal": (dict(causal=True, alibi=True), False, (2, 33, 4, 1, 16)),
     "plain, sq != sk": (dict(), True, (2, (19, 40), 2, 2, 8)),
+    "dropout, softcap, causal, mask": (dict(causal=True, softcap=4.0, dropout_p=0.3), True, (3, 29, 4, 2, 16)),
 }
 
 
@@ -36,8 +53,9 @@ def _call(q, k, v, opts, mask, heads_first=False):
     if heads_first:
         assert "alibi_slopes" not in kw
         ht = [t.transpose(1, 2) for t in (q, k, v)]
-        return core.attention_heads_first(*ht, causal=kw.get("causal", False), softcap=kw.get("softcap", 0.0),
-                                          window_size=kw.get("window_size", (-1, -1)), attn_bias=mask)
+        return core.attention_heads_first(*ht, kw.get("dropout_p", 0.0), causal=kw.get("causal", False),
+                                          softcap=kw.get("softcap", 0.0), window_size=kw.get("window_size", (-1, -1)),
+                                          attn_bias=mask)
     with fa.use_backend("torch"):
         return fa.flash_attn_func(q, k, v, attn_bias=mask, **kw)
 
@@ -62,6 +80,7 @@ def test_saved_probabilities_match_reference_and_recompute(name, heads_first, mo
     for saving in (True, False):
         monkeypatch.setattr(torch_saved, "SAVED_ELEMS", (1 << 24) if saving else 0)
         core.clear_plans()
+        torch.manual_seed(11)  # (the dropout key each call draws: the same for both paths and the reference)
         with fa.use_backend("torch"):
             out = _call(q, k, v, opts, mask, heads_first)
         (plan,) = core._PLANS.values() if not heads_first else list(core._PLANS.values())[:1]
@@ -71,6 +90,9 @@ def test_saved_probabilities_match_reference_and_recompute(name, heads_first, mo
     kw = dict(opts)
     if kw.pop("alibi", False):
         kw["alibi_slopes"] = torch.linspace(0.1, 0.9, h)
+    if kw.get("dropout_p"):
+        torch.manual_seed(11)
+        kw["seed"] = new_seed()
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
     ref, _ = attention_ref(q64, k64, v64, attn_bias=mask, **kw)
     refs = (ref, *torch.autograd.grad(ref, (q64, k64, v64), dout.double()))
@@ -83,7 +105,7 @@ def test_saved_probabilities_match_reference_and_recompute(name, heads_first, mo
 
 
 def test_saved_path_declines_what_it_cannot_keep():
-    """Several key blocks for a query block (sk > block_n), dropout, and the size bound: the recomputing path."""
+    """Several key blocks for a query block (sk > block_n; with dropout too) and no gradient: the other paths."""
     core.clear_plans()
     q, k, v = _inputs(1, 300, 2, 2, 8, seed=1)  # causal, 300 keys: the last rows see two key blocks of 256
     with fa.use_backend("torch"):

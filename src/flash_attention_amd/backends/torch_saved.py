@@ -5,9 +5,10 @@ tanh, the masks and the exponentials a block). Its twin is the backend's own rec
 (``torch_backend._backward_dense``), which every other call takes; the tests compare both with the float64 reference.
 
 Who takes it: ``core.Plan.saving`` (CPU, a lean training call: out alone, gradients for q, k, v only), then
-``plans(...)`` per call signature: dense, no dropout, no FP8, every query block one key block, P at most
-``SAVED_ELEMS`` elements. A CPU training call of Gemma 2's shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding
-mask): benchmarks/cpu_train_calls.py, benchmarks/results/run52/cpu_train_calls.md.
+``_plan(...)`` per call signature: dense, no FP8, every query block one key block, P at most ``SAVED_ELEMS`` elements
+(with dropout its scale tile is kept too, as eager attention keeps its dropout mask). A CPU training call of Gemma 2's
+shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding mask): benchmarks/cpu_train_calls.py,
+benchmarks/results/run52/cpu_train_calls.md.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ SAVED_ELEMS = 1 << 24
 
 def _plan(backend, q, k, v, params: AttnParams):
     """(the call signature's _Tiles without tensors, its blocks [(m0, m1, n0, n1, partial)]) or False."""
-    if (not q.is_cpu or params.is_varlen or params.dropout_p > 0 or params.q_descale is not None
-            or params.sinks is not None or _SAFE_SOFTMAX is None):
+    if (not q.is_cpu or params.is_varlen or params.q_descale is not None or params.sinks is not None
+            or _SAFE_SOFTMAX is None):
         return False
     T = _Tiles(q, k, v, params, 0, backend.block_m, backend.block_n)
     blocks = []
@@ -39,8 +40,8 @@ def _plan(backend, q, k, v, params: AttnParams):
 
 def forward_saving(backend, q, k, v, params: AttnParams, slot: dict):
     """(out [b, sq, h, dv], what ``backward_saved`` reads) for a call the signature's plan admits (``_plan``, kept in
-    ``slot["saving"]``), else None. Each block: the scores (-inf where hidden), their safe softmax (0 on a row that sees
-    no key), out = P V."""
+    ``slot["saving"]``), else None. Each block: the scores (-inf where hidden), their safe softmax P (0 on a row that
+    sees no key), with dropout its kept-element scale Z (the Philox mask every backend of ours draws), out = (Z P) V."""
     kept = slot.get("saving")
     if kept is None:
         kept = slot["saving"] = _plan(backend, q, k, v, params)
@@ -57,17 +58,20 @@ def forward_saving(backend, q, k, v, params: AttnParams, slot: dict):
         for m0, m1, n0, n1, partial in kept[1]:
             s, t = T.scores(T.q_tile(m0, m1), T.kv_tile(T.k4, n0, n1), m0, m1, n0, n1, partial, keep_tanh=True)
             p = _SAFE_SOFTMAX(s, -1)  # [b, hk, g, bm, bn]
-            pv = torch.bmm(p.view(b * hk, g * (m1 - m0), n1 - n0), T.kv_tile(T.v4, n0, n1).reshape(b * hk, -1, T.dv))
+            z = None if T.bh is None else T.dropout_scale(m0, m1, n0, n1)  # 1 / (1 - p) kept, 0 dropped
+            pz = p if z is None else p * z
+            pv = torch.bmm(pz.view(b * hk, g * (m1 - m0), n1 - n0), T.kv_tile(T.v4, n0, n1).reshape(b * hk, -1, T.dv))
             out5[:, :, :, m0:m1] = pv.view(b, hk, g, m1 - m0, T.dv)
-            saved.append((m0, m1, n0, n1, p, t))
+            saved.append((m0, m1, n0, n1, p, t, z))
         return out, (T, saved)
     finally:
         torch._C._set_grad_enabled(enabled)
 
 
 def backward_saved(dout, out, kept) -> tuple:
-    """(dq, dk, dv) like q, k, v from the forward's kept probabilities: per block dV += P^T dO, dP = dO V^T,
-    dS = P (dP - rowsum(dO o)) (times 1 - tanh^2 with softcap), dQ = scale dS K, dK += scale dS^T Q."""
+    """(dq, dk, dv) like q, k, v from the forward's kept probabilities P (and dropout's scale Z): per block
+    dV += (Z P)^T dO, dP = Z (dO V^T), dS = P (dP - rowsum(dO o)) (times 1 - tanh^2 with softcap), dQ = scale dS K,
+    dK += scale dS^T Q."""
     T, saved = kept
     b, hk, g, cdt, d, dv_ = T.b, T.hk, T.g, T.cdt, T.d, T.dv
     enabled = torch.is_grad_enabled()
@@ -79,15 +83,18 @@ def backward_saved(dout, out, kept) -> tuple:
         dq5 = dq.view(b, T.sq, hk, g, d).permute(0, 2, 3, 1, 4)  # [b, hk, g, sq, d]
         dk_acc = torch.zeros((b * hk, T.sk, d), dtype=cdt, device=T.device)
         dv_acc = torch.zeros((b * hk, T.sk, dv_), dtype=cdt, device=T.device)
-        for m0, m1, n0, n1, p, t in saved:
+        for m0, m1, n0, n1, p, t, z in saved:
             rows, bn = g * (m1 - m0), n1 - n0
             dot = do5[:, :, :, m0:m1].to(cdt)  # [b, hk, g, bm, dv]
             delta = (dot * o5[:, :, :, m0:m1].to(cdt)).sum(-1, keepdim=True)  # [b, hk, g, bm, 1]
             dot = dot.reshape(b * hk, rows, dv_)
-            p3 = p.view(b * hk, rows, bn)
-            dv_acc[:, n0:n1] += torch.bmm(p3.transpose(1, 2), dot)
+            pz = (p if z is None else p * z).view(b * hk, rows, bn)  # what multiplied V
+            dv_acc[:, n0:n1] += torch.bmm(pz.transpose(1, 2), dot)
             vt = T.kv_tile(T.v4, n0, n1).reshape(b * hk, bn, dv_)
-            ds = torch.bmm(dot, vt.transpose(1, 2)).view(p.shape).sub_(delta).mul_(p)  # [b, hk, g, bm, bn]
+            dp = torch.bmm(dot, vt.transpose(1, 2)).view(p.shape)  # [b, hk, g, bm, bn]
+            if z is not None:
+                dp.mul_(z)
+            ds = dp.sub_(delta).mul_(p)
             if t is not None:  # (t itself left as it is: a second backward reads it again)
                 ds.mul_(t.square().neg_().add_(1.0))
             ds = ds.view(b * hk, rows, bn)
