@@ -1,11 +1,11 @@
-"""The torch backend's training path that keeps its probabilities (CPU): for a call whose every query block sees one
-key block, the forward keeps each block's normalised probabilities P (and softcap's tanh tile), as eager attention
-keeps its attention weights, and the backward reads them instead of recomputing the scores (a score product, the
-tanh, the masks and the exponentials a block). Its twin is the backend's own recomputing backward
+"""The torch backend's training path that keeps its probabilities (CPU): the forward takes each query block's
+visible keys as one tile and keeps its normalised probabilities P (and softcap's tanh tile), as eager attention keeps
+its attention weights, and the backward reads them instead of recomputing the scores (a score product, the tanh, the
+masks and the exponentials a block). Its twin is the backend's own recomputing backward
 (``torch_backend._backward_dense``), which every other call takes; the tests compare both with the float64 reference.
 
 Who takes it: ``core.Plan.saving`` (CPU, a lean training call: out alone, gradients for q, k, v only), then
-``_plan(...)`` per call signature: dense, no FP8, every query block one key block, P at most ``SAVED_ELEMS`` elements
+``_plan(...)`` per call signature: dense, no FP8, every query block sees a key, P at most ``SAVED_ELEMS`` elements
 (with dropout its scale tile is kept too, as eager attention keeps its dropout mask). A CPU training call of Gemma 2's
 shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding mask): benchmarks/cpu_train_calls.py,
 benchmarks/results/run52/cpu_train_calls.md.
@@ -30,9 +30,10 @@ def _plan(backend, q, k, v, params: AttnParams):
     blocks = []
     for m0, m1 in T.query_blocks():
         keys = list(T.key_blocks(m0, m1))
-        if len(keys) != 1:  # a block that sees no key, or several: the recomputing path
+        if not keys:  # a block that sees no key: the recomputing path (its zeros)
             return False
-        blocks.append((m0, m1, *keys[0]))
+        # the keys the block sees, as one tile (its probabilities are kept whole anyway): masked where any part is
+        blocks.append((m0, m1, keys[0][0], keys[-1][1], any(partial for _, _, partial in keys)))
     if sum((m1 - m0) * (n1 - n0) for m0, m1, n0, n1, _ in blocks) * T.b * T.h > SAVED_ELEMS:
         return False
     return T.unbound(), blocks
