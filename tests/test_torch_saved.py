@@ -80,6 +80,7 @@ def test_saved_probabilities_match_reference_and_recompute(name, heads_first, mo
     q, k, v = _inputs(*shape, seed=len(name))
     mask = _mask(b, s[1] if isinstance(s, tuple) else s) if masked else None
     grads = {}
+    monkeypatch.setattr(torch_saved, "KEPT_RATIO", 1 << 20)  # (these head dims are small: the numerics here)
     for saving in (True, False):
         monkeypatch.setattr(torch_saved, "SAVED_ELEMS", (1 << 24) if saving else 0)
         core.clear_plans()
@@ -104,6 +105,18 @@ def test_saved_probabilities_match_reference_and_recompute(name, heads_first, mo
         assert_matches(grads[True][i], grads[False][i].double(), name=label + " against recompute", fp32_tol=2e-5)
     if masked:  # the sequence without a key
         assert (grads[True][0][-1] == 0).all() and (grads[True][1][-1] == 0).all()
+    core.clear_plans()
+
+
+@pytest.mark.parametrize("d, softcap, keeps", [(64, 0.0, True), (8, 0.0, True), (4, 0.0, False), (8, 2.0, False)])
+def test_saved_path_keeps_at_most_kept_ratio(d, softcap, keeps):
+    """At most KEPT_RATIO (4) times the elements of q, k, v and out: 128 keys, 2 heads, one tile: P = 2 x 128 x 128
+    against 4 x (4 x 2 x 128 x d), equal at d=8; softcap keeps a second tile of P's size."""
+    core.clear_plans()
+    q, k, v = _inputs(1, 128, 2, 2, d, seed=4)
+    with fa.use_backend("torch"):
+        fa.flash_attn_func(q, k, v, softcap=softcap).sum().backward()
+    assert bool(next(iter(core._PLANS.values())).slot.get("saving")) == keeps
     core.clear_plans()
 
 

@@ -5,9 +5,9 @@ masks and the exponentials a block). Its twin is the backend's own recomputing b
 (``torch_backend._backward_dense``), which every other call takes; the tests compare both with the float64 reference.
 
 Who takes it: ``core.Plan.saving`` (CPU, a lean training call: out alone, gradients for q, k, v only), then
-``_plan(...)`` per call signature: dense, no FP8, every query block sees a key, P at most ``SAVED_ELEMS`` elements
-(with dropout its scale tile is kept too, as eager attention keeps its dropout mask). A CPU training call of Gemma 2's
-shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding mask): benchmarks/cpu_train_calls.py,
+``_plan(...)`` per call signature: dense, no FP8, every query block sees a key, what it keeps bounded (``SAVED_ELEMS``,
+``KEPT_RATIO``; with dropout its scale tile is kept too, as eager attention keeps its dropout mask). A CPU training
+call of Gemma 2's shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding mask): benchmarks/cpu_train_calls.py,
 benchmarks/results/run52/cpu_train_calls.md.
 """
 from __future__ import annotations
@@ -17,8 +17,11 @@ import torch
 from ..params import AttnParams
 from .torch_backend import _SAFE_SOFTMAX, _out_dtype, _Tiles
 
-# The most probability elements (b * h * sq * sk) a call keeps: 64 MiB in fp32.
+# What a call may keep: at most SAVED_ELEMS elements (64 MiB in fp32), and at most KEPT_RATIO times the elements of
+# its q, k, v and out (which the layer keeps for its backward either way): P, and tiles of its size for softcap and
+# dropout. At head dim 64, MHA without options: up to 1024 keys (eager attention keeps P and more at any length).
 SAVED_ELEMS = 1 << 24
+KEPT_RATIO = 4
 
 
 def _plan(backend, q, k, v, params: AttnParams):
@@ -34,7 +37,9 @@ def _plan(backend, q, k, v, params: AttnParams):
             return False
         # the keys the block sees, as one tile (its probabilities are kept whole anyway): masked where any part is
         blocks.append((m0, m1, keys[0][0], keys[-1][1], any(partial for _, _, partial in keys)))
-    if sum((m1 - m0) * (n1 - n0) for m0, m1, n0, n1, _ in blocks) * T.b * T.h > SAVED_ELEMS:
+    kept = sum((m1 - m0) * (n1 - n0) for m0, m1, n0, n1, _ in blocks) * T.b * T.h
+    kept *= 1 + (params.softcap > 0) + (params.dropout_p > 0)
+    if kept > min(SAVED_ELEMS, KEPT_RATIO * (q.numel() + k.numel() + v.numel() + T.b * T.sq * T.h * T.dv)):
         return False
     return T.unbound(), blocks
 
