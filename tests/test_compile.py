@@ -33,13 +33,19 @@ def _eager_keys_like_compiled(monkeypatch):
 
 
 def _assert_compiled_matches_eager(f, compiled, leaves, args, seed=None):
+    """Outputs and gradients within rounding: on the CPU an eager training call may keep its probabilities
+    (backends/torch_saved.py) where the compiled graph's op recomputes them, two exact paths that round apart in the
+    last bits of fp32 (a gradient missed or counted twice differs by far more)."""
     (outs_c, grads_c), (outs_e, grads_e) = (_outputs_and_grads(fn, leaves, args, seed) for fn in (compiled, f))
     for a, b in zip(outs_c, outs_e, strict=True):
-        torch.testing.assert_close(a, b)
+        torch.testing.assert_close(a, b, **_TOL.get(a.dtype, {}))
     for a, b in zip(grads_c, grads_e, strict=True):
         assert (a is None) == (b is None)
         if a is not None:
-            torch.testing.assert_close(a, b)
+            torch.testing.assert_close(a, b, **_TOL.get(a.dtype, {}))
+
+
+_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5)}  # (torch.testing's fp32 defaults: 1.3e-6 / 1e-5)
 
 
 @pytest.mark.parametrize("backend,hk,kwargs", [
