@@ -108,7 +108,8 @@ def _torch_backend():
 @pytest.mark.parametrize("kw", [dict(causal=True), dict(causal=True, alibi_slopes=torch.rand(4)),
                                 dict(window_size=(3, 1), softcap=1.5)], ids=["causal", "alibi", "window"])
 def test_world_size_one_is_a_plain_call(fn, kw):
-    """No process group: world size 1, same as flash_attn_func (bitwise for a single piece)."""
+    """No process group: world size 1, same as flash_attn_func within fp64 rounding (the ring runs the backend's
+    forward and backward passes; an eager CPU call may keep its probabilities instead: backends/torch_saved.py)."""
     q = torch.randn(2, 16, 4, 8, dtype=torch.float64, requires_grad=True)
     k = torch.randn(2, 16, 2, 8, dtype=torch.float64, requires_grad=True)
     v = torch.randn(2, 16, 2, 8, dtype=torch.float64, requires_grad=True)
@@ -120,8 +121,6 @@ def test_world_size_one_is_a_plain_call(fn, kw):
     assert (out - ref).abs().max() <= 1e-12
     for a, b in zip(g, g_ref):
         assert (a - b).abs().max() <= 1e-12
-    if fn is ring_flash_attn_func:
-        assert torch.equal(out, ref)
 
 
 @pytest.mark.usefixtures("_torch_backend")
