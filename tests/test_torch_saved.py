@@ -37,7 +37,7 @@ CASES = {
     "dropout, softcap, causal, mask": (dict(causal=True, softcap=4.0, dropout_p=0.3), True, (3, 29, 4, 2, 16)),
     "causal, 300 keys": (dict(causal=True), True, (1, 300, 2, 2, 8)),  # (block_n 256: two key blocks as one tile)
     "causal, 384 keys": (dict(causal=True), False, (2, 384, 4, 2, 8)),  # (128-row blocks: a full key block, then not)
-    "window, 600 keys": (dict(window_size=(200, 90)), False, (1, 600, 2, 1, 8)),
+    "window, 600 keys": (dict(window_size=(200, 90)), False, (4, 600, 4, 2, 8)),  # (64-row blocks: spans <= 355)
 }
 
 
@@ -121,8 +121,8 @@ def test_saved_path_keeps_at_most_kept_ratio(d, softcap, keeps):
 
 
 def test_saved_path_declines_what_it_cannot_keep(monkeypatch):
-    """More probabilities than SAVED_ELEMS, and no gradient: the other paths (the recomputing backward, the plain
-    forward)."""
+    """More probabilities than SAVED_ELEMS, no gradient, and a key span wider than MAX_SPAN: the other paths (the
+    recomputing backward, the plain forward)."""
     core.clear_plans()
     q, k, v = _inputs(1, 64, 2, 2, 8, seed=1)
     with fa.use_backend("torch"):
@@ -133,6 +133,14 @@ def test_saved_path_declines_what_it_cannot_keep(monkeypatch):
             fa.flash_attn_func(q, k, v)
     assert [p.slot.get("saving") for p in core._PLANS.values()][1:] == [False, None]
     assert bool(next(iter(core._PLANS.values())).slot.get("saving"))
+    core.clear_plans()
+    monkeypatch.setattr(torch_saved, "SAVED_ELEMS", 1 << 24)
+    monkeypatch.setattr(torch_saved, "KEPT_RATIO", 1 << 20)
+    q, k, v = _inputs(1, 520, 2, 2, 8, seed=5)  # 512-row blocks: the second one's keys span 520 > MAX_SPAN
+    with fa.use_backend("torch"):
+        fa.flash_attn_func(q, k, v, causal=True).sum().backward()
+        fa.flash_attn_func(q[:, :512], k[:, :512], v[:, :512], causal=True).sum().backward()  # (spans 512: kept)
+    assert [bool(p.slot.get("saving")) for p in core._PLANS.values()] == [False, True]
     core.clear_plans()
 
 

@@ -5,10 +5,9 @@ masks and the exponentials a block). Its twin is the backend's own recomputing b
 (``torch_backend._backward_dense``), which every other call takes; the tests compare both with the float64 reference.
 
 Who takes it: ``core.Plan.saving`` (CPU, a lean training call: out alone, gradients for q, k, v only), then
-``_plan(...)`` per call signature: dense, no FP8, every query block sees a key, what it keeps bounded (``SAVED_ELEMS``,
-``KEPT_RATIO``; with dropout its scale tile is kept too, as eager attention keeps its dropout mask). A CPU training
-call of Gemma 2's shape (b=2 s=256 h=4/2 d=64, causal, softcap 50, a padding mask): benchmarks/cpu_train_calls.py,
-benchmarks/results/run52/cpu_train_calls.md.
+``_plan(...)`` per call signature: dense, no FP8, every query block sees a key over at most ``MAX_SPAN`` keys, what it
+keeps bounded (``SAVED_ELEMS``, ``KEPT_RATIO``; with dropout its scale tile is kept too, as eager attention keeps its
+dropout mask). Measured: ``MAX_SPAN`` below, benchmarks/cpu_train_calls.py and benchmarks/results/run52/.
 """
 from __future__ import annotations
 
@@ -22,6 +21,12 @@ from .torch_backend import _SAFE_SOFTMAX, _out_dtype, _Tiles
 # dropout. At head dim 64, MHA without options: up to 1024 keys (eager attention keeps P and more at any length).
 SAVED_ELEMS = 1 << 24
 KEPT_RATIO = 4
+# The widest key span a query block keeps as one tile. Kept against recomputed, forward + backward, this repository's
+# CPU (session 55, benchmarks/cpu_saved_ab.py, benchmarks/results/run52/cpu_saved_ab.md, medians of rounds taking
+# turns): 0.56-1.00x where every span is at most 512 keys (BERT-base b=32 s=128 with dropout 0.56x, without 0.80x;
+# Gemma 2-like 0.83x; causal 512 keys GQA 0.95x; not causal 512 keys 1.00x), but 0.85 / 1.04x with causal spans of
+# 1024 (two shapes): those calls recompute.
+MAX_SPAN = 512
 
 
 def _plan(backend, q, k, v, params: AttnParams):
@@ -33,7 +38,7 @@ def _plan(backend, q, k, v, params: AttnParams):
     blocks = []
     for m0, m1 in T.query_blocks():
         keys = list(T.key_blocks(m0, m1))
-        if not keys:  # a block that sees no key: the recomputing path (its zeros)
+        if not keys or keys[-1][1] - keys[0][0] > MAX_SPAN:  # no key (the recomputing path's zeros), or too wide
             return False
         # the keys the block sees, as one tile (its probabilities are kept whole anyway): masked where any part is
         blocks.append((m0, m1, keys[0][0], keys[-1][1], any(partial for _, _, partial in keys)))
