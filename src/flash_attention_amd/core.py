@@ -234,6 +234,8 @@ def _lean_forward(ctx, q, k, v, plan, params):
             out, ctx.kept = served
             ctx.save_for_backward(q, k, v, out)  # (q, k, v: their version check; the kept tiles read them)
             return out
+        if plan.slot.get("saving") is False:  # the signature does not qualify: not asked again
+            plan.saving = None
     out, lse = plan.backend.forward(q, k, v, params, plan.slot)
     ctx.save_for_backward(q, k, v, out, lse)
     return out
