@@ -7,8 +7,6 @@ blocks and the partial-mask logic are all exercised. Outputs the backend allocat
 """
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -16,7 +14,7 @@ from flash_attention_amd.backends.torch_backend import TorchBackend
 from flash_attention_amd.params import AttnParams, Problem
 from flash_attention_amd.philox import dropout_keep_mask
 from flash_attention_amd.reference import attention_ref, attention_ref_varlen
-from helpers import assert_matches, rel_err
+from helpers import assert_matches, poison_empty, rel_err
 
 DEV = "cpu"  # the torch path is device-agnostic; CPU keeps CI independent of GPUs
 
@@ -33,13 +31,7 @@ def _one_thread():
 @pytest.fixture(autouse=True)
 def _poison(monkeypatch):
     """torch.empty / empty_like return NaN-filled float tensors while a test runs."""
-    empty, empty_like = torch.empty, torch.empty_like
-
-    def poisoned(t):
-        return t.fill_(math.nan) if t.is_floating_point() else t
-
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(empty(*a, **kw)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(empty_like(*a, **kw)))
+    poison_empty(monkeypatch)
 
 
 def make_params(d, *, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,

@@ -4,8 +4,6 @@ against the recomputing backward (its twin), rows that see no key, the signature
 the version check on q, k, v."""
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -14,19 +12,13 @@ from flash_attention_amd import core
 from flash_attention_amd.backends import torch_saved
 from flash_attention_amd.philox import new_seed
 from flash_attention_amd.reference import attention_ref
-from helpers import assert_matches
+from helpers import assert_matches, poison_empty
 
 
 @pytest.fixture(autouse=True)
 def _poison(monkeypatch):
-    """torch.empty / empty_like return NaN-filled float tensors while a test runs (every output element is written)."""
-    empty, empty_like = torch.empty, torch.empty_like
-
-    def poisoned(t):
-        return t.fill_(math.nan) if t.is_floating_point() else t
-
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(empty(*a, **kw)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(empty_like(*a, **kw)))
+    """torch.empty / empty_like return NaN-filled float tensors while a test runs."""
+    poison_empty(monkeypatch)
 
 
 CASES = {
