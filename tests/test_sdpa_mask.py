@@ -284,3 +284,23 @@ def test_gpu_probe_asked_once_per_plan_and_never_while_capturing(monkeypatch):
     assert sdpa_backend._native(None, qt, kt, params, slot) is True and slot == {"mask_native": True}
     assert asked == [(1, torch.float32, 64, True, True)]
     assert sdpa_backend._native(None, qt, kt, params, slot) is True and len(asked) == 1
+
+
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("kind", ["keys", "full"])
+def test_sdpa_masked_output_keeps_sdpas_layout(kind, grad, native):
+    """Both routes give the output laid out in memory as SDPA's own output over the same call: the fill that sets
+    rows without a key to 0 keeps SDPA's layout (a fill over the heads-first view laid it out heads first, so a
+    gradient reached SDPA's backward laid out otherwise than on the native route: torch 2.11's cuDNN backward then
+    replays a graph built for the other layout, sdpa_layout.py)."""
+    b, sq, sk, h, d = 3, 17, 21, 4, 16
+    q, k, v = _inputs(b, sq, sk, h, h, d, seed=5)
+    mask = _masks(b, h, sq, sk, seed=6)[kind]
+    with torch.set_grad_enabled(grad), fa.use_backend("sdpa"):
+        out = fa.flash_attn_func(q, k, v, attn_bias=mask)
+        bias = torch.zeros(mask.shape, dtype=DTYPE, device=DEVICE).masked_fill_(~mask, -1e4)  # no row all -inf
+        raw = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                               v.transpose(1, 2), attn_mask=bias).transpose(1, 2)
+    assert out.shape == raw.shape and out.stride() == raw.stride()
+    hidden = ~mask.expand(b, h, sq, sk).any(-1).transpose(1, 2)
+    assert hidden.any() and (out[hidden] == 0).all()

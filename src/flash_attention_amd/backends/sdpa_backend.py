@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from ..params import AttnParams, Problem
 from .base import Backend
+from .sdpa_layout import fixed_grad_layout, grad_layout_guarded
 
 # (major, minor) of this torch, computed once: torch.compile cannot build a TorchVersion in a graph.
 _TORCH = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
@@ -186,7 +187,10 @@ class SdpaBackend(Backend):
                 dropout_p=params.dropout_p, is_causal=is_causal, scale=params.softmax_scale,
                 enable_gqa=_heads(q) != _heads(k),
             )
-        return out.transpose(1, 2)
+        out = out.transpose(1, 2)
+        if out.requires_grad and grad_layout_guarded(q.device):
+            return fixed_grad_layout(out)
+        return out
 
 
 # Merged causal masks on the CPU (_MaskPrep's band): up to this many elements (the mask's batch x heads x seqlen_q x
@@ -239,9 +243,14 @@ class _MaskPrep:
         """out [b, h, sq, dv] with 0 in the rows the mask hides entirely: in place where out is the CPU's and records no
         gradient (``_hidden_runs``: a prefill's 9 against 40 us for a fill over every element on this repository's CPU
         machine, a few runs of rows 4 against 7 by their indices), else by masked_fill (autograd saves SDPA's out; a
-        GPU's indices would synchronise). eager: the caller is never traced (the check is skipped)."""
+        GPU's indices would synchronise), in out's own layout (SDPA's kernels give out [b, sq, h, dv] in memory where
+        q comes so: a fill over the [b, h, sq, dv] view would lay its result out heads first, and a gradient then
+        reaches SDPA's backward in a layout other than a native call's: sdpa_layout.py). eager: the caller is never
+        traced (the check is skipped)."""
         if out.requires_grad or not out.is_cpu or (not eager and torch.compiler.is_compiling()):
-            return out.masked_fill(self.hidden, 0.0)
+            if out.is_contiguous():
+                return out.masked_fill(self.hidden, 0.0)
+            return out.transpose(1, 2).masked_fill(self.hidden.transpose(1, 2), 0.0).transpose(1, 2)
         runs = self._rows
         if runs is None:
             runs = self._rows = _hidden_runs(self.hidden)
@@ -440,7 +449,10 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
         out = _nan_pass(qt, kt, vt, out, params, slot, prep)
     if prep.needs_zeroing(passed, native):
         out = prep.zero_hidden_rows(out)
-    return out.transpose(1, 2)
+    out = out.transpose(1, 2)
+    if out.requires_grad and not q.is_cpu and grad_layout_guarded(q.device):
+        return fixed_grad_layout(out)
+    return out
 
 
 def _nan_pass(qt, kt, vt, out, params: AttnParams, slot: dict | None, prep: _MaskPrep):
@@ -467,6 +479,7 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
         kw["scale"] = params.softmax_scale
     sdpa, prepare, last = F.scaled_dot_product_attention, _mask_prep, _LAST_MASK
     gpu_native = bool(slot.get("mask_native"))  # (asked by the plan's earlier calls, _run_masked)
+    guard = problem.needs_grad and not cpu and grad_layout_guarded(torch.device("cuda"))
 
     def run(q, k, v, mask):
         prep = last[0] if last else None  # _mask_prep's lookup without its tracing check (never traced here)
@@ -479,6 +492,8 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
             out = _nan_pass(q, k, v, out, params, slot, prep)
         if prep.needs_zeroing(passed, native):
             out = prep.zero_hidden_rows(out, eager=True)
+        if guard:
+            return fixed_grad_layout(out.transpose(1, 2))
         return out.transpose(1, 2)
 
     return run
@@ -617,7 +632,8 @@ def _below_autograd(run):
 def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool):
     """``_cuda_cudnn`` (cudnn) or ``_cuda_flash`` as one function of (q, k, v) with p's options bound (dropout 0) ->
     out [b, sq, h, d]; heads_first: q, k, v come [b, h, s, d] and go to the op as they are. needs_grad: the plan's
-    (part of its key), which decides whether cuDNN computes the LSE its backward reads."""
+    (part of its key), which decides whether cuDNN computes the LSE its backward reads; with it, the output goes
+    through ``fixed_grad_layout`` where ``grad_layout_guarded``."""
     causal, scale = p.causal, p.softmax_scale
     if cudnn:
         op = _op("_scaled_dot_product_cudnn_attention")
@@ -628,6 +644,11 @@ def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool)
             def run(q, k, v):
                 return op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, needs_grad, 0.0, causal,
                           False, scale=scale)[0].transpose(1, 2)
+        if needs_grad and grad_layout_guarded(torch.device("cuda")):
+            unguarded = run
+
+            def run(q, k, v):
+                return fixed_grad_layout(unguarded(q, k, v))
         return run
     op = _op("_scaled_dot_product_flash_attention")
     if heads_first:
@@ -646,10 +667,13 @@ def _needs_lse(q, k, v) -> bool:
 
 
 def _cuda_cudnn(q, k, v, p: AttnParams):
+    grad = _needs_lse(q, k, v)
     out = _op("_scaled_dot_product_cudnn_attention")(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, _needs_lse(q, k, v), p.dropout_p, p.causal,
-        False, scale=p.softmax_scale)[0]
-    return out.transpose(1, 2), None
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, grad, p.dropout_p, p.causal,
+        False, scale=p.softmax_scale)[0].transpose(1, 2)
+    if grad and grad_layout_guarded(q.device):
+        return fixed_grad_layout(out), None
+    return out, None
 
 
 def _cuda_flash(q, k, v, p: AttnParams):
