@@ -18,6 +18,8 @@ sdpa_backend.grad_layout_guarded = lambda device: False
 sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_sdpa_layout.py', '-k', 'gpu']))" 2>&1 | grep -E "^E .*(dq|dk|dv|rel)|FAILED|passed|failed" | head -12
 } > "$OUT/${N}_b_tests.txt" 2>&1
 cat "$OUT/${N}_b_tests.txt"
-step b_gpu_suite.txt 330 python3 -m pytest -q -rf -n 8 -p no:cacheprovider -m gpu tests tests/test_sdpa_mask.py \
-  tests/test_heads_first.py tests/test_dispatch.py tests/test_sync.py
+step b_gpu_suite.txt 260 python3 -m pytest -q -rf -n 8 -p no:cacheprovider -m gpu tests
 tail -3 "$OUT/${N}_b_gpu_suite.txt"
+step b_mask_tests.txt 100 python3 -m pytest -q -rf -n 8 -p no:cacheprovider tests/test_sdpa_mask.py \
+  tests/test_sdpa_layout.py tests/test_heads_first.py tests/test_dispatch.py tests/test_sync.py
+tail -3 "$OUT/${N}_b_mask_tests.txt"
