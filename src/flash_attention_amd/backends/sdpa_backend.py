@@ -450,7 +450,7 @@ def _run_masked(q, k, v, params: AttnParams, slot: dict | None, heads_first: boo
     if prep.needs_zeroing(passed, native):
         out = prep.zero_hidden_rows(out)
     out = out.transpose(1, 2)
-    if out.requires_grad and not q.is_cpu and grad_layout_guarded(q.device):
+    if out.requires_grad and not heads_first and not q.is_cpu and grad_layout_guarded(q.device):
         return fixed_grad_layout(out)
     return out
 
@@ -479,7 +479,6 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
         kw["scale"] = params.softmax_scale
     sdpa, prepare, last = F.scaled_dot_product_attention, _mask_prep, _LAST_MASK
     gpu_native = bool(slot.get("mask_native"))  # (asked by the plan's earlier calls, _run_masked)
-    guard = problem.needs_grad and not cpu and grad_layout_guarded(torch.device("cuda"))
 
     def run(q, k, v, mask):
         prep = last[0] if last else None  # _mask_prep's lookup without its tracing check (never traced here)
@@ -492,8 +491,6 @@ def _masked_runner(problem: Problem, params: AttnParams, slot: dict):
             out = _nan_pass(q, k, v, out, params, slot, prep)
         if prep.needs_zeroing(passed, native):
             out = prep.zero_hidden_rows(out, eager=True)
-        if guard:
-            return fixed_grad_layout(out.transpose(1, 2))
         return out.transpose(1, 2)
 
     return run
@@ -632,8 +629,9 @@ def _below_autograd(run):
 def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool):
     """``_cuda_cudnn`` (cudnn) or ``_cuda_flash`` as one function of (q, k, v) with p's options bound (dropout 0) ->
     out [b, sq, h, d]; heads_first: q, k, v come [b, h, s, d] and go to the op as they are. needs_grad: the plan's
-    (part of its key), which decides whether cuDNN computes the LSE its backward reads; with it, the output goes
-    through ``fixed_grad_layout`` where ``grad_layout_guarded``."""
+    (part of its key), which decides whether cuDNN computes the LSE its backward reads; with it, the output of a call
+    not heads first goes through ``fixed_grad_layout`` where ``grad_layout_guarded`` (sdpa_layout.py: why the
+    heads-first calls, Hugging Face's, need not)."""
     causal, scale = p.causal, p.softmax_scale
     if cudnn:
         op = _op("_scaled_dot_product_cudnn_attention")
@@ -644,7 +642,7 @@ def _gpu_runner(cudnn: bool, p: AttnParams, needs_grad: bool, heads_first: bool)
             def run(q, k, v):
                 return op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, needs_grad, 0.0, causal,
                           False, scale=scale)[0].transpose(1, 2)
-        if needs_grad and grad_layout_guarded(torch.device("cuda")):
+        if needs_grad and not heads_first and grad_layout_guarded(torch.device("cuda")):
             unguarded = run
 
             def run(q, k, v):
