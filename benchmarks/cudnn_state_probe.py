@@ -56,7 +56,7 @@ def a_step(case, label, first=None):
 
 
 def probe_like(kernel, shape):
-    """The probe's call (sdpa_backend._gpu_probe): q [2, 4, 40, d], a key mask [2, 1, 1, 40] hiding sequence 1 whole."""
+    """The probe's call (sdpa_mask._gpu_probe): q [2, 4, 40, d], a key mask [2, 1, 1, 40] hiding sequence 1 whole."""
     d, gqa = shape[-1], shape[3] != shape[4]
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(2, 4, 40, d, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -99,11 +99,11 @@ def main() -> None:
                 a_step(case, "A after B by efficient", first)
             probe_like(kernel, shape)
             a_step(case, "A after the probe's call (2, 4, 40, d)", first)
-            from flash_attention_amd.backends import sdpa_backend
+            from flash_attention_amd.backends import sdpa_mask
 
-            sdpa_backend._gpu_probe.cache_clear()
-            print("probe says", sdpa_backend._gpu_probe(0, torch.bfloat16, shape[-1], False, gqa))
-            a_step(case, "A after sdpa_backend._gpu_probe", first)
+            sdpa_mask._gpu_probe.cache_clear()
+            print("probe says", sdpa_mask._gpu_probe(0, torch.bfloat16, shape[-1], False, gqa))
+            a_step(case, "A after sdpa_mask._gpu_probe", first)
             a_step(case, "A again", first)
 
 

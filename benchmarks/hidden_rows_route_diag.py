@@ -19,15 +19,15 @@ from test_sdpa_mask import _inputs, _masks  # noqa: E402
 
 import flash_attention_amd as fa  # noqa: E402
 from flash_attention_amd import core  # noqa: E402
-from flash_attention_amd.backends import sdpa_backend  # noqa: E402
+from flash_attention_amd.backends import sdpa_mask  # noqa: E402
 
 SHAPES = [(3, 37, 37, 4, 4, 32), (3, 17, 45, 4, 2, 64), (2, 64, 64, 2, 1, 16)]
-_SDPA = sdpa_backend.F.scaled_dot_product_attention
+_SDPA = sdpa_mask.F.scaled_dot_product_attention
 _RECORD: list[dict] = []
 
 
 class _Spy:
-    """sdpa_backend's ``F``: every attribute as torch.nn.functional's, SDPA recorded."""
+    """sdpa_mask's ``F``: every attribute as torch.nn.functional's, SDPA recorded."""
 
     def __getattr__(self, name):
         return getattr(torch.nn.functional, name)
@@ -50,11 +50,11 @@ class _Spy:
 
 def case(shape, kind: str, native: bool) -> str:
     b, sq, sk, h, hk, d = shape
-    saved = sdpa_backend._gpu_zeroes_hidden_rows
+    saved = sdpa_mask._gpu_zeroes_hidden_rows
     if not native:
-        sdpa_backend._gpu_zeroes_hidden_rows = lambda *a: False
+        sdpa_mask._gpu_zeroes_hidden_rows = lambda *a: False
     core.clear_plans()
-    sdpa_backend._LAST_MASK.clear()
+    sdpa_mask._LAST_MASK.clear()
     _RECORD.clear()
     try:
         q, k, v = _inputs(b, sq, sk, h, hk, d, seed=sum(shape))
@@ -65,7 +65,7 @@ def case(shape, kind: str, native: bool) -> str:
         dout = torch.randn_like(out)
         dq, = torch.autograd.grad(out, (q,), dout)
     finally:
-        sdpa_backend._gpu_zeroes_hidden_rows = saved
+        sdpa_mask._gpu_zeroes_hidden_rows = saved
     hidden = ~mask.expand(b, h, sq, sk).any(-1).transpose(1, 2)  # [b, sq, h]
     rows = dq[hidden].float()
     last = _RECORD[-1]
@@ -75,7 +75,7 @@ def case(shape, kind: str, native: bool) -> str:
     sdpa_out_hidden = last["out"][hidden_bh].float()
     # the same call made raw: the mask the backend read, then the fill, grads from the same dout
     qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
-    prep = sdpa_backend._MaskPrep(mask)
+    prep = sdpa_mask._MaskPrep(mask)
     raw = _SDPA(qt, kt, vt, attn_mask=prep.additive(qt.dtype, False), enable_gqa=h != hk)
     raw = raw.masked_fill(prep.hidden, 0.0)
     rdq, = torch.autograd.grad(raw, (qt,), dout.transpose(1, 2))
@@ -92,7 +92,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--order", choices=["fallback", "native-first"], default="fallback")
     args = ap.parse_args()
-    sdpa_backend.F = _Spy()
+    sdpa_mask.F = _Spy()
     print(f"torch {torch.__version__} cuDNN {torch.backends.cudnn.version()} order={args.order}")
     routes = [False] if args.order == "fallback" else [True, False]
     for native in routes:

@@ -16,7 +16,7 @@ from bert_mask_route import _turns as _turns_ranges  # benchmarks/, the script's
 from bert_mask_route import bert_inputs, grad_mode
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from flash_attention_amd.backends.sdpa_backend import _fused_kernels
+from flash_attention_amd.backends.sdpa_common import _fused_kernels
 
 
 def _variants(b: int, s: int, train: bool):
@@ -63,13 +63,13 @@ def _ours_parts(b: int, s: int) -> None:
     the kernel choice the plan stored, and a cProfile of ours."""
     import flash_attention_amd as fa
     from flash_attention_amd import core
-    from flash_attention_amd.backends import sdpa_backend
+    from flash_attention_amd.backends import sdpa_mask
 
     h, d = 12, 64
     q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     keys = (torch.arange(s, device="cuda")[None, :] < torch.randint(s // 4, s + 1, (b, 1), device="cuda"))
     keys = keys[:, None, None, :]
-    prep = sdpa_backend._mask_prep(keys)
+    prep = sdpa_mask._mask_prep(keys)
     bias = prep.additive(torch.bfloat16, False)
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
 

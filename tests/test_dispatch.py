@@ -7,7 +7,7 @@ import torch
 
 import flash_attention_amd as fa
 from flash_attention_amd import BackendUnavailable, config, dispatch
-from flash_attention_amd.backends import sdpa_backend
+from flash_attention_amd.backends import sdpa_mask
 from flash_attention_amd.params import Problem
 from helpers import randn
 
@@ -156,7 +156,7 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     # would leave rows without a key to the sdpa backend's fill
     masked = dict(bert, dropout_p=0.1, bias="bool", bias_shape=(32, 1, 1, 128), needs_grad=True)
     asked = []
-    monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", lambda *a: asked.append(a) or False)
+    monkeypatch.setattr(sdpa_mask, "_gpu_zeroes_hidden_rows", lambda *a: asked.append(a) or False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **masked))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(masked, batch=4096)))[0] == "triton"
@@ -164,7 +164,7 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
     assert asked[0][1:] == (torch.bfloat16, 64, True, False)  # (device, dtype, head dim, dropout, GQA)
     # where they give those rows 0 themselves (session 55): sdpa first for training calls with dropout at d=64
     # (run52/h200_b_route_d64.md), eager calls only
-    monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", lambda *a: True)
+    monkeypatch.setattr(sdpa_mask, "_gpu_zeroes_hidden_rows", lambda *a: True)
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **masked))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(masked, batch=4096)))[0] == "sdpa"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, **dict(masked, dropout_p=0.0)))[0] == "triton"
@@ -174,7 +174,7 @@ def test_nvidia_rule_table_sdpa_first_only_where_measured_faster(monkeypatch):
         "triton")
     assert dispatch.preference(Problem(arch="sm80", nheads_k=12, **masked))[0] == "triton"
     assert dispatch.preference(Problem(arch="sm90", nheads_k=12, causal=True, **masked))[0] == "triton"
-    monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", lambda *a: False)
+    monkeypatch.setattr(sdpa_mask, "_gpu_zeroes_hidden_rows", lambda *a: False)
     # traced by torch.compile: sdpa first at d=64 (compiled BERT steps, run35/h100_bert_compiled_route_*.md), not at
     # d=128 (not measured), not causal-masked, not on sm80
     traced = Problem(arch="sm90", nheads_k=12, compiling=True, **masked)

@@ -10,12 +10,12 @@ import torch
 
 import flash_attention_amd as fa
 from flash_attention_amd import core
-from flash_attention_amd.backends import sdpa_backend
+from flash_attention_amd.backends import sdpa_mask
 from flash_attention_amd.reference import attention_ref
 from helpers import DEVICE, assert_matches
 
 DTYPE = torch.float32 if DEVICE == "cpu" else torch.bfloat16  # SDPA's fused CUDA kernels: fp16 / bf16
-_GPU_ZEROES = sdpa_backend._gpu_zeroes_hidden_rows  # (the fixture below may replace it)
+_GPU_ZEROES = sdpa_mask._gpu_zeroes_hidden_rows  # (the fixture below may replace it)
 
 
 @pytest.fixture(autouse=True, params=[True, False], ids=lambda x: f"native={x}")
@@ -24,15 +24,15 @@ def native(request, monkeypatch):
     CPU ``_cpu_zeroes_hidden_rows``, on a GPU ``_gpu_zeroes_hidden_rows``, asked per kind of call) and made visible,
     then set to 0 (the route for a torch that does not)."""
     if DEVICE == "cpu":
-        if request.param and not sdpa_backend._cpu_zeroes_hidden_rows():
+        if request.param and not sdpa_mask._cpu_zeroes_hidden_rows():
             pytest.skip("this torch's CPU SDPA does not give rows without a key 0")
-        monkeypatch.setattr(sdpa_backend, "_cpu_zeroes_hidden_rows", lambda: request.param)
+        monkeypatch.setattr(sdpa_mask, "_cpu_zeroes_hidden_rows", lambda: request.param)
     elif not request.param:
-        monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", lambda *a: False)
+        monkeypatch.setattr(sdpa_mask, "_gpu_zeroes_hidden_rows", lambda *a: False)
     core.clear_plans()  # (a GPU plan keeps its answer: mask_native)
-    sdpa_backend._LAST_MASK.clear()
+    sdpa_mask._LAST_MASK.clear()
     yield request.param
-    sdpa_backend._LAST_MASK.clear()
+    sdpa_mask._LAST_MASK.clear()
     core.clear_plans()
 
 
@@ -40,7 +40,7 @@ def _native(native: bool, q, k) -> bool:
     """The route a call on q, k [b, s, h, d] takes under the fixture's parameter (a GPU's answer per kind of call)."""
     if DEVICE == "cpu" or not native:
         return native
-    return sdpa_backend._gpu_zeroes_hidden_rows(q.device, q.dtype, q.shape[-1], False, q.shape[2] != k.shape[2])
+    return sdpa_mask._gpu_zeroes_hidden_rows(q.device, q.dtype, q.shape[-1], False, q.shape[2] != k.shape[2])
 
 
 def _inputs(b, sq, sk, h, hk, d, seed):
@@ -82,7 +82,7 @@ def test_sdpa_bool_mask_exact_with_hidden_rows(kind, shape, causal, native):
         for _ in range(2):
             assert torch.equal(fa.flash_attn_func(q, k, v, attn_bias=mask, causal=causal), out)
     if kind == "keys":  # (a key mask's preparation is kept: the route it took, the additive mask it read)
-        assert list(sdpa_backend._LAST_MASK[0]._additive) == [(DTYPE, _native(native, q, k))]
+        assert list(sdpa_mask._LAST_MASK[0]._additive) == [(DTYPE, _native(native, q, k))]
     dout = torch.randn_like(out)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
@@ -103,10 +103,10 @@ def test_sdpa_bool_mask_declines_causal_and_float_bias(monkeypatch):
     mask (here 2 x 16 x 16 = 512 against a limit set to 511)."""
     q, k, v = _inputs(2, 16, 16, 2, 2, 16, seed=1)
     mask = _masks(2, 2, 16, 16, seed=2)["keys"]
-    monkeypatch.setattr(sdpa_backend, "CAUSAL_MASK_ELEMS_CPU", 511)
+    monkeypatch.setattr(sdpa_mask, "CAUSAL_MASK_ELEMS_CPU", 511)
     with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="attn_mask or is_causal"):
         fa.flash_attn_func(q, k, v, attn_bias=mask, causal=True)
-    monkeypatch.setattr(sdpa_backend, "CAUSAL_MASK_ELEMS_CPU", 512)
+    monkeypatch.setattr(sdpa_mask, "CAUSAL_MASK_ELEMS_CPU", 512)
     if DEVICE == "cpu":
         assert "-> sdpa (auto)" in fa.explain(q, k, v, attn_bias=mask, causal=True)
     with fa.use_backend("sdpa"), pytest.raises(fa.BackendUnavailable, match="float attn_bias"):
@@ -160,11 +160,11 @@ def test_sdpa_bool_mask_prep_is_kept_per_mask():
     """One preparation for every layer of a forward pass: the same key mask tensor gets the same object; a
     mask per query row is prepared per call (kept, it would hold a tensor the size of the scores)."""
     mask = torch.rand(2, 1, 1, 9, device=DEVICE) > 0.3
-    first = sdpa_backend._mask_prep(mask)
-    assert sdpa_backend._mask_prep(mask) is first
-    assert sdpa_backend._mask_prep(mask.clone()) is not first
+    first = sdpa_mask._mask_prep(mask)
+    assert sdpa_mask._mask_prep(mask) is first
+    assert sdpa_mask._mask_prep(mask.clone()) is not first
     full = torch.rand(2, 3, 5, 9, device=DEVICE) > 0.3  # per query row: not kept (its size is the scores')
-    assert sdpa_backend._mask_prep(full) is not sdpa_backend._mask_prep(full)
+    assert sdpa_mask._mask_prep(full) is not sdpa_mask._mask_prep(full)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="host synchronisation is a GPU matter")
@@ -192,7 +192,7 @@ def test_sdpa_bool_mask_both_kernel_choices(fused, monkeypatch):
     from flash_attention_amd import core
 
     asked = []
-    monkeypatch.setattr(sdpa_backend, "_torch_picks_fused", lambda *a: asked.append(1) or fused)
+    monkeypatch.setattr(sdpa_mask, "_torch_picks_fused", lambda *a: asked.append(1) or fused)
     core.clear_plans()
     q, k, v = (t.detach() for t in _inputs(3, 21, 21, 4, 2, 32, seed=7))
     mask = _masks(3, 4, 21, 21, seed=8)["keys"]
@@ -221,7 +221,7 @@ def test_hidden_rows_zeroed_in_place_as_masked_fill(shape, pattern):
         hidden.view(-1)[::2] = True
     elif pattern == "all":
         hidden[:] = True
-    prep = sdpa_backend._MaskPrep.__new__(sdpa_backend._MaskPrep)
+    prep = sdpa_mask._MaskPrep.__new__(sdpa_mask._MaskPrep)
     prep.hidden, prep._rows = hidden, None
     out = torch.randn(*(n if n > 1 else n_out for n, n_out in zip(shape[:3], (3, 4, 9))), 8, generator=g)  # b h sq dv
     want = out.masked_fill(hidden, 0.0)
@@ -229,8 +229,8 @@ def test_hidden_rows_zeroed_in_place_as_masked_fill(shape, pattern):
         assert torch.equal(prep.zero_hidden_rows(out.clone()), want)
     rows = hidden[..., 0]  # [b, h, sq]: a run starts at a hidden row whose row before it is not hidden
     starts = rows & ~torch.nn.functional.pad(rows, (1, 0))[..., :-1]
-    indices = sdpa_backend._hidden_runs(hidden)
-    assert type(indices) is (list if int(starts.sum()) <= sdpa_backend.HIDDEN_RUNS else tuple)
+    indices = sdpa_mask._hidden_runs(hidden)
+    assert type(indices) is (list if int(starts.sum()) <= sdpa_mask.HIDDEN_RUNS else tuple)
     if type(indices) is list:
         assert len(indices) == int(starts.sum())
 
@@ -251,7 +251,7 @@ def test_gpu_rows_without_a_key_with_dropout(native):
     reads the mask as it is (no fill: SDPA's own node makes out), and on sm90 such a call at d=64 goes to sdpa."""
     q, k, v = _inputs(3, 40, 40, 4, 4, 64, seed=5)
     keys = _masks(3, 4, 40, 40, seed=6)["keys"]  # sequence 2: length 0
-    routed = native and sdpa_backend._gpu_zeroes_hidden_rows(q.device, q.dtype, 64, True, False)
+    routed = native and sdpa_mask._gpu_zeroes_hidden_rows(q.device, q.dtype, 64, True, False)
     with fa.use_backend("sdpa"):
         out = fa.flash_attn_func(q, k, v, dropout_p=0.1, attn_bias=keys)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
@@ -277,21 +277,21 @@ def test_gpu_probe_asked_once_per_plan_and_never_while_capturing(monkeypatch):
     """_native: a GPU call's answer is asked once and kept in its plan's slot, never while a CUDA graph is being
     captured (nothing kept then: the next call asks); the probe is asked per device index and kind of call."""
     asked = []
-    monkeypatch.setattr(sdpa_backend, "_gpu_zeroes_hidden_rows", _GPU_ZEROES)
-    monkeypatch.setattr(sdpa_backend, "_gpu_probe", lambda *a: asked.append(a) or True)
+    monkeypatch.setattr(sdpa_mask, "_gpu_zeroes_hidden_rows", _GPU_ZEROES)
+    monkeypatch.setattr(sdpa_mask, "_gpu_probe", lambda *a: asked.append(a) or True)
     capturing = [True]
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
     qt, kt = torch.empty(2, 8, 16, 64, device="meta"), torch.empty(2, 2, 16, 64, device="meta")
     params = fa.core.validated_params(torch.empty(2, 16, 8, 64), torch.empty(2, 16, 2, 64),
                                       torch.empty(2, 16, 2, 64), dropout_p=0.1)
     slot = {}
-    assert sdpa_backend._gpu_zeroes_hidden_rows(torch.device("cuda", 1), torch.float16, 64, True, True) is False
-    assert sdpa_backend._native(None, qt, kt, params, slot) is False and slot == {} and asked == []
+    assert sdpa_mask._gpu_zeroes_hidden_rows(torch.device("cuda", 1), torch.float16, 64, True, True) is False
+    assert sdpa_mask._native(None, qt, kt, params, slot) is False and slot == {} and asked == []
     capturing[0] = False
     monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 1)))
-    assert sdpa_backend._native(None, qt, kt, params, slot) is True and slot == {"mask_native": True}
+    assert sdpa_mask._native(None, qt, kt, params, slot) is True and slot == {"mask_native": True}
     assert asked == [(1, torch.float32, 64, True, True)]
-    assert sdpa_backend._native(None, qt, kt, params, slot) is True and len(asked) == 1
+    assert sdpa_mask._native(None, qt, kt, params, slot) is True and len(asked) == 1
 
 
 @pytest.mark.parametrize("grad", [True, False])

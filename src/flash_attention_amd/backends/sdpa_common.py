@@ -1,0 +1,34 @@
+"""Helpers the sdpa backend's modules share: SDPA restricted to its fused kernels, and whether SDPA's CPU kernels'
+default scale equals a call's."""
+from __future__ import annotations
+
+import math
+import struct
+
+import torch
+
+
+def _fused_kernels(device_type: str):
+    """SDPA restricted to its fused kernels, cuDNN first on GPUs (the fastest measured on an H100)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if device_type == "cpu":
+        return sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+    kernels = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    try:
+        return sdpa_kernel(kernels, set_priority=True)
+    except TypeError:  # torch < 2.6: no priorities, torch's own order
+        return sdpa_kernel(kernels)
+
+
+def _default_scale(scale: float, headdim: int, dtype: torch.dtype) -> bool:
+    """Whether SDPA's CPU kernels, left their default scale (``1 / sqrt(headdim)`` in double precision), compute with
+    the same value as with ``scale``: exactly that double, or for fp16 / bf16 / fp32 inputs (whose kernel holds the
+    scale as a float) the same float (see sdpa_backend's ``_cpu_runner``)."""
+    default = 1.0 / math.sqrt(headdim)
+    return scale == default or (dtype != torch.float64 and _as_float(scale) == _as_float(default))
+
+
+def _as_float(x: float) -> float:
+    """x rounded to the nearest float32, as the CPU kernel's ``accum_t`` holds it."""
+    return struct.unpack("f", struct.pack("f", x))[0]
