@@ -2,7 +2,7 @@
 backward of one call signature whose dO is laid out otherwise than the first's gets exact gradients, raw SDPA per
 kernel and ours on the sdpa backend with the guard on and off (largest |error| against float64 over dq, dk, dv, each
 backward of a shape the process has not run before); what the guard's probe says; and the host time the guard's two
-views add to SDPA's call as HF calls it (BERT's, loops taking turns).
+views add to SDPA's call as HF calls it (BERT's) and to ours through flash_attn_func (GQA), loops taking turns.
 
     PYTHONPATH=src:benchmarks python benchmarks/cudnn_grad_layout.py [--calls 40 --loops 9]
 """
@@ -105,6 +105,28 @@ def host(calls: int, loops: int) -> None:
            "the same + the guard's views, forward + backward": train(guarded)}
     print_table(f"Host µs a call, median (min) of {loops} loops of {calls}: b=32 s=128 h=12 d=64 bf16, key mask, "
                 "dropout 0.1 (BERT-base's call)", take_turns(fns, loops, calls))
+
+    # ours through flash_attn_func on a call the sdpa backend serves with cuDNN's backward (GQA: SDPA's enable_gqa),
+    # the guard switched off per call for the second path (sdpa_backend reads grad_layout_guarded per call there)
+    qs = torch.randn(4, 512, 32, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    ks, vs = (torch.randn(4, 512, 8, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    ds = torch.randn_like(qs)
+    guarded_fn = sdpa_backend.grad_layout_guarded
+
+    def ours_fa(guard: bool):
+        def call():
+            sdpa_backend.grad_layout_guarded = guarded_fn if guard else (lambda device: False)
+            try:
+                with fa.use_backend("sdpa"):
+                    out = fa.flash_attn_func(qs, ks, vs, causal=True)
+                torch.autograd.grad(out, (qs, ks, vs), ds)
+            finally:
+                sdpa_backend.grad_layout_guarded = guarded_fn
+        return call
+
+    print_table(f"Host µs a call, median (min) of {loops} loops of {calls}: flash_attn_func forward + backward, "
+                "b=4 s=512 h=32/8 d=128 bf16, causal, sdpa forced",
+                take_turns({"guard on": ours_fa(True), "guard off": ours_fa(False)}, loops, calls))
 
 
 def main() -> None:
