@@ -9,17 +9,17 @@ benchmarks/results/run53). Upstream, pytorch/pytorch PR 191576 keys the graph on
 for an older internal cuDNN). The memory-efficient and flash kernels read dO's strides on every call.
 
 Where the installed torch does this (``grad_layout_guarded``: asked once per CUDA device by two tiny cuDNN calls whose
-gradients it compares; one host synchronisation), the sdpa backend returns each contiguous output [b, sq, h, dv] of
-a call on q, k, v [b, s, h, d] (flash_attn's functions) that a gradient will flow back through as two views
+gradients it compares; one host synchronisation), the sdpa backend returns each contiguous output [b, sq, h, dv] of a
+call on q, k, v [b, s, h, d] (flash_attn's functions) that a gradient will flow back through as two views
 (``fixed_grad_layout``): their backward hands the gradient on as one contiguous tensor (a copy only where it comes
-laid out otherwise), so every such backward gives SDPA's backward dO in one layout, the output's own. Their host
-cost: BERT-base's call, SDPA as Hugging Face makes it, forward + backward 237.1 -> 277.5 us (median; min 185.1 ->
-213.5) on an H200's host (run53). Not applied to calls on q, k, v heads first (``core.attention_heads_first``,
-made only by the Hugging Face integration): Hugging Face's attention modules reshape the output and feed it to
-their output projection, a Linear, whose backward gives the gradient contiguous, so those backwards already share
-one layout. Not covered either: an output that is not contiguous, traced calls (torch.compile picks the layouts), and
-another caller's backward of the same shapes with another layout in the same process (which can still leave a graph
-that ours then replays).
+laid out otherwise), so every such backward gives SDPA's backward dO in one layout, the output's own. Their host cost
+on an H200's host (run53, medians): forward + backward of BERT-base's SDPA call 237 -> 278 and 251 -> 318 us, of ours
+through flash_attn_func (GQA b=4 s=512 h=32/8 d=128, causal, sdpa) 704 -> 763 us. Not applied to calls on q, k, v
+heads first (``core.attention_heads_first``, made only by the Hugging Face integration): Hugging Face's attention
+modules reshape the output and feed it to their output projection, a Linear, whose backward gives the gradient
+contiguous, so those backwards already share one layout. Not covered either: an output that is not contiguous, traced
+calls (torch.compile picks the layouts), and another caller's backward of the same shapes with another layout in the
+same process (which can still leave a graph that ours then replays).
 """
 from __future__ import annotations
 
