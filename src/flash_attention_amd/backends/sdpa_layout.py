@@ -2,11 +2,12 @@
 
 torch 2.11's cuDNN SDPA backward keeps one cuDNN graph per call signature, keyed on the shapes and the strides of q,
 k, v and the output but not on those of dO, the output's gradient: a backward whose dO is laid out differently from
-the first backward of that signature in the process replays the first one's graph, which reads dO with the first
-one's strides. The gradients are then wrong, with no error (session 56, one H200, torch 2.11.0+cu130, cuDNN 9.19:
-dq, dk, dv off by 3-4 where they are about 1; `benchmarks/cudnn_state_probe.py`, `benchmarks/cudnn_grad_layout.py`,
-benchmarks/results/run53). Upstream, pytorch/pytorch PR 191576 keys the graph on dO's strides (merged, then reverted
-for an older internal cuDNN). The memory-efficient and flash kernels read dO's strides on every call.
+the first backward of that signature in the process replays the first one's graph, which reads dO with the first one's
+strides. The gradients are then wrong, with no error (session 56, one H200, torch 2.11.0+cu130, cuDNN 9.19: the
+largest error of dq, dk, dv 1.65-2.22 against 0.004-0.009 for the first backward; `benchmarks/cudnn_state_probe.py`,
+`benchmarks/cudnn_grad_layout.py`, benchmarks/results/run53). Upstream, pytorch/pytorch PR 191576 keys the graph on
+dO's strides (merged, then reverted for an older internal cuDNN). The memory-efficient and flash kernels read dO's
+strides on every call.
 
 Where the installed torch does this (``grad_layout_guarded``: asked once per CUDA device by two tiny cuDNN calls whose
 gradients it compares; one host synchronisation), the sdpa backend returns each contiguous output [b, sq, h, dv] of a
