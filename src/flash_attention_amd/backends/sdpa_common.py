@@ -1,7 +1,8 @@
-"""Helpers the sdpa backend's modules share: SDPA restricted to its fused kernels, and whether SDPA's CPU kernels'
-default scale equals a call's."""
+"""Helpers the sdpa backend's modules share: SDPA restricted to its fused kernels, whether SDPA's CPU kernels'
+default scale equals a call's, and the setting of the once-per-process GPU probes."""
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
 
@@ -32,3 +33,18 @@ def _default_scale(scale: float, headdim: int, dtype: torch.dtype) -> bool:
 def _as_float(x: float) -> float:
     """x rounded to the nearest float32, as the CPU kernel's ``accum_t`` holds it."""
     return struct.unpack("f", struct.pack("f", x))[0]
+
+
+@contextlib.contextmanager
+def gpu_probe_setting(index: int):
+    """The setting of a probe's tiny SDPA calls on GPU ``index``, whatever the caller's: gradients recorded (not
+    inference mode, no functorch transform), and torch's sync-debug mode off (the probe reads its results: one host
+    synchronisation, on purpose), restored afterwards."""
+    mode = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(0)
+    try:
+        with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
+                torch.cuda.device(index):
+            yield
+    finally:
+        torch.cuda.set_sync_debug_mode(mode)

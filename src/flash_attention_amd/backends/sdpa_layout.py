@@ -29,6 +29,8 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from .sdpa_common import gpu_probe_setting
+
 
 def fixed_grad_layout(out: torch.Tensor) -> torch.Tensor:
     """out [b, sq, h, dv], contiguous, through view(-1) and back: the same values and storage; the backward of the
@@ -59,24 +61,18 @@ def _replays_dout_layout(index: int) -> bool:
     where cuDNN does not take the call (nothing to guard)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    mode = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode(0)  # (the comparison below synchronises once, on purpose)
-    try:
-        with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
-                torch.cuda.device(index):
-            g = torch.Generator(device="cuda").manual_seed(0)
-            q, k, v = (torch.randn(1, 3, 24, 64, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
-                       for _ in range(3))
-            dout = torch.randn(1, 3, 24, 64, device="cuda", dtype=torch.bfloat16, generator=g)
-            grads = []
-            for d in (dout, dout.transpose(1, 2).contiguous().transpose(1, 2)):
-                try:
-                    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                        out = F.scaled_dot_product_attention(q, k, v)
-                        grads.append(torch.autograd.grad(out, (q, k, v), d))
-                except RuntimeError:  # no cuDNN kernel for this call here
-                    return False
-            scale = max(t.abs().max().item() for t in grads[0])
-            return any((a.float() - b.float()).abs().max().item() > 0.1 * scale for a, b in zip(*grads))
-    finally:
-        torch.cuda.set_sync_debug_mode(mode)
+    with gpu_probe_setting(index):
+        g = torch.Generator(device="cuda").manual_seed(0)
+        q, k, v = (torch.randn(1, 3, 24, 64, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_()
+                   for _ in range(3))
+        dout = torch.randn(1, 3, 24, 64, device="cuda", dtype=torch.bfloat16, generator=g)
+        grads = []
+        for d in (dout, dout.transpose(1, 2).contiguous().transpose(1, 2)):
+            try:
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    out = F.scaled_dot_product_attention(q, k, v)
+                    grads.append(torch.autograd.grad(out, (q, k, v), d))
+            except RuntimeError:  # no cuDNN kernel for this call here
+                return False
+        scale = max(t.abs().max().item() for t in grads[0])
+        return any((a.float() - b.float()).abs().max().item() > 0.1 * scale for a, b in zip(*grads))

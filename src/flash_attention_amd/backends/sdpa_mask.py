@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..params import AttnParams, Problem
-from .sdpa_common import _default_scale, _fused_kernels
+from .sdpa_common import _default_scale, _fused_kernels, gpu_probe_setting
 from .sdpa_layout import fixed_grad_layout, grad_layout_guarded
 
 # Merged causal masks on the CPU (_MaskPrep's band): up to this many elements (the mask's batch x heads x seqlen_q x
@@ -141,35 +141,29 @@ def _gpu_zeroes_hidden_rows(device: torch.device, dtype: torch.dtype, headdim: i
 def _gpu_probe(index: int, dtype: torch.dtype, headdim: int, dropout: bool, gqa: bool) -> bool:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    mode = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode(0)  # (the reads below synchronise once, on purpose)
-    try:
-        with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
-                torch.cuda.device(index):
-            g = torch.Generator(device="cuda").manual_seed(0)
-            q = torch.randn(2, 4, 40, headdim, device="cuda", dtype=dtype, generator=g).requires_grad_()
-            k, v = (torch.randn(2, 2 if gqa else 4, 40, headdim, device="cuda", dtype=dtype, generator=g
-                                ).requires_grad_() for _ in range(2))
-            keys = torch.tensor([[True] * 29 + [False] * 11, [False] * 40], device="cuda")[:, None, None, :]
-            bias = torch.zeros(keys.shape, device="cuda", dtype=dtype).masked_fill_(~keys, float("-inf"))
-            p = 0.1 if dropout else 0.0
-            took = False
-            for kernel in (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION):
-                try:
-                    with sdpa_kernel([kernel]):
-                        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, enable_gqa=gqa)
-                        grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
-                        ref = None if dropout else F.scaled_dot_product_attention(
-                            q[:1], k[:1], v[:1], attn_mask=bias[:1], enable_gqa=gqa)
-                except RuntimeError:  # this kernel does not take the call
-                    continue
-                took = True
-                if not ((out[1] == 0).all() and (grads[0][1] == 0).all()
-                        and all(torch.isfinite(t).all() for t in grads) and (ref is None or torch.equal(out[:1], ref))):
-                    return False
-            return took
-    finally:
-        torch.cuda.set_sync_debug_mode(mode)
+    with gpu_probe_setting(index):  # (the reads below synchronise once, on purpose)
+        g = torch.Generator(device="cuda").manual_seed(0)
+        q = torch.randn(2, 4, 40, headdim, device="cuda", dtype=dtype, generator=g).requires_grad_()
+        k, v = (torch.randn(2, 2 if gqa else 4, 40, headdim, device="cuda", dtype=dtype, generator=g
+                            ).requires_grad_() for _ in range(2))
+        keys = torch.tensor([[True] * 29 + [False] * 11, [False] * 40], device="cuda")[:, None, None, :]
+        bias = torch.zeros(keys.shape, device="cuda", dtype=dtype).masked_fill_(~keys, float("-inf"))
+        p = 0.1 if dropout else 0.0
+        took = False
+        for kernel in (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION):
+            try:
+                with sdpa_kernel([kernel]):
+                    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, enable_gqa=gqa)
+                    grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+                    ref = None if dropout else F.scaled_dot_product_attention(
+                        q[:1], k[:1], v[:1], attn_mask=bias[:1], enable_gqa=gqa)
+            except RuntimeError:  # this kernel does not take the call
+                continue
+            took = True
+            if not ((out[1] == 0).all() and (grads[0][1] == 0).all()
+                    and all(torch.isfinite(t).all() for t in grads) and (ref is None or torch.equal(out[:1], ref))):
+                return False
+        return took
 
 
 def _native(prep: _MaskPrep, qt: torch.Tensor, kt: torch.Tensor, params: AttnParams, slot: dict | None) -> bool:
