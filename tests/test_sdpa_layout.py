@@ -68,3 +68,28 @@ def test_gpu_gradients_exact_when_the_layout_of_dout_changes(masked):
         refs = torch.autograd.grad(ref, (q64, k64, v64), dout.double(), retain_graph=True)
         for name, x, r in zip(("dq", "dk", "dv"), grads, refs):
             assert_matches(x, r, name=f"{name} ({layout})")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="the GPU probes")
+def test_gpu_probes_let_out_no_warning_and_restore_the_sync_debug_mode():
+    """Both probes of the sdpa backend (the dO-layout one, the rows-without-a-key one: SDPA's kernels declining a
+    probe call each warn once per process) run with no warning reaching the caller, and leave the sync-debug mode
+    as they found it, off or on."""
+    import warnings
+
+    from flash_attention_amd.backends import sdpa_mask
+
+    for mode in (0, 2):
+        torch.cuda.set_sync_debug_mode(mode)
+        try:
+            sdpa_layout._replays_dout_layout.cache_clear()
+            sdpa_mask._gpu_probe.cache_clear()
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                sdpa_layout._replays_dout_layout(torch.cuda.current_device())
+                sdpa_mask._gpu_probe(torch.cuda.current_device(), torch.bfloat16, 64, True, False)
+            assert torch.cuda.get_sync_debug_mode() == mode
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        assert not seen, [str(w.message) for w in seen]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import struct
+import warnings
 
 import torch
 
@@ -38,13 +39,19 @@ def _as_float(x: float) -> float:
 @contextlib.contextmanager
 def gpu_probe_setting(index: int):
     """The setting of a probe's tiny SDPA calls on GPU ``index``, whatever the caller's: gradients recorded (not
-    inference mode, no functorch transform), and torch's sync-debug mode off (the probe reads its results: one host
-    synchronisation, on purpose), restored afterwards."""
-    mode = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode(0)
-    try:
-        with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
-                torch.cuda.device(index):
-            yield
-    finally:
-        torch.cuda.set_sync_debug_mode(mode)
+    inference mode, no functorch transform), torch's sync-debug mode off where the caller set it (the probe reads its
+    results: one host synchronisation, on purpose; restored afterwards), and no warning let out: torch warns once per
+    process for each reason a kernel declines a call (six lines, seen in a BERT run's log: run53/h200_c_e2e_bert.txt),
+    and on every change of the sync-debug mode, so the mode is left alone where it is already off."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mode = torch.cuda.get_sync_debug_mode()
+        if mode:
+            torch.cuda.set_sync_debug_mode(0)
+        try:
+            with torch.inference_mode(False), torch.enable_grad(), torch._C._DisableFuncTorch(), \
+                    torch.cuda.device(index):
+                yield
+        finally:
+            if mode:
+                torch.cuda.set_sync_debug_mode(mode)
