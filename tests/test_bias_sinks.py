@@ -536,6 +536,26 @@ def test_varlen_sinks(backend):
         _close(t.grad, r.grad, tol, name)
 
 
+def test_varlen_packed_functions_take_sinks():
+    """flash_attn_varlen_qkvpacked_func and flash_attn_varlen_kvpacked_func take ``sinks`` as flash_attn_varlen_func
+    does (they raised TypeError until session 57's fuzzer called them so), with the same result and gradients."""
+    lens = [6, 1, 13]
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=DEVICE)
+    h, d = 2, 16
+    qkv = torch.randn(sum(lens), 3, h, d, device=DEVICE, requires_grad=True)
+    sinks = torch.randn(h, device=DEVICE, requires_grad=True)
+    want = fa.flash_attn_varlen_func(*qkv.unbind(1), cu, cu, max(lens), max(lens), causal=True, sinks=sinks)
+    dq_want, ds_want = torch.autograd.grad(want.sum(), (qkv, sinks))
+    for got in (fa.flash_attn_varlen_qkvpacked_func(qkv, cu, max(lens), causal=True, sinks=sinks),
+                fa.flash_attn_varlen_kvpacked_func(qkv[:, 0], qkv[:, 1:], cu, cu, max(lens), max(lens), causal=True,
+                                                   sinks=sinks)):
+        assert torch.equal(got, want)
+        dq, ds = torch.autograd.grad(got.sum(), (qkv, sinks))
+        assert torch.allclose(dq, dq_want, atol=1e-6) and torch.allclose(ds, ds_want, atol=1e-6)
+    without = fa.flash_attn_varlen_qkvpacked_func(qkv, cu, max(lens), causal=True)
+    assert not torch.allclose(without, want)  # the sinks reached the call
+
+
 # ------------------------------------------------------------------------------------ decode
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -130,17 +130,18 @@ def flash_attn_varlen_qkvpacked_func(qkv: Tensor, cu_seqlens: Tensor, max_seqlen
                                      softmax_scale: float | None = None, causal: bool = False,
                                      window_size: Window = (-1, -1), softcap: float = 0.0,
                                      alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                                     return_attn_probs: bool = False, *,
+                                     return_attn_probs: bool = False, *, sinks: Tensor | None = None,
                                      q_descale: Tensor | None = None, k_descale: Tensor | None = None,
                                      v_descale: Tensor | None = None):
-    """qkv [total, 3, h, d] with cu_seqlens (b + 1,) int32 -> out [total, h, d]. FP8 descales: [b, h]."""
+    """qkv [total, 3, h, d] with cu_seqlens (b + 1,) int32 -> out [total, h, d]. ``sinks`` and the FP8 descales
+    ([b, h]) as in flash_attn_varlen_func."""
     check_tensor("qkv", qkv, 4)
     if qkv.shape[1] != 3:
         raise ValueError(f"qkv has shape {tuple(qkv.shape)}; dim 1 must be 3 (q, k, v)")
     q, k, v = qkv.unbind(1)
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                           deterministic, return_attn_probs, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
-                          q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+                          sinks=sinks, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
 
 
 def flash_attn_varlen_kvpacked_func(q: Tensor, kv: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
@@ -148,17 +149,18 @@ def flash_attn_varlen_kvpacked_func(q: Tensor, kv: Tensor, cu_seqlens_q: Tensor,
                                     softmax_scale: float | None = None, causal: bool = False,
                                     window_size: Window = (-1, -1), softcap: float = 0.0,
                                     alibi_slopes: Tensor | None = None, deterministic: bool = False,
-                                    return_attn_probs: bool = False, *,
+                                    return_attn_probs: bool = False, *, sinks: Tensor | None = None,
                                     q_descale: Tensor | None = None, k_descale: Tensor | None = None,
                                     v_descale: Tensor | None = None):
-    """q [total_q, h, d], kv [total_k, 2, hk, d] -> out [total_q, h, d]. FP8 descales: [b, hk]."""
+    """q [total_q, h, d], kv [total_k, 2, hk, d] -> out [total_q, h, d]. ``sinks`` and the FP8 descales ([b, hk])
+    as in flash_attn_varlen_func."""
     check_tensor("kv", kv, 4)
     if kv.shape[1] != 2:
         raise ValueError(f"kv has shape {tuple(kv.shape)}; dim 1 must be 2 (k, v)")
     k, v = kv.unbind(1)
     return core.attention(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                           deterministic, return_attn_probs, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                          q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+                          sinks=sinks, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
 
 
 def explain(q: Tensor, k: Tensor, v: Tensor, **kwargs) -> str:
