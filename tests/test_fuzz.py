@@ -1,0 +1,102 @@
+"""Random calls of every public attention function against the float64 oracle (tests/fuzz.py): a few seeded cases per
+run on the CPU (the automatic choice and the torch backend; the Triton kernels in the interpreter on a handful), more
+on a GPU with each backend forced, and checks that the fuzzer's own verdicts can fail (a wrong output, a wrong
+gradient, a modified input, a wrong cache append). benchmarks/fuzz_api.py runs hundreds of cases."""
+import pytest
+import torch
+from fuzz import check, draw
+
+import flash_attention_amd as fa
+from helpers import DEVICE, HAS_TRITON
+
+CPU_SEEDS = range(24)
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+@pytest.mark.parametrize("seed", CPU_SEEDS)
+def test_fuzz_cpu(seed, backend):
+    case = draw(seed, "cpu")
+    status, found = check(case, "cpu", backend)
+    assert status == "ok", (case.label(), found)
+
+
+@pytest.mark.skipif(not HAS_TRITON or DEVICE != "cpu", reason="the Triton interpreter's run (CPU)")
+@pytest.mark.parametrize("seed", range(100, 104))
+def test_fuzz_triton_interpreter(seed):
+    case = draw(seed, "cpu")
+    status, found = check(case, "cpu", "triton")
+    assert status in ("ok", "declined"), (case.label(), found)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["auto", "triton", "sdpa", "torch"])
+@pytest.mark.parametrize("seed", range(40))
+def test_fuzz_gpu(seed, backend):
+    case = draw(seed, "cuda")
+    status, found = check(case, "cuda", backend)
+    assert status in (("ok",) if backend in ("auto", "torch") else ("ok", "declined")), (case.label(), found)
+
+
+def _wrapped(monkeypatch, name, wrap):
+    monkeypatch.setattr(fa, name, wrap(getattr(fa, name)))
+
+
+class _ScaleGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 1.05
+
+
+def _seed_of(api, grad=False):
+    """The first CPU seed whose case calls api (with gradients where grad)."""
+    return next(s for s in range(1000) if draw(s, "cpu").api == api and (draw(s, "cpu").grad or not grad))
+
+
+@pytest.mark.parametrize("fault", ["out", "grad", "input", "cache"])
+def test_fuzz_catches_faults(monkeypatch, fault):
+    """Each kind of wrong result fails the case (the verdicts can fail)."""
+    if fault == "out":
+        seed = _seed_of("func")
+        _wrapped(monkeypatch, "flash_attn_func", lambda f: lambda *a, **k: _scaled(f(*a, **k), 1.01))
+        want = "out: rel err"
+    elif fault == "grad":
+        seed = _seed_of("func", grad=True)
+        _wrapped(monkeypatch, "flash_attn_func",
+                 lambda f: lambda q, *a, **k: f(_ScaleGrad.apply(q), *a, **k))
+        want = "d0: rel err"
+    elif fault == "input":
+        seed = _seed_of("varlen")
+
+        def poke(f):
+            def call(q, *a, **k):
+                res = f(q, *a, **k)
+                with torch.no_grad():
+                    q[0, 0, 0] += 1.0
+                return res
+            return call
+        _wrapped(monkeypatch, "flash_attn_varlen_func", poke)
+        want = "modified by the call"
+    else:
+        seed = next(s for s in range(1000) if draw(s, "cpu").api == "kvcache" and draw(s, "cpu").new)
+
+        def append_twice(f):
+            def call(q, k_cache, v_cache, k=None, v=None, **kw):
+                res = f(q, k_cache, v_cache, k, v, **kw)
+                k_cache.view(-1)[0] += 1.0
+                return res
+            return call
+        _wrapped(monkeypatch, "flash_attn_with_kvcache", append_twice)
+        want = "k_cache after the call"
+    case = draw(seed, "cpu")
+    status, found = check(case, "cpu")
+    assert status == "failed" and any(want in f for f in found), (case.label(), found)
+
+
+def _scaled(res, factor):
+    if isinstance(res, tuple):
+        return (res[0] * factor, *res[1:])
+    return res * factor
