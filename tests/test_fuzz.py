@@ -37,6 +37,21 @@ def test_fuzz_gpu(seed, backend):
     assert status in (("ok",) if backend in ("auto", "torch") else ("ok", "declined")), (case.label(), found)
 
 
+# Cases the GPU fuzzer failed (benchmarks/results/run54): 1259, a varlen call with v a view of a wider tensor and its
+# own head dim (the Triton forward read it wrong on an sm90 GPU); 1301, an fp32 paged KV-cache step at d=256 (the
+# decode tile asked more shared memory than the H200 has).
+GPU_REGRESSIONS = (1259, 1301)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["auto", "triton"])
+@pytest.mark.parametrize("seed", GPU_REGRESSIONS)
+def test_fuzz_gpu_regressions(seed, backend):
+    case = draw(seed, "cuda")
+    status, found = check(case, "cuda", backend)
+    assert status == "ok", (case.label(), found)
+
+
 def _wrapped(monkeypatch, name, wrap):
     monkeypatch.setattr(fa, name, wrap(getattr(fa, name)))
 
