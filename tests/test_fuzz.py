@@ -47,9 +47,10 @@ GPU_REGRESSIONS = (1259, 1301)
 @pytest.mark.parametrize("backend", ["auto", "triton"])
 @pytest.mark.parametrize("seed", GPU_REGRESSIONS)
 def test_fuzz_gpu_regressions(seed, backend):
+    """The automatic choice serves both exactly; triton forced may decline 1259 (launch/fwd.py UNALIGNED_DV_REASON)."""
     case = draw(seed, "cuda")
     status, found = check(case, "cuda", backend)
-    assert status == "ok", (case.label(), found)
+    assert status == "ok" or (backend == "triton" and seed == 1259 and status == "declined"), (case.label(), found)
 
 
 def _wrapped(monkeypatch, name, wrap):

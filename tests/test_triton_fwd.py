@@ -418,6 +418,23 @@ def test_supports():
     assert "dtype" in supports(_problem(dtype=torch.float64))
     assert supports(_problem(headdim=320, headdim_v=320)) is None  # head-dim chunks (test_large_headdims.py)
     assert "headdim=513" in supports(_problem(headdim=513, headdim_v=513))
+
+
+def test_supports_declines_unaligned_strides_with_another_v_head_dim_on_nvidia():
+    """launch/fwd.py UNALIGNED_DV_REASON: an NVIDIA GPU call whose v has its own head dim and a stride of q, k or v is
+    not a multiple of 16 elements is declined (the GPU build read such calls wrong); dv == d, aligned strides, ROCm
+    and the interpreter (CPU) are served."""
+    from flash_attention_amd.core import _unaligned
+
+    assert supports(_problem(headdim=128, headdim_v=16, unaligned=True)) == launch.UNALIGNED_DV_REASON
+    assert supports(_problem(headdim=128, headdim_v=16)) is None
+    assert supports(_problem(headdim=128, headdim_v=128, unaligned=True)) is None
+    assert supports(_problem(headdim=128, headdim_v=16, unaligned=True, arch="gfx942", is_rocm=True)) is None
+    assert supports(_problem(headdim=128, headdim_v=16, unaligned=True, device_type="cpu", arch=None)) is None
+    wide = torch.randn(9, 4, 24)[1:, 1:, :16]  # head stride 24
+    q = torch.randn(8, 3, 128)
+    assert _unaligned(q, q, wide) and not _unaligned(q, q, torch.randn(8, 3, 16))
+    assert _unaligned(*(torch.randn(8, 3, 120),) * 3)  # contiguous, head dim 120
     assert "headdim_v" in supports(_problem(headdim_v=640))
     assert "nheads" in supports(_problem(nheads=6, nheads_k=4))
     assert "kvcache" in supports(_problem(kind="kvcache"))

@@ -417,9 +417,15 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         bias="" if attn_bias is None else ("bool" if attn_bias.dtype == torch.bool else "float"),
         bias_shape=bias_shape, bias_grad=attn_bias is not None and attn_bias.requires_grad and needs_grad,
         has_sinks=sinks is not None, zero_tensors=bool(zero_tensors) and varlen, fp8=fp8,
-        window_dropped=dropped,
+        window_dropped=dropped, unaligned=_unaligned(q, k, v),
     )
     return params, problem, (max_seqlen_q, max_seqlen_k)
+
+
+def _unaligned(q, k, v) -> bool:
+    """Whether a stride of q, k or v but the last is not a multiple of 16 elements (Problem.unaligned); strides that
+    torch.compile traces as symbols are not read (no guard on them)."""
+    return any(type(st) is int and st % 16 for t in (q, k, v) for st in t.stride()[:-1])
 
 
 def _unbounded(left: int, right: int, causal: bool, seqlen_q, seqlen_k, diag_offset: int) -> tuple[int, int, bool]:

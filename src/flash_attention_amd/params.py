@@ -127,6 +127,7 @@ class Problem:
     kind: str = "attn"  # "attn" or "kvcache"
     extra: tuple = field(default=())  # kind-specific facts, e.g. (("paged", True),)
     window_dropped: tuple = ()  # (left, right, causal) as asked, where a bound of them hid no key (core._unbounded)
+    unaligned: bool = False  # a stride of q, k or v but the last is not a multiple of 16 elements (symbolic: not read)
 
     @property
     def has_window(self) -> bool:

@@ -104,6 +104,17 @@ def forward_tier(dtype: torch.dtype, dropout: bool, options: bool, bias: bool, v
 
 
 
+# v's head dim other than q's with a stride of q, k or v that is not a multiple of 16 elements (views of wider
+# tensors, or contiguous ones at head dims such as 120 / 24): on an H200 (Triton 3.6, torch 2.11) the forward's build
+# for such calls gave wrong outputs (relative error 1.04-1.15) or an illegal memory access, every tile tried (128x64
+# w8 s1-s3, 64x64 w4 s2, 128x64 w4 s3), varlen and dense; exact in the interpreter with the same tiles, and exact on
+# the GPU where dv == d or every stride is a multiple of 16 (benchmarks/strided_v_probe.py, strided_v_tiles.py;
+# results/run54, session 57's fuzzer, tests/fuzz.py seed 1259). Declined on NVIDIA GPUs until that is understood;
+# not known for AMD (nothing has run on an AMD GPU).
+UNALIGNED_DV_REASON = ("v's head dim differs from q's and a stride of q, k or v is not a multiple of 16 elements: "
+                       "the Triton forward's GPU build read such calls wrong on an H200 (launch/fwd.py)")
+
+
 def supports(problem: Problem) -> str | None:
     """None if the forward kernel computes this call exactly, else why not."""
     if problem.kind != "attn":
@@ -114,6 +125,9 @@ def supports(problem: Problem) -> str | None:
             return reason
     elif problem.dtype not in _DTYPES:
         return f"dtype {problem.dtype} is not supported (fp16, bf16, fp32)"
+    if problem.unaligned and problem.headdim_v != problem.headdim and problem.device_type == "cuda" \
+            and not problem.is_rocm:
+        return UNALIGNED_DV_REASON
     if not 1 <= problem.headdim <= MAX_HEADDIM:
         return f"headdim={problem.headdim} is outside 1..{MAX_HEADDIM}"
     if not 1 <= problem.headdim_v <= MAX_HEADDIM:
