@@ -103,8 +103,8 @@ def draw(seed: int, device: str) -> Case:
         c.sk = r.randint(max(c.sq, 8), top + 40)  # the cache's capacity
         c.new = r.choice((0, c.sq)) if c.sq <= 64 else 0
         c.cache_seqlens = tuple(r.randint(1 if c.new == 0 else 0, c.sk - c.new) for _ in range(c.b))
-        c.paged = r.choice((0, 0, 16, 7)) if c.sk % 16 == 0 or True else 0
-        c.alibi = c.alibi if c.alibi != "2d" else "1d"
+        c.paged = r.choice((0, 0, 16, 7))
+        c.alibi = c.alibi if c.alibi != "2d" else "1d"  # (b, h) slopes: test_kvcache.py's cases
         c.strided = False
         return c
     c.grad = r.random() < 0.6
