@@ -6,13 +6,15 @@ Cases run in worker processes (``--workers``), a few seeds each; a worker whose 
 memory access: every later call in that process fails) stops after reporting that case, and the rest of its seeds go
 to a fresh process. Each case ends with a synchronisation, so a fault is reported against the case that made it.
 
-    PYTHONPATH=src:tests python benchmarks/fuzz_api.py --seeds 0:400 --backends auto,triton,sdpa,torch --workers 8
+    PYTHONPATH=src:tests python benchmarks/fuzz_api.py --seeds 0:400 --backends auto,triton,sdpa,torch --workers 8 \
+        [--plain 0.3] [--budget 240]
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -21,13 +23,18 @@ import time
 BROKEN = 3  # a worker's exit status after a case broke its CUDA context
 
 
-def _worker(seeds: list[int], backends: list[str], device: str) -> None:
+def plain_case(seed: int, share: float) -> bool:
+    """Whether seed's case is drawn without SDPA-declined options (tests/fuzz.py draw's plain), for a share of seeds."""
+    return random.Random(seed * 7919 + 1).random() < share
+
+
+def _worker(seeds: list[int], backends: list[str], device: str, share: float) -> None:
     """One JSON line a (seed, backend): [seed, api, backend, status, findings, label, seconds]."""
     import torch
     from fuzz import check, draw
 
     for seed in seeds:
-        case = draw(seed, device)
+        case = draw(seed, device, plain_case(seed, share))
         for backend in backends:
             t0 = time.perf_counter()
             try:
@@ -43,7 +50,7 @@ def _worker(seeds: list[int], backends: list[str], device: str) -> None:
                 sys.exit(BROKEN)
 
 
-def _run(seeds, backends, device, workers, budget, t0) -> list:
+def _run(seeds, backends, device, workers, budget, t0, share) -> list:
     """The rows of every (seed, backend) run, workers processes at a time, until budget seconds (0: no limit)."""
     todo = [seeds[i:i + 8] for i in range(0, len(seeds), 8)]
     running: list = []
@@ -52,7 +59,7 @@ def _run(seeds, backends, device, workers, budget, t0) -> list:
         while todo and len(running) < workers and not (budget and time.time() - t0 > budget):
             chunk = todo.pop(0)
             cmd = [sys.executable, __file__, "--worker", ",".join(map(str, chunk)), "--backends", ",".join(backends),
-                   "--device", device]
+                   "--device", device, "--plain", str(share)]
             out = tempfile.TemporaryFile("w+")  # (a pipe could fill up while the worker runs)
             running.append((chunk, subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, text=True), out))
         if not running:
@@ -88,6 +95,8 @@ def main() -> None:
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda where there is one)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--budget", type=float, default=0, help="seconds: start no worker after this (0: no limit)")
+    ap.add_argument("--plain", type=float, default=0.0,
+                    help="share of cases drawn without the options SDPA declines (tests/fuzz.py draw's plain)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     import torch
@@ -95,15 +104,15 @@ def main() -> None:
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     backends = a.backends.split(",")
     if a.worker:
-        _worker([int(s) for s in a.worker.split(",")], backends, device)
+        _worker([int(s) for s in a.worker.split(",")], backends, device, a.plain)
         return
     first, last = (int(x) for x in a.seeds.split(":"))
     t0 = time.time()
-    rows = _run(list(range(first, last)), backends, device, a.workers, a.budget, t0)
+    rows = _run(list(range(first, last)), backends, device, a.workers, a.budget, t0, a.plain)
     done = sorted({r[0] for r in rows})
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
-    print(f"# fuzz_api: {len(done)} cases (seeds {first}-{last - 1}) on {name}, torch {torch.__version__}, "
-          f"{time.time() - t0:.0f} s\n")
+    print(f"# fuzz_api: {len(done)} cases (seeds {first}-{last - 1}, plain share {a.plain}) on {name}, torch "
+          f"{torch.__version__}, {time.time() - t0:.0f} s\n")
     statuses = ("ok", "declined", "failed", "fuzzer error")
     print("| backend | " + " | ".join(statuses) + " | s a case (median) |\n|---|" + "---|" * (len(statuses) + 1))
     for backend in backends:

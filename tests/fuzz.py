@@ -72,8 +72,18 @@ class Case:
         return f"seed {self.seed}: " + " ".join(opts)
 
 
-def draw(seed: int, device: str) -> Case:
-    """One random case: sizes small enough for the float64 oracle (and, on the CPU, for seconds a case)."""
+def draw(seed: int, device: str, plain: bool = False) -> Case:
+    """One random case: sizes small enough for the float64 oracle (and, on the CPU, for seconds a case). plain: the
+    same case without the options SDPA's kernels do not take (window, softcap, ALiBi, sinks, dropout, the LSE, a
+    softmax scale of its own), so that the sdpa backend, which serves most real calls, is reached more often."""
+    c = _draw(seed, device)
+    if plain:
+        c = dataclasses.replace(c, window=(-1, -1), softcap=0.0, alibi=None, sinks=False, dropout=0.0, lse=False,
+                                scale=None)
+    return c
+
+
+def _draw(seed: int, device: str) -> Case:
     r = random.Random(seed)
     gpu = device != "cpu"
     api = r.choice(APIS)

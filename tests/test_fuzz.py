@@ -20,6 +20,16 @@ def test_fuzz_cpu(seed, backend):
     assert status == "ok", (case.label(), found)
 
 
+@pytest.mark.parametrize("backend", ["auto", "sdpa"])
+@pytest.mark.parametrize("seed", range(200, 212))
+def test_fuzz_cpu_plain(seed, backend):
+    """Cases without the options SDPA's kernels decline: the sdpa backend serves or declines them (a forced backend's
+    clear refusal), never wrong."""
+    case = draw(seed, "cpu", plain=True)
+    status, found = check(case, "cpu", backend)
+    assert status in (("ok",) if backend == "auto" else ("ok", "declined")), (case.label(), found)
+
+
 @pytest.mark.skipif(not HAS_TRITON or DEVICE != "cpu", reason="the Triton interpreter's run (CPU)")
 @pytest.mark.parametrize("seed", range(100, 104))
 def test_fuzz_triton_interpreter(seed):
