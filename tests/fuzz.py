@@ -55,6 +55,11 @@ class Case:
     cache_seqlens: tuple = ()  # kvcache: each cache's length before the call
     new: int = 0  # kvcache: new keys appended (0: none)
     paged: int = 0  # kvcache: page size (0: not paged)
+    splits: int = 0  # kvcache: num_splits (0: the heuristic)
+    batch_idx: bool = False  # kvcache: cache_batch_idx into a cache of b + 2 rows
+    leftpad: tuple = ()  # kvcache: cache_leftpad, each sequence's
+    rotary: int = 0  # kvcache: rotary_dim (0: none; needs new keys)
+    interleaved: bool = True  # kvcache: rotary_interleaved
 
     def label(self) -> str:
         opts = [f"{self.api}", str(self.dtype).removeprefix("torch."), f"b{self.b} sq{self.sq} sk{self.sk}",
@@ -64,7 +69,12 @@ class Case:
         opts += [f"{n}={x}" for n, x, off in (("window", self.window, (-1, -1)), ("softcap", self.softcap, 0.0),
                                               ("alibi", self.alibi, None), ("bias", self.bias, None),
                                               ("dropout", self.dropout, 0.0), ("scale", self.scale, None),
-                                              ("new", self.new, 0), ("paged", self.paged, 0)) if x != off]
+                                              ("new", self.new, 0), ("paged", self.paged, 0),
+                                              ("splits", self.splits, 0), ("batch_idx", self.batch_idx, False),
+                                              ("leftpad", list(self.leftpad), []), ("rotary", self.rotary, 0))
+                 if x != off]
+        if self.rotary:
+            opts.append("interleaved" if self.interleaved else "neox")
         if self.seqlens_q:
             opts.append(f"lens q{list(self.seqlens_q)} k{list(self.seqlens_k)}")
         if self.cache_seqlens:
@@ -116,6 +126,14 @@ def _draw(seed: int, device: str) -> Case:
         c.paged = r.choice((0, 0, 16, 7))
         c.alibi = c.alibi if c.alibi != "2d" else "1d"  # (b, h) slopes: test_kvcache.py's cases
         c.strided = False
+        r2 = random.Random(seed + 7_000_003)  # (the options added later: the draws above stay as they were)
+        c.splits = r2.choice((0, 0, 1, 3))
+        c.batch_idx = not c.paged and r2.random() < 0.25
+        if r2.random() < 0.2:
+            c.leftpad = tuple(r2.randint(0, n) for n in c.cache_seqlens)
+        if c.new and r2.random() < 0.3:
+            c.rotary = r2.choice([n for n in (2, 8, 16, 32, 64) if n <= c.d])
+            c.interleaved = r2.random() < 0.5
         return c
     c.grad = r.random() < 0.6
     c.lse = r.random() < 0.4
@@ -189,9 +207,10 @@ class _Inputs:
         seq = c.api.startswith("varlen")
         tq, tk = (sum(c.seqlens_q), sum(c.seqlens_k)) if seq else (None, None)
         if c.api == "kvcache":
+            rows = c.b + 2 if c.batch_idx else c.b
             self.q = _rand((c.b, c.sq, c.h, c.d), c.dtype, device, False, gen)
-            self.k_cache = _rand((c.b, c.sk, c.hk, c.d), c.dtype, device, False, gen)
-            self.v_cache = _rand((c.b, c.sk, c.hk, c.dv), c.dtype, device, False, gen)
+            self.k_cache = _rand((rows, c.sk, c.hk, c.d), c.dtype, device, False, gen)
+            self.v_cache = _rand((rows, c.sk, c.hk, c.dv), c.dtype, device, False, gen)
             self.k_new = _rand((c.b, c.new, c.hk, c.d), c.dtype, device, False, gen) if c.new else None
             self.v_new = _rand((c.b, c.new, c.hk, c.dv), c.dtype, device, False, gen) if c.new else None
         elif seq:
@@ -390,13 +409,32 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
     return ("failed" if found else "ok"), found
 
 
+def _rotate(x, cos, sin, pos, interleaved):
+    """x [s, h, d] with its first rotary dims rotated by the angles of rows pos [s] (float64 math)."""
+    half = cos.shape[1]
+    c, sn = cos.double()[pos][:, None, :], sin.double()[pos][:, None, :]
+    xr = x[..., : 2 * half].double()
+    if interleaved:
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        rot = torch.stack((x1 * c - x2 * sn, x2 * c + x1 * sn), -1).flatten(-2)
+    else:
+        x1, x2 = xr[..., :half], xr[..., half:]
+        rot = torch.cat((x1 * c - x2 * sn, x2 * c + x1 * sn), -1)
+    return torch.cat((rot, x[..., 2 * half:].double()), -1)
+
+
 def _check_kvcache(c: Case, x: _Inputs, backend: str) -> tuple[str, list[str]]:
     device = x.q.device
+    gen = torch.Generator().manual_seed(c.seed + 2)
     lens = torch.tensor(c.cache_seqlens, dtype=torch.int32, device=device)
     k_cache, v_cache, table = x.k_cache, x.v_cache, None
+    rows = list(range(c.b))
+    idx = None
+    if c.batch_idx:  # each sequence's row of a cache of b + 2 rows
+        rows = torch.randperm(c.b + 2, generator=gen)[: c.b].tolist()
+        idx = torch.tensor(rows, dtype=torch.int32, device=device)
     if c.paged:  # the caches cut into pages of c.paged rows, in a shuffled order
         per = -(-c.sk // c.paged)
-        gen = torch.Generator().manual_seed(c.seed + 2)
         order = torch.randperm(c.b * per + 3, generator=gen)[: c.b * per]
         table = order.view(c.b, per).to(device=device, dtype=torch.int32)
 
@@ -407,43 +445,66 @@ def _check_kvcache(c: Case, x: _Inputs, backend: str) -> tuple[str, list[str]]:
             full[order.to(device)] = rows.view(c.b * per, c.paged, *cache.shape[2:])
             return full
         k_cache, v_cache = paged(k_cache), paged(v_cache)
+    pad = torch.tensor(c.leftpad, dtype=torch.int32, device=device) if c.leftpad else None
+    cos = sin = None
+    k_new64, q64 = (None if x.k_new is None else x.k_new.double()), x.q.double()
+    if c.rotary:  # angles for every cache position
+        theta = torch.rand(c.sk + 1, c.rotary // 2, generator=gen) * 6.3
+        cos, sin = theta.cos().to(device), theta.sin().to(device)
+        consecutive = c.causal or c.window != (-1, -1)
+        k_new64 = torch.stack([_rotate(x.k_new[i], cos, sin, torch.arange(n, n + c.new), c.interleaved)
+                               for i, n in enumerate(c.cache_seqlens)])
+        q64 = torch.stack([_rotate(x.q[i], cos, sin, torch.arange(n, n + c.sq) if consecutive else
+                                   torch.full((c.sq,), n), c.interleaved) for i, n in enumerate(c.cache_seqlens)])
+
+    def slot(cache, i, p):  # the cache row view of sequence i's position p
+        if table is None:
+            return cache[rows[i], p]
+        return cache[table[i, p // c.paged], p % c.paged]
     want_k, want_v = k_cache.clone(), v_cache.clone()  # the caches as the call must leave them
+    new_k = None if k_new64 is None else k_new64.to(c.dtype)
     for i, n in enumerate(c.cache_seqlens):
         for j in range(c.new):
-            for want, new in ((want_k, x.k_new), (want_v, x.v_new)):
-                if table is None:
-                    want[i, n + j] = new[i, j]
-                else:
-                    want[table[i, (n + j) // c.paged], (n + j) % c.paged] = new[i, j]
-    snap = _snapshot([x.q, x.k_new, x.v_new, lens, table, x.slopes, x.sinks])
+            slot(want_k, i, n + j).copy_(new_k[i, j])
+            slot(want_v, i, n + j).copy_(x.v_new[i, j])
+    snap = _snapshot([x.q, x.k_new, x.v_new, lens, table, x.slopes, x.sinks, idx, pad, cos, sin])
     found: list[str] = []
     try:
         with fa.use_backend(None if backend == "auto" else backend):
             res = fa.flash_attn_with_kvcache(
-                x.q, k_cache, v_cache, x.k_new, x.v_new, cache_seqlens=lens, block_table=table,
-                softmax_scale=c.scale, causal=c.causal, window_size=c.window, softcap=c.softcap,
-                alibi_slopes=x.slopes, return_softmax_lse=c.lse, sinks=x.sinks)
+                x.q, k_cache, v_cache, x.k_new, x.v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
+                cache_batch_idx=idx, cache_leftpad=pad, block_table=table, softmax_scale=c.scale, causal=c.causal,
+                window_size=c.window, softcap=c.softcap, rotary_interleaved=c.interleaved, alibi_slopes=x.slopes,
+                num_splits=c.splits, return_softmax_lse=c.lse, sinks=x.sinks)
     except fa.BackendUnavailable as e:
         return "declined", [str(e).splitlines()[0][:300]]
     except Exception as e:  # noqa: BLE001
         return "failed", [f"raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"]
     out, lse = res if c.lse else (res, None)
     _unchanged(snap, found)
+    # the new keys as rotated in float64 and rounded may differ from the call's by an ulp (it rotates in fp32)
+    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(c.dtype, 1e-6)
     for name, got, want in (("k_cache", k_cache, want_k), ("v_cache", v_cache, want_v)):
-        if not torch.equal(got, want):
+        same = torch.equal(got, want) if not (c.rotary and name == "k_cache") else torch.allclose(
+            got.double(), want.double(), rtol=ulp, atol=ulp)
+        if not same:
             found.append(f"{name} after the call is not the old cache with the new keys at cache_seqlens")
 
-    def keys(cache, i, n):  # sequence i's first n cached rows
+    def keys(cache, i, lo, hi):  # sequence i's cache rows lo..hi-1
         if table is None:
-            return cache[i, :n]
-        return cache[table[i].long()].flatten(0, 1)[:n]
+            return cache[rows[i], lo:hi]
+        return cache[table[i].long()].flatten(0, 1)[lo:hi]
     results = {}
     for name, dtype in (("ref", torch.float64), ("lowp", c.dtype)):
         outs, lses = [], []
         for i, n in enumerate(c.cache_seqlens):
+            lo, hi = (c.leftpad[i] if c.leftpad else 0), n + c.new
+            kk = keys(want_k, i, lo, hi).double()
+            if c.rotary and hi > max(lo, n):  # the new keys unrounded (the oracle's)
+                kk[max(lo, n) - lo:] = k_new64[i, max(lo, n) - n:]
             sl = None if x.slopes is None else (x.slopes if x.slopes.dim() == 1 else x.slopes[i:i + 1])
-            o, lsr = _ref(x.q[i:i + 1].to(dtype), keys(want_k, i, n + c.new)[None].to(dtype),
-                          keys(want_v, i, n + c.new)[None].to(dtype), c, sl, None, x.sinks, None)
+            o, lsr = _ref(q64[i:i + 1].to(dtype), kk[None].to(dtype), keys(want_v, i, lo, hi)[None].to(dtype), c, sl,
+                          None, x.sinks, None)
             outs.append(o)
             lses.append(lsr)
         results[name] = torch.cat(outs), torch.cat(lses)

@@ -2,6 +2,8 @@
 run on the CPU (the automatic choice and the torch backend; the Triton kernels in the interpreter on a handful), more
 on a GPU with each backend forced, and checks that the fuzzer's own verdicts can fail (a wrong output, a wrong
 gradient, a modified input, a wrong cache append). benchmarks/fuzz_api.py runs hundreds of cases."""
+import dataclasses
+
 import pytest
 import torch
 from fuzz import check, draw
@@ -58,7 +60,7 @@ GPU_REGRESSIONS = (1259, 1301)
 @pytest.mark.parametrize("seed", GPU_REGRESSIONS)
 def test_fuzz_gpu_regressions(seed, backend):
     """The automatic choice serves both exactly; triton forced may decline 1259 (launch/fwd.py UNALIGNED_DV_REASON)."""
-    case = draw(seed, "cuda")
+    case = dataclasses.replace(draw(seed, "cuda"), splits=0, batch_idx=False, leftpad=(), rotary=0)  # (as found)
     status, found = check(case, "cuda", backend)
     assert status == "ok" or (backend == "triton" and seed == 1259 and status == "declined"), (case.label(), found)
 
@@ -82,7 +84,7 @@ def _seed_of(api, grad=False):
     return next(s for s in range(1000) if draw(s, "cpu").api == api and (draw(s, "cpu").grad or not grad))
 
 
-@pytest.mark.parametrize("fault", ["out", "grad", "input", "cache"])
+@pytest.mark.parametrize("fault", ["out", "grad", "input", "cache", "rotary"])
 def test_fuzz_catches_faults(monkeypatch, fault):
     """Each kind of wrong result fails the case (the verdicts can fail)."""
     if fault == "out":
@@ -106,6 +108,13 @@ def test_fuzz_catches_faults(monkeypatch, fault):
             return call
         _wrapped(monkeypatch, "flash_attn_varlen_func", poke)
         want = "modified by the call"
+    elif fault == "rotary":  # the other pairing of the rotated dims
+        seed = next(s for s in range(3000) if draw(s, "cpu").rotary > 2)
+
+        def flip(f):
+            return lambda *a, rotary_interleaved=True, **k: f(*a, rotary_interleaved=not rotary_interleaved, **k)
+        _wrapped(monkeypatch, "flash_attn_with_kvcache", flip)
+        want = "rel err"
     else:
         seed = next(s for s in range(1000) if draw(s, "cpu").api == "kvcache" and draw(s, "cpu").new)
 
