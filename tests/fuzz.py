@@ -364,6 +364,11 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
                 dout = torch.randn(out.shape, generator=gen, device=device).to(out.dtype)
                 dlse = torch.randn(lse.shape, generator=gen, device=device) if lse is not None else None
                 grads = torch.autograd.grad(_loss(out, lse, dout, dlse), [*leaves, *extra])
+                if c.deterministic and c.dropout == 0:  # the same call again: bitwise the same gradients
+                    out2, lse2, _ = _call(c, x, packed, cu)
+                    again = torch.autograd.grad(_loss(out2, lse2, dout, dlse), [*leaves, *extra])
+                    if not all(torch.equal(a, b) for a, b in zip(grads, again)):
+                        found.append("deterministic=True: a second backward differs")
     except fa.BackendUnavailable as e:
         return "declined", [str(e).splitlines()[0][:300]]
     except Exception as e:  # noqa: BLE001 (every other exception is a finding)

@@ -84,7 +84,22 @@ def _seed_of(api, grad=False):
     return next(s for s in range(1000) if draw(s, "cpu").api == api and (draw(s, "cpu").grad or not grad))
 
 
-@pytest.mark.parametrize("fault", ["out", "grad", "input", "cache", "rotary"])
+class _NudgeGrad(torch.autograd.Function):
+    """Identity whose backward scales the gradient by 1.01 from the second call on (a nondeterministic one)."""
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        _NudgeGrad.calls += 1
+        ctx.factor = 1.0 if _NudgeGrad.calls == 1 else 1.01
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor
+
+
+@pytest.mark.parametrize("fault", ["out", "grad", "input", "cache", "rotary", "nondeterministic"])
 def test_fuzz_catches_faults(monkeypatch, fault):
     """Each kind of wrong result fails the case (the verdicts can fail)."""
     if fault == "out":
@@ -108,6 +123,12 @@ def test_fuzz_catches_faults(monkeypatch, fault):
             return call
         _wrapped(monkeypatch, "flash_attn_varlen_func", poke)
         want = "modified by the call"
+    elif fault == "nondeterministic":
+        seed = next(s for s in range(3000) if draw(s, "cpu").api == "func" and draw(s, "cpu").deterministic
+                    and not draw(s, "cpu").dropout)
+        _NudgeGrad.calls = 0
+        _wrapped(monkeypatch, "flash_attn_func", lambda f: lambda q, *a, **k: f(_NudgeGrad.apply(q), *a, **k))
+        want = "a second backward differs"
     elif fault == "rotary":  # the other pairing of the rotated dims
         seed = next(s for s in range(3000) if draw(s, "cpu").rotary > 2)
 
