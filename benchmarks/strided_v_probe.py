@@ -7,10 +7,10 @@ only, error against float64 per sequence and head.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
+
+from _isolated import emit, run_isolated  # benchmarks/, the script's own folder
 
 # (name, varlen, d, dv, which tensors are views of wider ones, dtype)
 VARIANTS = [
@@ -71,22 +71,15 @@ def child(index: int) -> None:
         errs = [[round(x, 4) for x in row] for row in diff.tolist()]
     torch.cuda.synchronize()
     res.update(strides=[list(t.stride()) for t in (q, k, v)], rel_err_per_seq_head=errs)
-    print(json.dumps(res))
+    emit([res])
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+    if len(sys.argv) > 2 and sys.argv[1] == "--one":
         child(int(sys.argv[2]))
         return
-    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
-    for i, v in enumerate(VARIANTS):
-        p = subprocess.run([sys.executable, __file__, "--child", str(i)], capture_output=True, text=True, env=env,
-                           timeout=120)
-        last = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
-        print(last if last.startswith("{") else json.dumps({"name": v[0], "rc": p.returncode,
-                                                            "stderr": p.stderr.strip().splitlines()[-2:]}),
-              flush=True)
-
+    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # (each variant's process inherits it)
+    run_isolated(__file__, [str(i) for i in range(len(VARIANTS))], 120)
 
 if __name__ == "__main__":
     main()

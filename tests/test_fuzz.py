@@ -69,29 +69,19 @@ def _wrapped(monkeypatch, name, wrap):
     monkeypatch.setattr(fa, name, wrap(getattr(fa, name)))
 
 
-class _ScaleGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 1.05
-
-
 def _seed_of(api, grad=False):
     """The first CPU seed whose case calls api (with gradients where grad)."""
     return next(s for s in range(1000) if draw(s, "cpu").api == api and (draw(s, "cpu").grad or not grad))
 
 
-class _NudgeGrad(torch.autograd.Function):
-    """Identity whose backward scales the gradient by 1.01 from the second call on (a nondeterministic one)."""
-    calls = 0
+class _GradFactor(torch.autograd.Function):
+    """Identity whose backward scales the gradient by factors[n] on its n-th call (the last one from then on)."""
+    factors, calls = (1.0,), 0
 
     @staticmethod
     def forward(ctx, x):
-        _NudgeGrad.calls += 1
-        ctx.factor = 1.0 if _NudgeGrad.calls == 1 else 1.01
+        ctx.factor = _GradFactor.factors[min(_GradFactor.calls, len(_GradFactor.factors) - 1)]
+        _GradFactor.calls += 1
         return x.view_as(x)
 
     @staticmethod
@@ -108,8 +98,8 @@ def test_fuzz_catches_faults(monkeypatch, fault):
         want = "out: rel err"
     elif fault == "grad":
         seed = _seed_of("func", grad=True)
-        _wrapped(monkeypatch, "flash_attn_func",
-                 lambda f: lambda q, *a, **k: f(_ScaleGrad.apply(q), *a, **k))
+        monkeypatch.setattr(_GradFactor, "factors", (1.05,))
+        _wrapped(monkeypatch, "flash_attn_func", lambda f: lambda q, *a, **k: f(_GradFactor.apply(q), *a, **k))
         want = "d0: rel err"
     elif fault == "input":
         seed = _seed_of("varlen")
@@ -126,8 +116,9 @@ def test_fuzz_catches_faults(monkeypatch, fault):
     elif fault == "nondeterministic":
         seed = next(s for s in range(3000) if draw(s, "cpu").api == "func" and draw(s, "cpu").deterministic
                     and not draw(s, "cpu").dropout)
-        _NudgeGrad.calls = 0
-        _wrapped(monkeypatch, "flash_attn_func", lambda f: lambda q, *a, **k: f(_NudgeGrad.apply(q), *a, **k))
+        monkeypatch.setattr(_GradFactor, "factors", (1.0, 1.01))  # the second call's gradient 1% off
+        monkeypatch.setattr(_GradFactor, "calls", 0)
+        _wrapped(monkeypatch, "flash_attn_func", lambda f: lambda q, *a, **k: f(_GradFactor.apply(q), *a, **k))
         want = "a second backward differs"
     elif fault == "rotary":  # the other pairing of the rotated dims
         seed = next(s for s in range(3000) if draw(s, "cpu").rotary > 2)
