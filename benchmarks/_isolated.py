@@ -5,6 +5,7 @@ all (written to ``json_path`` when given)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -35,3 +36,14 @@ def run_isolated(script: str, specs: list[str], timeout: float, extra: tuple[str
         with open(json_path, "w") as f:
             json.dump(rows, f, indent=1)
     return rows
+
+
+def variants_main(script: str, count: int, child, launch_blocking: bool = True, timeout: float = 120) -> None:
+    """A probe of numbered variants: ``--one I`` runs variant I (``child(I)``, which emits its rows); without it,
+    each of the ``count`` variants in its own process, with CUDA_LAUNCH_BLOCKING=1 (a kernel fault names its launch)."""
+    if len(sys.argv) > 2 and sys.argv[1] == "--one":
+        child(int(sys.argv[2]))
+        return
+    if launch_blocking:
+        os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # (each variant's process inherits it)
+    run_isolated(script, [str(i) for i in range(count)], timeout)

@@ -7,10 +7,7 @@ only, error against float64 per sequence and head.
 """
 from __future__ import annotations
 
-import os
-import sys
-
-from _isolated import emit, run_isolated  # benchmarks/, the script's own folder
+from _isolated import emit, variants_main  # benchmarks/, the script's own folder
 
 # (name, varlen, d, dv, which tensors are views of wider ones, dtype)
 VARIANTS = [
@@ -74,12 +71,5 @@ def child(index: int) -> None:
     emit([res])
 
 
-def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        child(int(sys.argv[2]))
-        return
-    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # (each variant's process inherits it)
-    run_isolated(__file__, [str(i) for i in range(len(VARIANTS))], 120)
-
 if __name__ == "__main__":
-    main()
+    variants_main(__file__, len(VARIANTS), child)

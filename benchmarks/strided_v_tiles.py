@@ -9,9 +9,8 @@ relative error against float64 over the sequences and heads.
 from __future__ import annotations
 
 import os
-import sys
 
-from _isolated import emit, run_isolated  # benchmarks/, the script's own folder
+from _isolated import emit, variants_main  # benchmarks/, the script's own folder
 
 WIDE = [True]
 DEV = "cuda" if os.environ.get("PROBE_CPU") is None else "cpu"
@@ -74,12 +73,5 @@ def child(index: int) -> None:
     emit([{"name": name, "rel_err": round(err, 5)}])
 
 
-def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--one":
-        child(int(sys.argv[2]))
-        return
-    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # (each variant's process inherits it)
-    run_isolated(__file__, [str(i) for i in range(len(VARIANTS))], 120)
-
 if __name__ == "__main__":
-    main()
+    variants_main(__file__, len(VARIANTS), child)
