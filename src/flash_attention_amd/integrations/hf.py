@@ -22,7 +22,8 @@ Example::
     ops only (no host synchronisation). Packed tensors keep the padded size (b * s rows): the
     valid tokens first, then rows that belong to no sequence, which the kernels write as zeros
     (``zero_tensors``), so padding positions get 0 outputs and 0 gradients.
-  Any 2-D mask works both ways, holes included (tokens keep their order). A batch of one sequence,
+  Any 2-D mask works both ways, holes included (tokens keep their order); with a sliding window only the
+  first way (packing closes the holes up, and a window counts positions). A batch of one sequence,
   causal, packs the same way and then runs as one dense causal call over the packed rows
   (``_one_sequence``: exact for its valid rows, 0 after them), so that a dense kernel can serve it.
 - Packed batches without padding (HF's ``cu_seq_lens_q`` / ``cu_seq_lens_k`` /
@@ -194,7 +195,7 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
                                           attention_mask, sinks), None
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
     dense = cu_q is None or cu_k is None or b != 1
-    if HEADS_FIRST and dense and (attention_mask is None or b * h * sq * sk < PACK_MIN_SCORES):
+    if HEADS_FIRST and dense and (attention_mask is None or b * h * sq * sk < PACK_MIN_SCORES or window != (-1, -1)):
         # dense calls on HF's [b, h, s, d] tensors as they are (core.attention_heads_first)
         mask = None if attention_mask is None else _key_mask(_checked(attention_mask, b, sk))
         return core.attention_heads_first(query, key, value, dropout_p, scaling, causal, window, softcap, mask,
@@ -215,7 +216,9 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     if attention_mask is None:
         return core.attention(q, k, v, **options), None
     _checked(attention_mask, b, sk)
-    if b * h * sq * sk < PACK_MIN_SCORES:
+    if b * h * sq * sk < PACK_MIN_SCORES or window != (-1, -1):
+        # a sliding window is measured in positions, which packing would shift where the mask has holes (the valid
+        # tokens close up): such calls stay dense (session 57's fuzzer, tests/fuzz_hf.py)
         return core.attention(q, k, v, attn_bias=_key_mask(attention_mask), **options), None
     pack = _packing(attention_mask, sq)
     q_packed = _permute(q.reshape(b * sq, *q.shape[2:]), pack.order_q, pack.inverse_q)  # [b * sq, h, d]
