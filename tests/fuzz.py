@@ -16,6 +16,7 @@ import math
 import random
 
 import torch
+from fuzz_hf import check_hf, draw_hf  # tests/
 
 import flash_attention_amd as fa
 from flash_attention_amd.reference import scores_ref
@@ -60,6 +61,9 @@ class Case:
     leftpad: tuple = ()  # kvcache: cache_leftpad, each sequence's
     rotary: int = 0  # kvcache: rotary_dim (0: none; needs new keys)
     interleaved: bool = True  # kvcache: rotary_interleaved
+    hf_mask: str = ""  # hf: the mask HF passes (fuzz_hf.MASKS)
+    hf_packed: bool = False  # hf: a padded call's packed route
+    hf_window: int = 0  # hf: sliding_window (0: none)
 
     def label(self) -> str:
         opts = [f"{self.api}", str(self.dtype).removeprefix("torch."), f"b{self.b} sq{self.sq} sk{self.sk}",
@@ -71,7 +75,9 @@ class Case:
                                               ("dropout", self.dropout, 0.0), ("scale", self.scale, None),
                                               ("new", self.new, 0), ("paged", self.paged, 0),
                                               ("splits", self.splits, 0), ("batch_idx", self.batch_idx, False),
-                                              ("leftpad", list(self.leftpad), []), ("rotary", self.rotary, 0))
+                                              ("leftpad", list(self.leftpad), []), ("rotary", self.rotary, 0),
+                                              ("mask", self.hf_mask, ""), ("packed", self.hf_packed, False),
+                                              ("sliding_window", self.hf_window, 0))
                  if x != off]
         if self.rotary:
             opts.append("interleaved" if self.interleaved else "neox")
@@ -87,6 +93,9 @@ def draw(seed: int, device: str, plain: bool = False) -> Case:
     same case without the options SDPA's kernels do not take (window, softcap, ALiBi, sinks, dropout, the LSE, a
     softmax scale of its own), so that the sdpa backend, which serves most real calls, is reached more often."""
     c = _draw(seed, device)
+    if c.api != "kvcache" and random.Random(seed + 9_000_017).random() < 0.15:  # (drawn apart: the rest stays)
+        c.api = "hf"
+        draw_hf(c, seed)
     if plain:
         c = dataclasses.replace(c, window=(-1, -1), softcap=0.0, alibi=None, sinks=False, dropout=0.0, lse=False,
                                 scale=None)
@@ -333,6 +342,8 @@ def _unchanged(snap, found) -> None:
 def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
     """Runs the case through backend ("auto": the dispatcher's choice) -> (status, findings): status "ok",
     "declined" (a forced backend that cannot serve the call said so; findings hold its reason) or "failed"."""
+    if c.api == "hf":
+        return check_hf(c, device, backend, _ref, _close)
     x = _Inputs(c, device)
     if c.api == "kvcache":
         return _check_kvcache(c, x, backend)
