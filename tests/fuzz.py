@@ -1,25 +1,27 @@
 """Random calls of the public API against the float64 oracle (a differential fuzzer): ``draw`` makes a case (API
 function, shapes, dtype, layout, options), ``check`` runs it through one backend (or the automatic choice) and
 returns what it found. Used by tests/test_fuzz.py (a few seeded cases per run) and benchmarks/fuzz_api.py (hundreds,
-on a GPU, every backend).
+on a GPU, every backend). The KV-cache cases are checked in fuzz_kvcache.py, the Hugging Face ones in fuzz_hf.py,
+both against fuzz_oracle.py.
 
 A case passes where: the call does not raise (a forced backend may decline: BackendUnavailable); out, the LSE and
 every gradient are within flash_attn's rule of the float64 oracle (relative Frobenius error at most twice that of the
-same plain math in the input dtype, plus 1e-4, and below 1e-2; fp32 below 1e-5, 1e-4 for gradients); a row that sees
-no key gives 0 and LSE +inf (the sink where there is one), never NaN; no input changed (but the KV cache rows a call
-appends, which must hold the new keys exactly). With dropout the call returns flash_attn's S_dmask, whose sign is the
-keep mask the oracle then applies."""
+same plain math in the input dtype, plus 1e-4, and below 1e-2; fp32 below 1e-5, 1e-4 for gradients; gradients three
+times, against the float64 gradient of a flash backward's own rounded output); a row that sees no key gives 0 and
+LSE +inf (the sink where there is one), never NaN; no input changed (but the KV cache rows a call appends, which must
+hold the new keys exactly); deterministic=True gives bitwise the same gradients twice. With dropout the call returns
+flash_attn's S_dmask, whose sign is the keep mask the oracle then applies."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 
 import torch
 from fuzz_hf import check_hf, draw_hf  # tests/
+from fuzz_kvcache import check_kvcache
+from fuzz_oracle import close, ref, snapshot, unchanged
 
 import flash_attention_amd as fa
-from flash_attention_amd.reference import scores_ref
 
 APIS = ("func", "qkvpacked", "kvpacked", "varlen", "varlen_qkvpacked", "varlen_kvpacked", "kvcache")
 PACKED = ("qkvpacked", "kvpacked", "varlen_qkvpacked", "varlen_kvpacked")
@@ -166,47 +168,6 @@ def _rand(shape, dtype, device, strided, gen):
     return wide[tuple(slice(1, n + 1) for n in shape[:-1]) + (slice(0, shape[-1]),)]
 
 
-def _ref(q, k, v, c: Case, slopes, bias, sinks, keep):
-    """out [b, sq, h, dv], lse [b, h, sq] of one dense problem in q's dtype (float64 for the oracle)."""
-    s = scores_ref(q, k, softmax_scale=c.scale, causal=c.causal, window_size=c.window, softcap=c.softcap,
-                   alibi_slopes=slopes, attn_bias=bias)
-    b, h, sq, _ = s.shape
-    s32 = s.float() if s.dtype in (torch.float16, torch.bfloat16) else s
-    cols = [s32]
-    if sinks is not None:
-        cols.append(sinks.to(s32.dtype).view(1, h, 1, 1).expand(b, h, sq, 1))
-    lse = torch.logsumexp(torch.cat(cols, -1), -1)
-    p = torch.exp(s32 - lse[..., None]).nan_to_num(0.0)
-    if keep is not None:
-        p = p * keep / (1.0 - c.dropout)
-    vv = v.repeat_interleave(h // v.shape[2], dim=2)
-    out = torch.einsum("bhij,bjhd->bihd", p.to(vv.dtype), vv)
-    return out, torch.where(torch.isneginf(lse), math.inf, lse)
-
-
-def rel_err(x, ref) -> float:
-    """Relative Frobenius error in float64; inf where x and ref are not finite in the same places."""
-    x, ref = x.detach().double(), ref.detach().double()
-    finite = torch.isfinite(ref)
-    if not torch.equal(torch.isfinite(x), finite) or not torch.equal(x[~finite], ref[~finite]):
-        return math.inf
-    diff, den = (x - ref)[finite].norm(), ref[finite].norm()
-    return float(diff / den) if den > 0 else float(diff)
-
-
-def _close(name, x, ref64, lowp, found, fp32_tol, dtype, factor=2.0):
-    """x against the oracle ref64 and the plain math lowp of inputs in dtype (the case's)."""
-    err = rel_err(x, ref64)
-    if dtype == torch.float32:
-        ok = err < fp32_tol
-        bound = fp32_tol
-    else:  # an fp32 result of low-precision inputs (the LSE): at least 1e-3, a quarter of a bf16 ulp
-        bound = min(1e-2, max(factor * rel_err(lowp, ref64) + 1e-4, 1e-3 if x.dtype == torch.float32 else 0.0))
-        ok = err <= bound
-    if not ok:
-        found.append(f"{name}: rel err {err:.3e} > {bound:.3e}")
-
-
 class _Inputs:
     """The case's tensors (float64 copies for the oracle, the input dtype's for the plain math) and the call."""
 
@@ -310,12 +271,12 @@ def _oracle(c: Case, x: _Inputs, qkv, keep, dtype):
     sinks = None if x.sinks is None else x.sinks
     bias = x.bias if x.bias is None or x.bias.dtype == torch.bool else x.bias.to(dtype)
     if not c.api.startswith("varlen"):
-        return _ref(q, k, v, c, slopes, bias, sinks, keep)
+        return ref(q, k, v, c, slopes, bias, sinks, keep)
     outs, lses, (oq, ok) = [], [], (0, 0)
     for i, (lq, lk) in enumerate(zip(c.seqlens_q, c.seqlens_k)):
         sl = None if slopes is None else (slopes if slopes.dim() == 1 else slopes[i:i + 1])
         kp = None if keep is None else keep[i:i + 1, :, :lq, :lk]
-        o, lse = _ref(q[None, oq:oq + lq], k[None, ok:ok + lk], v[None, ok:ok + lk], c, sl, None, sinks, kp)
+        o, lse = ref(q[None, oq:oq + lq], k[None, ok:ok + lk], v[None, ok:ok + lk], c, sl, None, sinks, kp)
         outs.append(o[0])
         lses.append(lse[0])
         oq, ok = oq + lq, ok + lk
@@ -329,24 +290,14 @@ def _loss(out, lse, dout, dlse):
     return loss
 
 
-def _snapshot(tensors) -> list:
-    return [(t, t.detach().clone()) for t in tensors if t is not None]
-
-
-def _unchanged(snap, found) -> None:
-    for i, (t, before) in enumerate(snap):
-        if not torch.equal(t.detach().nan_to_num(), before.nan_to_num()):
-            found.append(f"input {i} ({tuple(t.shape)} {t.dtype}) modified by the call")
-
-
 def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
     """Runs the case through backend ("auto": the dispatcher's choice) -> (status, findings): status "ok",
     "declined" (a forced backend that cannot serve the call said so; findings hold its reason) or "failed"."""
     if c.api == "hf":
-        return check_hf(c, device, backend, _ref, _close)
+        return check_hf(c, device, backend)
     x = _Inputs(c, device)
     if c.api == "kvcache":
-        return _check_kvcache(c, x, backend)
+        return check_kvcache(c, x, backend)
     seq = c.api.startswith("varlen")
     cu = None
     if seq:
@@ -364,7 +315,7 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
     else:
         packed = leaves
     extra = [t for t in (x.sinks, x.bias) if t is not None and t.requires_grad]
-    snap = _snapshot([*packed, x.slopes, x.sinks, x.bias, *(cu or ())])
+    snap = snapshot([*packed, x.slopes, x.sinks, x.bias, *(cu or ())])
     found: list[str] = []
     try:
         with fa.use_backend(None if backend == "auto" else backend):
@@ -384,7 +335,7 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
         return "declined", [str(e).splitlines()[0][:300]]
     except Exception as e:  # noqa: BLE001 (every other exception is a finding)
         return "failed", [f"raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"]
-    _unchanged(snap, found)
+    unchanged(snap, found)
     keep = None if c.dropout == 0 else ~torch.signbit(smask)
     if keep is not None and not seq:
         keep = keep[:, :, : c.sq, : c.sk]
@@ -413,118 +364,13 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
             g = torch.autograd.grad(loss, [*lv, *ex], allow_unused=True)
         results[name] = (o, lse_r, g)
     (o64, l64, g64), (olp, llp, glp) = results["ref"], results["lowp"]
-    _close("out", out, o64, olp, found, 1e-5, c.dtype)
+    close("out", out, o64, olp, found, 1e-5, c.dtype)
     if lse is not None:
-        _close("lse", lse, l64, llp, found, 1e-5, c.dtype)
+        close("lse", lse, l64, llp, found, 1e-5, c.dtype)
     if grads is not None:
         names = [f"d{i}" for i in range(len(leaves))] + (["dsinks"] if c.sinks else []) + \
             (["dbias"] if c.bias == "float_grad" else [])  # (the leaves' order)
         for n, gg, gr, gl in zip(names, grads, g64, glp):
             gr = gr if gr is not None else torch.zeros_like(gg, dtype=torch.float64)
-            _close(n, gg, gr, gl if gl is not None else torch.zeros_like(gg), found, 1e-4, c.dtype, 3.0)
-    return ("failed" if found else "ok"), found
-
-
-def _rotate(x, cos, sin, pos, interleaved):
-    """x [s, h, d] with its first rotary dims rotated by the angles of rows pos [s] (float64 math)."""
-    half = cos.shape[1]
-    c, sn = cos.double()[pos][:, None, :], sin.double()[pos][:, None, :]
-    xr = x[..., : 2 * half].double()
-    if interleaved:
-        x1, x2 = xr[..., 0::2], xr[..., 1::2]
-        rot = torch.stack((x1 * c - x2 * sn, x2 * c + x1 * sn), -1).flatten(-2)
-    else:
-        x1, x2 = xr[..., :half], xr[..., half:]
-        rot = torch.cat((x1 * c - x2 * sn, x2 * c + x1 * sn), -1)
-    return torch.cat((rot, x[..., 2 * half:].double()), -1)
-
-
-def _check_kvcache(c: Case, x: _Inputs, backend: str) -> tuple[str, list[str]]:
-    device = x.q.device
-    gen = torch.Generator().manual_seed(c.seed + 2)
-    lens = torch.tensor(c.cache_seqlens, dtype=torch.int32, device=device)
-    k_cache, v_cache, table = x.k_cache, x.v_cache, None
-    rows = list(range(c.b))
-    idx = None
-    if c.batch_idx:  # each sequence's row of a cache of b + 2 rows
-        rows = torch.randperm(c.b + 2, generator=gen)[: c.b].tolist()
-        idx = torch.tensor(rows, dtype=torch.int32, device=device)
-    if c.paged:  # the caches cut into pages of c.paged rows, in a shuffled order
-        per = -(-c.sk // c.paged)
-        order = torch.randperm(c.b * per + 3, generator=gen)[: c.b * per]
-        table = order.view(c.b, per).to(device=device, dtype=torch.int32)
-
-        def paged(cache):
-            full = torch.zeros(c.b * per + 3, c.paged, *cache.shape[2:], dtype=cache.dtype, device=device)
-            rows = torch.zeros(c.b, per * c.paged, *cache.shape[2:], dtype=cache.dtype, device=device)
-            rows[:, : c.sk] = cache
-            full[order.to(device)] = rows.view(c.b * per, c.paged, *cache.shape[2:])
-            return full
-        k_cache, v_cache = paged(k_cache), paged(v_cache)
-    pad = torch.tensor(c.leftpad, dtype=torch.int32, device=device) if c.leftpad else None
-    cos = sin = None
-    k_new64, q64 = (None if x.k_new is None else x.k_new.double()), x.q.double()
-    if c.rotary:  # angles for every cache position
-        theta = torch.rand(c.sk + 1, c.rotary // 2, generator=gen) * 6.3
-        cos, sin = theta.cos().to(device), theta.sin().to(device)
-        consecutive = c.causal or c.window != (-1, -1)
-        k_new64 = torch.stack([_rotate(x.k_new[i], cos, sin, torch.arange(n, n + c.new), c.interleaved)
-                               for i, n in enumerate(c.cache_seqlens)])
-        q64 = torch.stack([_rotate(x.q[i], cos, sin, torch.arange(n, n + c.sq) if consecutive else
-                                   torch.full((c.sq,), n), c.interleaved) for i, n in enumerate(c.cache_seqlens)])
-
-    def slot(cache, i, p):  # the cache row view of sequence i's position p
-        if table is None:
-            return cache[rows[i], p]
-        return cache[table[i, p // c.paged], p % c.paged]
-    want_k, want_v = k_cache.clone(), v_cache.clone()  # the caches as the call must leave them
-    new_k = None if k_new64 is None else k_new64.to(c.dtype)
-    for i, n in enumerate(c.cache_seqlens):
-        for j in range(c.new):
-            slot(want_k, i, n + j).copy_(new_k[i, j])
-            slot(want_v, i, n + j).copy_(x.v_new[i, j])
-    snap = _snapshot([x.q, x.k_new, x.v_new, lens, table, x.slopes, x.sinks, idx, pad, cos, sin])
-    found: list[str] = []
-    try:
-        with fa.use_backend(None if backend == "auto" else backend):
-            res = fa.flash_attn_with_kvcache(
-                x.q, k_cache, v_cache, x.k_new, x.v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
-                cache_batch_idx=idx, cache_leftpad=pad, block_table=table, softmax_scale=c.scale, causal=c.causal,
-                window_size=c.window, softcap=c.softcap, rotary_interleaved=c.interleaved, alibi_slopes=x.slopes,
-                num_splits=c.splits, return_softmax_lse=c.lse, sinks=x.sinks)
-    except fa.BackendUnavailable as e:
-        return "declined", [str(e).splitlines()[0][:300]]
-    except Exception as e:  # noqa: BLE001
-        return "failed", [f"raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"]
-    out, lse = res if c.lse else (res, None)
-    _unchanged(snap, found)
-    # the new keys as rotated in float64 and rounded may differ from the call's by an ulp (it rotates in fp32)
-    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(c.dtype, 1e-6)
-    for name, got, want in (("k_cache", k_cache, want_k), ("v_cache", v_cache, want_v)):
-        same = torch.equal(got, want) if not (c.rotary and name == "k_cache") else torch.allclose(
-            got.double(), want.double(), rtol=ulp, atol=ulp)
-        if not same:
-            found.append(f"{name} after the call is not the old cache with the new keys at cache_seqlens")
-
-    def keys(cache, i, lo, hi):  # sequence i's cache rows lo..hi-1
-        if table is None:
-            return cache[rows[i], lo:hi]
-        return cache[table[i].long()].flatten(0, 1)[lo:hi]
-    results = {}
-    for name, dtype in (("ref", torch.float64), ("lowp", c.dtype)):
-        outs, lses = [], []
-        for i, n in enumerate(c.cache_seqlens):
-            lo, hi = (c.leftpad[i] if c.leftpad else 0), n + c.new
-            kk = keys(want_k, i, lo, hi).double()
-            if c.rotary and hi > max(lo, n):  # the new keys unrounded (the oracle's)
-                kk[max(lo, n) - lo:] = k_new64[i, max(lo, n) - n:]
-            sl = None if x.slopes is None else (x.slopes if x.slopes.dim() == 1 else x.slopes[i:i + 1])
-            o, lsr = _ref(q64[i:i + 1].to(dtype), kk[None].to(dtype), keys(want_v, i, lo, hi)[None].to(dtype), c, sl,
-                          None, x.sinks, None)
-            outs.append(o)
-            lses.append(lsr)
-        results[name] = torch.cat(outs), torch.cat(lses)
-    _close("out", out, results["ref"][0], results["lowp"][0], found, 1e-5, c.dtype)
-    if lse is not None:
-        _close("lse", lse, results["ref"][1], results["lowp"][1], found, 1e-5, c.dtype)
+            close(n, gg, gr, gl if gl is not None else torch.zeros_like(gg), found, 1e-4, c.dtype, 3.0)
     return ("failed" if found else "ok"), found

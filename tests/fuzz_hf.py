@@ -15,6 +15,7 @@ import dataclasses
 import random
 
 import torch
+from fuzz_oracle import close, ref  # tests/
 
 import flash_attention_amd as fa
 from flash_attention_amd.integrations import hf
@@ -94,8 +95,7 @@ def _packed(on: bool):
         hf.PACK_MIN_SCORES = bound
 
 
-def check_hf(c, device: str, backend: str, ref, close) -> tuple[str, list[str]]:
-    """ref: fuzz._ref; close: fuzz._close."""
+def check_hf(c, device: str, backend: str) -> tuple[str, list[str]]:
     gen = torch.Generator(device=device).manual_seed(c.seed)
     (q, k, v), leaves = _inputs(c, device, gen)
     mask, seen, valid = _mask(c, device, gen)
@@ -139,7 +139,7 @@ def check_hf(c, device: str, backend: str, ref, close) -> tuple[str, list[str]]:
         g = None
         if c.grad:
             loss = (o * dout.to(dtype)).sum()
-            if dtype == torch.float64 and c.dtype != torch.float32:  # the delta of the rounded output (fuzz.check)
+            if dtype == torch.float64 and c.dtype != torch.float32:  # the delta of the rounded output (fuzz.check's)
                 shift = (dout.double() * (o.detach() - out.detach().double())).sum(-1).transpose(1, 2)
                 loss = loss + (torch.where(torch.isfinite(lse), lse, 0.0) * shift).sum()
             g = torch.autograd.grad(loss, [*lv, *([sk_] if extra else [])])

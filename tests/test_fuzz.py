@@ -22,6 +22,17 @@ def test_fuzz_cpu(seed, backend):
     assert status == "ok", (case.label(), found)
 
 
+HF_SEEDS = [s for s in range(400) if draw(s, "cpu").api == "hf"][:8]
+
+
+@pytest.mark.parametrize("seed", HF_SEEDS)
+def test_fuzz_cpu_hf(seed):
+    """The Hugging Face integration's cases (fuzz_hf.py): masks, both padded routes, windows, softcap, sinks."""
+    case = draw(seed, "cpu")
+    status, found = check(case, "cpu")
+    assert status == "ok", (case.label(), found)
+
+
 @pytest.mark.parametrize("backend", ["auto", "sdpa"])
 @pytest.mark.parametrize("seed", range(200, 212))
 def test_fuzz_cpu_plain(seed, backend):
