@@ -19,7 +19,7 @@ import random
 import torch
 from fuzz_hf import check_hf, draw_hf  # tests/
 from fuzz_kvcache import check_kvcache
-from fuzz_oracle import close, ref, snapshot, unchanged
+from fuzz_oracle import close, ref, slack, snapshot, unchanged
 
 import flash_attention_amd as fa
 
@@ -364,13 +364,14 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
             g = torch.autograd.grad(loss, [*lv, *ex], allow_unused=True)
         results[name] = (o, lse_r, g)
     (o64, l64, g64), (olp, llp, glp) = results["ref"], results["lowp"]
-    close("out", out, o64, olp, found, 1e-5, c.dtype)
+    loose = slack(c, device, backend)
+    close("out", out, o64, olp, found, 1e-5, c.dtype, 2.0 * loose)
     if lse is not None:
-        close("lse", lse, l64, llp, found, 1e-5, c.dtype)
+        close("lse", lse, l64, llp, found, 1e-5, c.dtype, 2.0 * loose)
     if grads is not None:
         names = [f"d{i}" for i in range(len(leaves))] + (["dsinks"] if c.sinks else []) + \
             (["dbias"] if c.bias == "float_grad" else [])  # (the leaves' order)
         for n, gg, gr, gl in zip(names, grads, g64, glp):
             gr = gr if gr is not None else torch.zeros_like(gg, dtype=torch.float64)
-            close(n, gg, gr, gl if gl is not None else torch.zeros_like(gg), found, 1e-4, c.dtype, 3.0)
+            close(n, gg, gr, gl if gl is not None else torch.zeros_like(gg), found, 1e-4, c.dtype, 3.0 * loose)
     return ("failed" if found else "ok"), found

@@ -15,7 +15,7 @@ import dataclasses
 import random
 
 import torch
-from fuzz_oracle import close, ref  # tests/
+from fuzz_oracle import close, ref, slack  # tests/
 
 import flash_attention_amd as fa
 from flash_attention_amd.integrations import hf
@@ -145,8 +145,9 @@ def check_hf(c, device: str, backend: str) -> tuple[str, list[str]]:
             g = torch.autograd.grad(loss, [*lv, *([sk_] if extra else [])])
         results[name] = (o, g)
     (o64, g64), (olp, glp) = results["ref"], results["lowp"]
-    close("out", out * valid[..., None, None], o64, olp, found, 1e-5, c.dtype)
+    loose = slack(c, device, backend)
+    close("out", out * valid[..., None, None], o64, olp, found, 1e-5, c.dtype, 2.0 * loose)
     if grads is not None:
         for n, gg, gr, gl in zip(("dq", "dk", "dv", "dsinks"), grads, g64, glp):
-            close(n, gg, gr, gl, found, 1e-4, c.dtype, 3.0)
+            close(n, gg, gr, gl, found, 1e-4, c.dtype, 3.0 * loose)
     return ("failed" if found else "ok"), found

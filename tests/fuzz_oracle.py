@@ -38,6 +38,13 @@ def rel_err(x, ref) -> float:
     return float(diff / den) if den > 0 else float(diff)
 
 
+def slack(c, device: str, backend: str) -> float:
+    """How much looser the low-precision rule is for this run: 2 for bf16 in Triton's interpreter, whose fp32 -> bf16
+    conversions truncate (a conversion's error twice round-to-nearest's, biased; the plain math it is held to rounds),
+    else 1."""
+    return 2.0 if device == "cpu" and backend == "triton" and c.dtype == torch.bfloat16 else 1.0
+
+
 def close(name, x, ref64, lowp, found, fp32_tol, dtype, factor=2.0):
     """x against the oracle ref64 and the plain math lowp of inputs in dtype (the case's)."""
     err = rel_err(x, ref64)
