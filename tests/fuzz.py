@@ -19,7 +19,7 @@ import random
 import torch
 from fuzz_hf import check_hf, draw_hf  # tests/
 from fuzz_kvcache import check_kvcache
-from fuzz_oracle import close, ref, slack, snapshot, unchanged
+from fuzz_oracle import close, ref, slack, snapshot, softcap_floor, unchanged
 
 import flash_attention_amd as fa
 
@@ -365,7 +365,7 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
         results[name] = (o, lse_r, g)
     (o64, l64, g64), (olp, llp, glp) = results["ref"], results["lowp"]
     loose = slack(c, device, backend)
-    close("out", out, o64, olp, found, 1e-5, c.dtype, 2.0 * loose)
+    close("out", out, o64, olp, found, 1e-5, c.dtype, 2.0 * loose, softcap_floor(c, loose))
     if lse is not None:
         close("lse", lse, l64, llp, found, 1e-5, c.dtype, 2.0 * loose)
     if grads is not None:
@@ -373,5 +373,6 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
             (["dbias"] if c.bias == "float_grad" else [])  # (the leaves' order)
         for n, gg, gr, gl in zip(names, grads, g64, glp):
             gr = gr if gr is not None else torch.zeros_like(gg, dtype=torch.float64)
-            close(n, gg, gr, gl if gl is not None else torch.zeros_like(gg), found, 1e-4, c.dtype, 3.0 * loose)
+            gl = gl if gl is not None else torch.zeros_like(gg)
+            close(n, gg, gr, gl, found, 1e-4, c.dtype, 3.0 * loose, softcap_floor(c, loose))
     return ("failed" if found else "ok"), found

@@ -45,14 +45,27 @@ def slack(c, device: str, backend: str) -> float:
     return 2.0 if device == "cpu" and backend == "triton" and c.dtype == torch.bfloat16 else 1.0
 
 
-def close(name, x, ref64, lowp, found, fp32_tol, dtype, factor=2.0):
-    """x against the oracle ref64 and the plain math lowp of inputs in dtype (the case's)."""
+def softcap_floor(c, loose: float = 1.0) -> float:
+    """The least error the rule allows a softcap case in low precision: one rounding of P (2^-8 in bf16, 2^-11 in
+    fp16; times ``slack``). With softcap the kernels may run the softmax against a fixed maximum (the cap): then a
+    row's largest weight is not exactly 1 and rounds like the others, so a row with one or two keys returns about
+    v * round(P) / P where the plain math is exact (session 44's measurement, benchmarks/results/run44; the fuzzer's
+    seed 5355 in the interpreter). 0 without softcap or in fp32."""
+    if not c.softcap or c.dtype == torch.float32:
+        return 0.0
+    return (2.0 ** -8 if c.dtype == torch.bfloat16 else 2.0 ** -11) * loose
+
+
+def close(name, x, ref64, lowp, found, fp32_tol, dtype, factor=2.0, floor=0.0):
+    """x against the oracle ref64 and the plain math lowp of inputs in dtype (the case's); floor: the least bound in
+    low precision (``softcap_floor``)."""
     err = rel_err(x, ref64)
     if dtype == torch.float32:
         ok = err < fp32_tol
         bound = fp32_tol
     else:  # an fp32 result of low-precision inputs (the LSE): at least 1e-3, a quarter of a bf16 ulp
-        bound = min(1e-2, max(factor * rel_err(lowp, ref64) + 1e-4, 1e-3 if x.dtype == torch.float32 else 0.0))
+        bound = min(1e-2, max(factor * rel_err(lowp, ref64) + 1e-4, 1e-3 if x.dtype == torch.float32 else 0.0,
+                              floor))
         ok = err <= bound
     if not ok:
         found.append(f"{name}: rel err {err:.3e} > {bound:.3e}")
