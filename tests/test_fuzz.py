@@ -1,7 +1,8 @@
 """Random calls of every public attention function against the float64 oracle (tests/fuzz.py): a few seeded cases per
 run on the CPU (the automatic choice and the torch backend; the Triton kernels in the interpreter on a handful), more
 on a GPU with each backend forced, and checks that the fuzzer's own verdicts can fail (a wrong output, a wrong
-gradient, a modified input, a wrong cache append). benchmarks/fuzz_api.py runs hundreds of cases."""
+gradient, a modified input, a wrong cache append, the other rotary pairing, a nondeterministic backward).
+benchmarks/fuzz_api.py runs hundreds of cases."""
 import dataclasses
 
 import pytest
