@@ -521,7 +521,9 @@ def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, seqlens, cache_batch_idx, cache_leftpad, block_table,
             softmax_scale, causal, (window_left, window_right), softcap, rotary_interleaved, alibi_slopes,
             num_splits, True, sinks=sinks)
-    return out, lse
+    # as the fake lays them out (the torch backend's prefill-sized steps give out heads first in memory: compiled
+    # graphs asserted the fake's strides, session 57's fuzzer)
+    return out.contiguous(), lse.contiguous()
 
 
 @_kvcache_op.register_fake
