@@ -28,17 +28,19 @@ def plain_case(seed: int, share: float) -> bool:
     return random.Random(seed * 7919 + 1).random() < share
 
 
-def _worker(seeds: list[int], backends: list[str], device: str, share: float) -> None:
+def _worker(seeds: list[int], backends: list[str], device: str, share: float, compiled: bool) -> None:
     """One JSON line a (seed, backend): [seed, api, backend, status, findings, label, seconds]."""
     import torch
     from fuzz import check, draw
 
     for seed in seeds:
         case = draw(seed, device, plain_case(seed, share))
+        if compiled and case.api == "hf":  # (the fuzzer compiles the flash_attn functions only)
+            continue
         for backend in backends:
             t0 = time.perf_counter()
             try:
-                status, found = check(case, device, backend)
+                status, found = check(case, device, backend, compiled)
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 (a fault of the fuzzer itself: reported, not hidden)
@@ -50,7 +52,7 @@ def _worker(seeds: list[int], backends: list[str], device: str, share: float) ->
                 sys.exit(BROKEN)
 
 
-def _run(seeds, backends, device, workers, budget, t0, share) -> list:
+def _run(seeds, backends, device, workers, budget, t0, share, compiled) -> list:
     """The rows of every (seed, backend) run, workers processes at a time, until budget seconds (0: no limit)."""
     todo = [seeds[i:i + 8] for i in range(0, len(seeds), 8)]
     running: list = []
@@ -59,7 +61,7 @@ def _run(seeds, backends, device, workers, budget, t0, share) -> list:
         while todo and len(running) < workers and not (budget and time.time() - t0 > budget):
             chunk = todo.pop(0)
             cmd = [sys.executable, __file__, "--worker", ",".join(map(str, chunk)), "--backends", ",".join(backends),
-                   "--device", device, "--plain", str(share)]
+                   "--device", device, "--plain", str(share)] + (["--compile"] if compiled else [])
             out = tempfile.TemporaryFile("w+")  # (a pipe could fill up while the worker runs)
             running.append((chunk, subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, text=True), out))
         if not running:
@@ -97,6 +99,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=0, help="seconds: start no worker after this (0: no limit)")
     ap.add_argument("--plain", type=float, default=0.0,
                     help="share of cases drawn without the options SDPA declines (tests/fuzz.py draw's plain)")
+    ap.add_argument("--compile", action="store_true", help="each call through torch.compile(fullgraph=True)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     import torch
@@ -104,15 +107,16 @@ def main() -> None:
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     backends = a.backends.split(",")
     if a.worker:
-        _worker([int(s) for s in a.worker.split(",")], backends, device, a.plain)
+        _worker([int(s) for s in a.worker.split(",")], backends, device, a.plain, a.compile)
         return
     first, last = (int(x) for x in a.seeds.split(":"))
     t0 = time.time()
-    rows = _run(list(range(first, last)), backends, device, a.workers, a.budget, t0, a.plain)
+    rows = _run(list(range(first, last)), backends, device, a.workers, a.budget, t0, a.plain, a.compile)
     done = sorted({r[0] for r in rows})
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
-    print(f"# fuzz_api: {len(done)} cases (seeds {first}-{last - 1}, plain share {a.plain}) on {name}, torch "
-          f"{torch.__version__}, {time.time() - t0:.0f} s\n")
+    mode = ", compiled" if a.compile else ""
+    print(f"# fuzz_api: {len(done)} cases (seeds {first}-{last - 1}, plain share {a.plain}{mode}) on {name}, "
+          f"torch {torch.__version__}, {time.time() - t0:.0f} s\n")
     statuses = ("ok", "declined", "failed", "fuzzer error")
     print("| backend | " + " | ".join(statuses) + " | s a case (median) |\n|---|" + "---|" * (len(statuses) + 1))
     for backend in backends:

@@ -245,23 +245,31 @@ def _unpack(c: Case, packed):
     return packed
 
 
-def _call(c: Case, x: _Inputs, packed, cu):
+def _caller(c: Case, x: _Inputs, cu, compiled: bool):
+    """The case's API call as a function of the tensors it takes (packed) -> (out, lse or None, S_dmask or None);
+    compiled: through torch.compile(fullgraph=True) (a graph break raises)."""
     probs = c.lse or c.dropout > 0
     kw = dict(dropout_p=c.dropout, softmax_scale=c.scale, causal=c.causal, window_size=c.window, softcap=c.softcap,
               alibi_slopes=x.slopes, deterministic=c.deterministic, return_attn_probs=probs, sinks=x.sinks)
-    if c.api == "func":
-        res = fa.flash_attn_func(*packed, attn_bias=x.bias, **kw)
-    elif c.api == "qkvpacked":
-        res = fa.flash_attn_qkvpacked_func(*packed, **kw)
-    elif c.api == "kvpacked":
-        res = fa.flash_attn_kvpacked_func(*packed, attn_bias=x.bias, **kw)
-    elif c.api == "varlen":
-        res = fa.flash_attn_varlen_func(*packed, cu[0], cu[1], max(c.seqlens_q), max(c.seqlens_k), **kw)
-    elif c.api == "varlen_qkvpacked":
-        res = fa.flash_attn_varlen_qkvpacked_func(*packed, cu[0], max(c.seqlens_q), **kw)
-    else:
-        res = fa.flash_attn_varlen_kvpacked_func(*packed, cu[0], cu[1], max(c.seqlens_q), max(c.seqlens_k), **kw)
-    return res if probs else (res, None, None)
+
+    def call(*packed):
+        if c.api == "func":
+            res = fa.flash_attn_func(*packed, attn_bias=x.bias, **kw)
+        elif c.api == "qkvpacked":
+            res = fa.flash_attn_qkvpacked_func(*packed, **kw)
+        elif c.api == "kvpacked":
+            res = fa.flash_attn_kvpacked_func(*packed, attn_bias=x.bias, **kw)
+        elif c.api == "varlen":
+            res = fa.flash_attn_varlen_func(*packed, cu[0], cu[1], max(c.seqlens_q), max(c.seqlens_k), **kw)
+        elif c.api == "varlen_qkvpacked":
+            res = fa.flash_attn_varlen_qkvpacked_func(*packed, cu[0], max(c.seqlens_q), **kw)
+        else:
+            res = fa.flash_attn_varlen_kvpacked_func(*packed, cu[0], cu[1], max(c.seqlens_q), max(c.seqlens_k), **kw)
+        return res if probs else (res, None, None)
+    if compiled:
+        torch._dynamo.reset()  # (each case its own graph: no recompile limit across cases)
+        return torch.compile(call, fullgraph=True)
+    return call
 
 
 def _oracle(c: Case, x: _Inputs, qkv, keep, dtype):
@@ -290,14 +298,14 @@ def _loss(out, lse, dout, dlse):
     return loss
 
 
-def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
+def check(c: Case, device: str, backend: str = "auto", compiled: bool = False) -> tuple[str, list[str]]:
     """Runs the case through backend ("auto": the dispatcher's choice) -> (status, findings): status "ok",
     "declined" (a forced backend that cannot serve the call said so; findings hold its reason) or "failed"."""
     if c.api == "hf":
         return check_hf(c, device, backend)
     x = _Inputs(c, device)
     if c.api == "kvcache":
-        return check_kvcache(c, x, backend)
+        return check_kvcache(c, x, backend, compiled)
     seq = c.api.startswith("varlen")
     cu = None
     if seq:
@@ -319,7 +327,8 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
     found: list[str] = []
     try:
         with fa.use_backend(None if backend == "auto" else backend):
-            out, lse, smask = _call(c, x, packed, cu)
+            call = _caller(c, x, cu, compiled)
+            out, lse, smask = call(*packed)
             grads = None
             if c.grad:
                 gen = torch.Generator(device=device).manual_seed(c.seed + 1)
@@ -327,7 +336,7 @@ def check(c: Case, device: str, backend: str = "auto") -> tuple[str, list[str]]:
                 dlse = torch.randn(lse.shape, generator=gen, device=device) if lse is not None else None
                 grads = torch.autograd.grad(_loss(out, lse, dout, dlse), [*leaves, *extra])
                 if c.deterministic and c.dropout == 0:  # the same call again: bitwise the same gradients
-                    out2, lse2, _ = _call(c, x, packed, cu)
+                    out2, lse2, _ = call(*packed)
                     again = torch.autograd.grad(_loss(out2, lse2, dout, dlse), [*leaves, *extra])
                     if not all(torch.equal(a, b) for a, b in zip(grads, again)):
                         found.append("deterministic=True: a second backward differs")

@@ -24,7 +24,7 @@ def _rotate(x, cos, sin, pos, interleaved):
     return torch.cat((rot, x[..., 2 * half:].double()), -1)
 
 
-def check_kvcache(c, x, backend: str) -> tuple[str, list[str]]:
+def check_kvcache(c, x, backend: str, compiled: bool = False) -> tuple[str, list[str]]:
     device = x.q.device
     gen = torch.Generator().manual_seed(c.seed + 2)
     lens = torch.tensor(c.cache_seqlens, dtype=torch.int32, device=device)
@@ -72,11 +72,16 @@ def check_kvcache(c, x, backend: str) -> tuple[str, list[str]]:
     found: list[str] = []
     try:
         with fa.use_backend(None if backend == "auto" else backend):
-            res = fa.flash_attn_with_kvcache(
-                x.q, k_cache, v_cache, x.k_new, x.v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
-                cache_batch_idx=idx, cache_leftpad=pad, block_table=table, softmax_scale=c.scale, causal=c.causal,
-                window_size=c.window, softcap=c.softcap, rotary_interleaved=c.interleaved, alibi_slopes=x.slopes,
-                num_splits=c.splits, return_softmax_lse=c.lse, sinks=x.sinks)
+            def call(q, k_cache, v_cache, k_new, v_new):
+                return fa.flash_attn_with_kvcache(
+                    q, k_cache, v_cache, k_new, v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
+                    cache_batch_idx=idx, cache_leftpad=pad, block_table=table, softmax_scale=c.scale, causal=c.causal,
+                    window_size=c.window, softcap=c.softcap, rotary_interleaved=c.interleaved, alibi_slopes=x.slopes,
+                    num_splits=c.splits, return_softmax_lse=c.lse, sinks=x.sinks)
+            if compiled:  # torch.compile(fullgraph=True): a graph break raises
+                torch._dynamo.reset()
+                call = torch.compile(call, fullgraph=True)
+            res = call(x.q, k_cache, v_cache, x.k_new, x.v_new)
     except fa.BackendUnavailable as e:
         return "declined", [str(e).splitlines()[0][:300]]
     except Exception as e:  # noqa: BLE001
