@@ -36,6 +36,7 @@ def _worker(seeds: list[int], backends: list[str], device: str, share: float, co
     for seed in seeds:
         case = draw(seed, device, plain_case(seed, share))
         if compiled and case.api == "hf":  # (the fuzzer compiles the flash_attn functions only)
+            print(json.dumps([seed, case.api, "-", "skipped", [], case.label(), 0.0]), flush=True)
             continue
         for backend in backends:
             t0 = time.perf_counter()
@@ -78,7 +79,7 @@ def _run(seeds, backends, device, workers, budget, t0, share, compiled) -> list:
                 if r[3] in ("failed", "fuzzer error"):
                     print(f"[{time.time() - t0:.0f} s] {r[2]}, {r[5]}: {r[3]}: {r[4]}", file=sys.stderr, flush=True)
             seen = {r[0] for r in got}
-            rest = [s for s in chunk if s not in seen]
+            rest = [s for s in chunk if s not in seen] if proc.returncode != 0 else []
             if proc.returncode == BROKEN and got:  # the case that broke it is reported; the seed's other backends not
                 rest = [s for s in chunk if s > got[-1][0]]
             elif proc.returncode != 0:
@@ -112,7 +113,7 @@ def main() -> None:
     first, last = (int(x) for x in a.seeds.split(":"))
     t0 = time.time()
     rows = _run(list(range(first, last)), backends, device, a.workers, a.budget, t0, a.plain, a.compile)
-    done = sorted({r[0] for r in rows})
+    done = sorted({r[0] for r in rows if r[3] != "skipped"})
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     mode = ", compiled" if a.compile else ""
     print(f"# fuzz_api: {len(done)} cases (seeds {first}-{last - 1}, plain share {a.plain}{mode}) on {name}, "
