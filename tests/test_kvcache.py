@@ -347,6 +347,19 @@ def test_int_seqlens_and_out_only(backend):
     assert isinstance(out, torch.Tensor) and out.shape == case["q"].shape
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_is_contiguous(backend):
+    """out comes contiguous, as flash_attn's does (callers view it as [b, sq, h * dv]): the torch backend's einsum laid
+    several query rows out heads first until session 57."""
+    case = make_case(seqlens=(20, 9, 30), sn=0, sq=4, h=3, hk=3)
+    with use_backend(backend):
+        out, lse = flash_attn_with_kvcache(case["q"].to(DEVICE), case["k_cache"].to(DEVICE),
+                                           case["v_cache"].to(DEVICE), cache_seqlens=9, causal=True,
+                                           return_softmax_lse=True)
+    assert out.is_contiguous() and lse.is_contiguous(), (out.stride(), lse.stride())
+    assert out.view(out.shape[0], out.shape[1], -1).shape[-1] == out.shape[2] * out.shape[3]
+
+
 def test_inputs_not_modified():
     case = make_case(sq=2, sn=2, rotary="neox")
     saved = {n: case[n].clone() for n in ("q", "k", "v", "rotary_cos")}

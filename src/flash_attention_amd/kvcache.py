@@ -521,8 +521,8 @@ def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, seqlens, cache_batch_idx, cache_leftpad, block_table,
             softmax_scale, causal, (window_left, window_right), softcap, rotary_interleaved, alibi_slopes,
             num_splits, True, sinks=sinks)
-    # as the fake lays them out (the torch backend's prefill-sized steps give out heads first in memory: compiled
-    # graphs asserted the fake's strides, session 57's fuzzer)
+    # as the fake lays them out, whatever the backend gives (compiled graphs assert the fake's strides: the torch
+    # backend's prefill-sized steps gave out heads first in memory until session 57, found by the fuzzer)
     return out.contiguous(), lse.contiguous()
 
 

@@ -120,4 +120,8 @@ def decode(q, k_cache, v_cache, cache_seqlens, params: AttnParams, block_table=N
     p = p.div_(total.clamp_min(1.0))  # empty rows: 0 (a NaN a row reads stays NaN: CONTRACT.md)
     out = torch.einsum("bkgsj,bjkd->bskgd", p.reshape(b, hk, group, sq, cap), vals)
     lse = torch.where(torch.isneginf(lse), torch.full_like(lse, math.inf), lse)
-    return out.reshape(b, sq, h, dv).to(q.dtype), lse.float()
+    # contiguous, as flash_attn's out is (einsum lays several query rows out heads first: out.view(b, sq, -1) failed);
+    # one copy either way (to() with a memory format returns a tensor of its own dtype as it is)
+    out = out.reshape(b, sq, h, dv)
+    out = out.contiguous() if out.dtype == q.dtype else out.to(q.dtype, memory_format=torch.contiguous_format)
+    return out, lse.float()
