@@ -345,6 +345,9 @@ def check(c: Case, device: str, backend: str = "auto", compiled: bool = False) -
     except Exception as e:  # noqa: BLE001 (every other exception is a finding)
         return "failed", [f"raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"]
     unchanged(snap, found)
+    if packed[0].is_contiguous() and c.api in ("func", "kvpacked", "varlen", "varlen_kvpacked") \
+            and not out.is_contiguous():  # (flash_attn allocates out like q)
+        found.append(f"out has strides {out.stride()} where q is contiguous")
     keep = None if c.dropout == 0 else ~torch.signbit(smask)
     if keep is not None and not seq:
         keep = keep[:, :, : c.sq, : c.sk]

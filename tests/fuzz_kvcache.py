@@ -88,6 +88,8 @@ def check_kvcache(c, x, backend: str, compiled: bool = False) -> tuple[str, list
         return "failed", [f"raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"]
     out, lse = res if c.lse else (res, None)
     unchanged(snap, found)
+    if not out.is_contiguous():  # (flash_attn allocates out like q, contiguous here)
+        found.append(f"out has strides {out.stride()} where q is contiguous")
     # the new keys as rotated in float64 and rounded may differ from the call's by an ulp (it rotates in fp32)
     ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(c.dtype, 1e-6)
     for name, got, want in (("k_cache", k_cache, want_k), ("v_cache", v_cache, want_v)):
